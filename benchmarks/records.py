@@ -1,0 +1,90 @@
+"""Reading benchmark files row by row, keeping where each row came from.
+
+Every benchmark reads JSONL, JSON arrays, Parquet or a folder of those. Errors must name the file and the
+row, so rows are yielded with their (source, row) position instead of being read as one anonymous table.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One raw row, or the reason it could not be read (then `data` is None)."""
+
+    source: str
+    row: int  # 1-based line number (JSONL) or row index + 1 (JSON array, Parquet)
+    data: dict[str, Any] | None
+    problem: str | None = None
+
+
+def data_files(path: str) -> list[str]:
+    """The data files under `path`: the file itself, or every supported file in a folder, sorted."""
+    if os.path.isdir(path):
+        found = sorted(
+            os.path.join(root, name)
+            for root, _, names in os.walk(path)
+            for name in names
+            if name.endswith(SUFFIXES) and not name.startswith(".")
+        )
+        if not found:
+            raise FileNotFoundError(f"{path}: no {', '.join(SUFFIXES)} files in this folder")
+        return found
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    return [path]
+
+
+def read_records(path: str) -> Iterator[Record]:
+    """Yield every row of every data file under `path`; unreadable rows become records with a problem."""
+    for source in data_files(path):
+        if source.endswith(".parquet"):
+            yield from _parquet_records(source)
+        elif source.endswith(".jsonl"):
+            yield from _jsonl_records(source)
+        else:
+            yield from _json_records(source)
+
+
+def _jsonl_records(source: str) -> Iterator[Record]:
+    with open(source, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield Record(source, number, None, f"not valid JSON ({e.msg})")
+                continue
+            if isinstance(data, dict):
+                yield Record(source, number, data)
+            else:
+                yield Record(source, number, None, "not a JSON object")
+
+
+def _json_records(source: str) -> Iterator[Record]:
+    with open(source, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            yield Record(source, e.lineno, None, f"not valid JSON ({e.msg})")
+            return
+    rows = data if isinstance(data, list) else [data]
+    for number, row in enumerate(rows, 1):
+        if isinstance(row, dict):
+            yield Record(source, number, row)
+        else:
+            yield Record(source, number, None, "not a JSON object")
+
+
+def _parquet_records(source: str) -> Iterator[Record]:
+    import pyarrow.parquet as pq  # pyarrow is a core dependency; imported here to keep this module light
+
+    for number, row in enumerate(pq.read_table(source).to_pylist(), 1):
+        yield Record(source, number, row)

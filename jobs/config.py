@@ -1,0 +1,159 @@
+"""Sweep configuration: YAML files validated by dataclass schemas (OmegaConf structured configs).
+
+A sweep names benchmarks and models; each name is a file in conf/benchmarks/ or conf/models/ (or an inline
+mapping). Composition happens first, then `key=value` overrides, so any key of the composed sweep can be
+overridden on the command line: `models.smollm2_judge.batch_size=4`, `storage.root=s3://bucket/runs`.
+An unknown key or a value of the wrong type is a ConfigError that names the key and the file.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the file and key it concerns in the message."""
+
+
+@dataclass
+class ModelConfig:
+    """One reward model or judge, and how to run it."""
+
+    name: str = MISSING
+    path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
+    kind: str = MISSING  # discriminative | generative | implicit
+    engine: str = "vllm"  # vllm | transformers (for heads vLLM cannot load)
+    reference: Optional[str] = None  # implicit RMs: the reference model (same forms as path)
+    dtype: str = "float32"
+    max_model_len: int = 2048
+    tensor_parallel_size: int = 1
+    kv_cache_gib: int = 1  # vLLM on CPU: KV cache size
+    batch_size: int = 16
+    min_actors: int = 1
+    max_actors: int = 1
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    max_new_tokens: int = 16  # generative: length of the text verdict
+    verdict: str = "logprob"  # generative: logprob | text (the other path is still recorded)
+    chat_template: Optional[str] = None  # overrides the tokenizer's template
+    note: str = ""  # shown beside the model in reports (e.g. "smoke test: random weights")
+
+
+@dataclass
+class BenchmarkConfig:
+    """One benchmark: which module implements it and where its data is."""
+
+    name: str = MISSING
+    module: str = MISSING  # benchmarks.<module>
+    data: list[str] = MISSING  # files or folders; relative paths are relative to the project root
+    limit: Optional[int] = None  # first N items of each path, for quick looks
+    bootstrap_resamples: int = 1000
+
+
+@dataclass
+class StorageConfig:
+    root: str = "results"  # local path or s3://bucket/prefix
+    run: str = MISSING  # the run folder under root; the same run name resumes
+    endpoint_url: Optional[str] = None  # S3-compatible endpoint; else AWS_ENDPOINT_URL
+    flush_every: int = 64  # answered requests per stored part while a cell runs
+
+
+@dataclass
+class ClusterConfig:
+    address: Optional[str] = None  # Ray address; else RAY_ADDRESS; else a local cluster
+    num_cpus: Optional[int] = None  # local cluster only
+
+
+@dataclass
+class SweepConfig:
+    name: str = MISSING
+    benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+
+
+def project_root(sweep_path: Path) -> Path:
+    """The folder that holds conf/: a sweep lives in conf/sweeps/, so two levels up."""
+    return sweep_path.resolve().parent.parent.parent
+
+
+def _structured(schema: type, data: Any, source: str) -> DictConfig:
+    try:
+        return OmegaConf.merge(OmegaConf.structured(schema), data)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{source}: key '{e.full_key}': {_reason(e)}") from None
+
+
+def _reason(e: OmegaConfBaseException) -> str:
+    return str(e).splitlines()[0]
+
+
+def _load_yaml(path: Path) -> DictConfig:
+    if not path.exists():
+        raise ConfigError(f"{path}: no such config file")
+    loaded = OmegaConf.load(path)
+    if not isinstance(loaded, DictConfig):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return loaded
+
+
+def _compose_entries(entries: Any, folder: Path, schema: type, sweep_file: Path, key: str) -> dict[str, Any]:
+    """Names become the files conf/<folder>/<name>.yaml; mappings are taken inline."""
+    out: dict[str, Any] = {}
+    for entry in entries or []:
+        if isinstance(entry, str):
+            source = folder / f"{entry}.yaml"
+            node = _structured(schema, _load_yaml(source), str(source))
+        else:
+            node = _structured(schema, entry, f"{sweep_file} ({key})")
+        if node.name in out:
+            raise ConfigError(f"{sweep_file}: {key}: '{node.name}' appears twice")
+        out[node.name] = node
+    return out
+
+
+def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> SweepConfig:
+    """Compose and validate a sweep; relative data paths become absolute against the project root."""
+    sweep_file = Path(path)
+    raw = _load_yaml(sweep_file)
+    conf_dir = sweep_file.resolve().parent.parent
+    composed = OmegaConf.to_container(raw, resolve=False)
+    composed["benchmarks"] = _compose_entries(raw.get("benchmarks"), conf_dir / "benchmarks", BenchmarkConfig,
+                                              sweep_file, "benchmarks")
+    composed["models"] = _compose_entries(raw.get("models"), conf_dir / "models", ModelConfig, sweep_file, "models")
+    cfg = _structured(SweepConfig, composed, str(sweep_file))
+    if overrides:
+        try:
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+        except OmegaConfBaseException as e:
+            raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {_reason(e)}") from None
+    try:
+        sweep: SweepConfig = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{sweep_file}: key '{e.full_key}': {_reason(e)}") from None
+    root = project_root(sweep_file)
+    for bench in sweep.benchmarks.values():
+        bench.data = [p if "://" in p or os.path.isabs(p) else str(root / p) for p in bench.data]
+    _check_choices(sweep, sweep_file)
+    return sweep
+
+
+def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
+    choices = {"kind": ("discriminative", "generative", "implicit"), "engine": ("vllm", "transformers"),
+               "verdict": ("logprob", "text")}
+    for name, model in sweep.models.items():
+        for key, allowed in choices.items():
+            if getattr(model, key) not in allowed:
+                raise ConfigError(f"{sweep_file}: key 'models.{name}.{key}': '{getattr(model, key)}' is not one of "
+                                  f"{', '.join(allowed)}")
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """A plain dict of a config dataclass, for manifests, hashes and Ray actor arguments."""
+    return OmegaConf.to_container(OmegaConf.structured(obj), resolve=True)

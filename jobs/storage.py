@@ -1,0 +1,300 @@
+"""The run root: where a run's manifest, predictions, answered requests, errors, metrics and report live.
+
+One class serves a local folder and an `s3://bucket/prefix` (any S3-compatible endpoint) through pyarrow
+filesystems, so the pipeline, resume, `ragjudge report` and Ray Data readers see the same Hive-partitioned
+layout wherever the run is stored:
+
+    ROOT/RUN/manifest.json
+    ROOT/RUN/{predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
+    ROOT/RUN/metrics/benchmark=B/model=M/metrics.json
+    ROOT/RUN/report/...
+
+Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
+never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
+text and every string cell written here passes through `redact`, so an error message that echoes a secret
+from the environment is stored without it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from typing import Any, Literal
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+Kind = Literal["predictions", "requests", "errors"]
+KINDS: tuple[str, ...] = ("predictions", "requests", "errors")
+
+_SECRET_NAMES = {"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+                 "OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
+# *_API_KEY, *_TOKEN, *_SECRET*, *_PASSWORD, *_ACCESS_KEY*; anchored: TOKENIZERS_PARALLELISM is no secret.
+_SECRET_PATTERN = re.compile(r"(^|_)(API_KEY|TOKEN|PASSWORD|ACCESS_KEY(_ID)?)$|SECRET")
+_MIN_SECRET_LEN = 4  # shorter values ("1", "on") would shred every message and protect nothing
+_REDACTED = "[redacted]"
+_SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
+
+
+def _secret_values() -> list[str]:
+    """Values of secret-bearing environment variables, longest first (a longer one goes whole)."""
+    values: set[str] = set()
+    for name, value in os.environ.items():
+        upper = name.upper()
+        if (upper in _SECRET_NAMES or _SECRET_PATTERN.search(upper)) and len(value) >= _MIN_SECRET_LEN:
+            values.add(value)
+            values.add(quote(value, safe=""))  # as it appears inside a URL or form body
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` without the values of secret-bearing environment variables, so errors can be logged."""
+    for secret in _secret_values():
+        text = text.replace(secret, _REDACTED)
+    return text
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
+    """A copy of a (nested) row value with every secret removed from its strings."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, _REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v, secrets) for v in value]
+    return value
+
+
+def partition_value(name: str) -> str:
+    """A Hive partition value for a benchmark or model name: hub ids like `org/name` become `org__name`.
+
+    Other characters outside [A-Za-z0-9._-] are percent-encoded (pyarrow decodes them when it reads the tree).
+    Not injective for names that already contain "__"; rows keep the original name in their own column.
+    """
+    if not name:
+        raise ValueError("a partition needs a non-empty benchmark and model name")
+    return _SAFE_PARTITION.sub(lambda m: quote(m.group(0), safe=""), name.replace("/", "__"))
+
+
+def _table(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows -> an Arrow table whose columns are the union of all rows' keys (a missing key is null).
+
+    pa.Table.from_pylist would take the columns from the first row alone and drop the rest without a word.
+    """
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns = {}
+    for name in names:
+        try:
+            columns[name] = pa.array([row.get(name) for row in rows])
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ValueError(f"column {name!r} mixes types that one Parquet column cannot hold: {e}") from e
+    return pa.table(columns)
+
+
+class RunRoot:
+    """ROOT/RUN on a local path or an s3:// URI; all reads and writes of a run go through here."""
+
+    def __init__(self, uri: str, run: str, endpoint_url: str | None = None) -> None:
+        if not run or "/" in run.strip("/") or run in (".", ".."):
+            raise ValueError(f"run must be one folder name, got {run!r}")
+        self._args = (uri, run, endpoint_url)
+        self.run = run.strip("/")
+        if uri.startswith("s3://"):
+            import s3fs
+
+            bucket_prefix = uri[len("s3://"):].strip("/")
+            if not bucket_prefix:
+                raise ValueError(f"{uri!r}: an S3 run root needs a bucket, e.g. s3://bucket/runs")
+            endpoint = (endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                        or os.environ.get("AWS_ENDPOINT_URL"))
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            # No key/secret arguments: botocore reads them from the environment (or a profile, a role),
+            # so the filesystem object, its pickles and anything derived from it carry none.
+            fs = s3fs.S3FileSystem(
+                endpoint_url=endpoint or None,
+                client_kwargs={"region_name": region} if region else {},
+                use_listings_cache=False,  # resume must see parts another process wrote since
+                skip_instance_cache=True,
+            )
+            self.fsspec = fs
+            self.filesystem: pafs.FileSystem = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+            self.is_s3 = True
+            self.base = f"{bucket_prefix}/{self.run}"
+            self._scheme = "s3://"
+        else:
+            local = uri[len("file://"):] if uri.startswith("file://") else uri
+            if "://" in local:
+                raise ValueError(f"{uri!r}: the run root must be a local path or an s3:// URI")
+            self.fsspec = None
+            self.filesystem = pafs.LocalFileSystem()
+            self.is_s3 = False
+            self.base = os.path.join(os.path.abspath(os.path.expanduser(local or ".")), self.run)
+            self._scheme = ""
+
+    def __repr__(self) -> str:
+        return f"RunRoot({self.uri('')!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env."""
+        return (RunRoot, self._args)
+
+    # -- paths ---------------------------------------------------------------------------------------------
+    def path(self, relpath: str = "") -> str:
+        """The path of `relpath` on `self.filesystem` (for pyarrow and Ray Data readers)."""
+        relpath = relpath.strip("/")
+        if any(part in ("..", ".") for part in relpath.split("/")):
+            raise ValueError(f"{relpath!r}: paths stay inside the run root")
+        return f"{self.base}/{relpath}" if relpath else self.base
+
+    def uri(self, relpath: str = "") -> str:
+        """Where `relpath` is, for messages: s3://bucket/prefix/run/... or an absolute local path."""
+        return self._scheme + self.path(relpath)
+
+    @staticmethod
+    def partition_value(name: str) -> str:
+        """See `partition_value`."""
+        return partition_value(name)
+
+    def partition(self, kind: str, benchmark: str, model: str) -> str:
+        """Relative folder of one (kind, benchmark, model) partition."""
+        if kind not in KINDS and kind != "metrics":
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        return f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
+
+    def metrics_path(self, benchmark: str, model: str) -> str:
+        """Relative path of a cell's metrics.json."""
+        return self.partition("metrics", benchmark, model) + "/metrics.json"
+
+    # -- files ---------------------------------------------------------------------------------------------
+    def _write_bytes(self, path: str, data: bytes | None = None, table: pa.Table | None = None) -> None:
+        """Write a file so that readers see the old version or the whole new one, never a torn file.
+
+        On S3 one PUT (or a completed multipart upload) is already atomic. Locally the bytes go to a hidden
+        temporary name in the same folder (skipped by pyarrow/Ray dataset discovery) and are then renamed.
+        """
+        if self.is_s3:
+            target = path
+        else:
+            folder, name = path.rsplit("/", 1)
+            self.filesystem.create_dir(folder, recursive=True)
+            target = f"{folder}/.{name}.tmp-{uuid.uuid4().hex}"
+        try:
+            with self.filesystem.open_output_stream(target) as out:
+                if table is not None:
+                    pq.write_table(table, out)
+                else:
+                    out.write(data or b"")
+            if target != path:
+                self.filesystem.move(target, path)
+        except BaseException:
+            if target != path:
+                try:
+                    self.filesystem.delete_file(target)
+                except OSError:
+                    pass
+            raise
+
+    def _read_bytes(self, path: str) -> bytes | None:
+        try:
+            with self.filesystem.open_input_stream(path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def write_text(self, relpath: str, text: str) -> None:
+        """Store a text file (the HTML report), atomically, secrets removed."""
+        self._write_bytes(self.path(relpath), redact(text).encode("utf-8"))
+
+    def write_json(self, relpath: str, obj: Any) -> None:
+        """Store a JSON document (manifest, metrics) atomically: a killed run never leaves half a manifest."""
+        self.write_text(relpath, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+    def read_json(self, relpath: str) -> Any | None:
+        """The stored JSON document, or None if there is none yet (a new run, an unfinished cell)."""
+        data = self._read_bytes(self.path(relpath))
+        return None if data is None else json.loads(data)
+
+    # -- partitions of rows --------------------------------------------------------------------------------
+    def write_rows(self, kind: Kind, benchmark: str, model: str, rows: list[dict[str, Any]],
+                   part: str) -> str | None:
+        """Store rows as ONE Parquet file `part-<part>.parquet` of the partition, atomically; returns its URI.
+
+        Each row keeps the original `benchmark` and `model` names (set when absent), since the partition
+        values are sanitised. Nothing is written for no rows. Resume relies on a part being whole or absent.
+        """
+        if not part or "/" in part or part.startswith("."):
+            raise ValueError(f"part must be a plain name, got {part!r}")
+        if not rows:
+            return None
+        secrets = _secret_values()
+        stored = []
+        for row in rows:
+            row = {**row}
+            row.setdefault("benchmark", benchmark)
+            row.setdefault("model", model)
+            stored.append(_scrub(row, secrets) if secrets else row)
+        relpath = f"{self.partition(kind, benchmark, model)}/part-{part}.parquet"
+        self._write_bytes(self.path(relpath), table=_table(stored))
+        return self.uri(relpath)
+
+    def _part_files(self, kind: str, benchmark: str, model: str) -> list[tuple[str, str]]:
+        folder = self.path(self.partition(kind, benchmark, model))
+        infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        parts = []
+        for info in infos:
+            name = info.base_name
+            if info.type == pafs.FileType.File and name.startswith("part-") and name.endswith(".parquet"):
+                parts.append((name[len("part-"):-len(".parquet")], info.path))
+        return sorted(parts)
+
+    def list_parts(self, kind: Kind, benchmark: str, model: str) -> list[str]:
+        """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
+        return [name for name, _ in self._part_files(kind, benchmark, model)]
+
+    def read_rows(self, kind: Kind, benchmark: str, model: str) -> list[dict[str, Any]]:
+        """All rows of a partition, part by part in part-name order; [] if it has none.
+
+        Parts are read one at a time, so parts whose column types differ (a column all None in one part,
+        float in another) still read back; a column that only some parts have is None in the others' rows.
+        """
+        tables = []
+        for _, path in self._part_files(kind, benchmark, model):
+            with self.filesystem.open_input_file(path) as f:
+                tables.append(pq.read_table(f))
+        names = list(dict.fromkeys(name for table in tables for name in table.column_names))
+        rows: list[dict[str, Any]] = []
+        for table in tables:
+            part_rows = table.to_pylist()
+            if table.column_names != names:
+                part_rows = [{name: row.get(name) for name in names} for row in part_rows]
+            rows.extend(part_rows)
+        return rows
+
+    def read_dataset(self, kind: Kind):
+        """A Ray Dataset over every partition of `kind` (e.g. all predictions of the run), read in parallel.
+
+        partitioning=None: the rows carry the original `benchmark` and `model` names; Hive partitioning would
+        overwrite them with the sanitised folder values (`org__name`).
+        """
+        import ray
+
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        return ray.data.read_parquet(self.path(kind), filesystem=self.filesystem, partitioning=None,
+                                     file_extensions=["parquet"])
+
+    def clear(self, kind: Kind, benchmark: str, model: str) -> None:
+        """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
+        folder = self.path(self.partition(kind, benchmark, model))
+        if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
+            self.filesystem.delete_dir(folder)

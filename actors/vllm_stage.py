@@ -5,9 +5,8 @@ sampling or pooling parameters; it owns the engine actors, which is what lets th
 tensor-parallel 70B judge on a GPU cluster. What each kind asks of the engine:
 - discriminative: `classify` pooling with the activation off, so the score is the raw logit;
 - generative: two engine rows per request, sharing one engine: a short greedy generation (the text verdict)
-  and one token constrained to the candidates after the prefill, whose log-probs give the verdict (vLLM
-  reports raw, pre-processing log-probs, so the constraint picks the token without changing its value);
-  the driver merges the two parts (`n_parts`) back into one answer;
+  and one token after the prefill, for which vLLM reports the log-probs of exactly the candidate tokens
+  (`logprob_token_ids`); the driver merges the two parts (`n_parts`) back into one answer;
 - implicit: prompt log-probs of the closed conversation, summed over the response span; with a reference
   model, a second processor adds the reference's sums.
 """
@@ -16,10 +15,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from actors.templating import templater
+from actors.templating import overflow, templater
 
-TOP_LOGPROBS = 20  # vLLM's default max_logprobs
 _INPUTS = ("messages", "prefill", "candidates")  # request columns the engine rows do not carry on
+# ray.data.llm numbers its rows in a `request_id` column of its own, overwriting ours: ours travels under
+# another name through the processor and is restored afterwards.
+_OUR_ID = "ragjudge_request_id"
 
 
 def split_judge_request(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -36,7 +37,8 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
     """
     tpl = templater(path, model.get("chat_template"))
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
-    out = {key: value for key, value in row.items() if key not in _INPUTS}
+    out = {key: value for key, value in row.items() if key not in _INPUTS and key != "request_id"}
+    out[_OUR_ID] = row["request_id"]
     if keep_messages:
         out["messages"] = row["messages"]
     if task == "classify":
@@ -45,26 +47,29 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
     elif task == "logprobs":
         ids, out["response_start"] = tpl.response(messages)
         out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
-    elif row["part"] == "verdict":
-        verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]])
-        ids, out["candidate_ids"] = verdict.prompt_ids, verdict.candidate_ids
-        out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "logprobs": TOP_LOGPROBS,
-                                  "allowed_token_ids": verdict.candidate_ids}
     else:
-        ids = tpl.opened(messages)
-        out["sampling_params"] = {"max_tokens": int(model["max_new_tokens"]), "temperature": 0.0}
-    limit = int(model["max_model_len"])
-    overflow = f"context overflow: {len(ids)} tokens > max_model_len {limit}" if len(ids) > limit else None
+        # Both parts carry the same keys with the same types: Ray Data stores the column in one block, and a
+        # key missing from some rows becomes a null that turns the other rows' integers into floats.
+        verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]])
+        out["candidate_ids"] = verdict.candidate_ids
+        if row["part"] == "verdict":
+            ids, max_tokens = verdict.prompt_ids, 1
+        else:
+            ids, max_tokens = tpl.opened(messages), int(model["max_new_tokens"])
+        out["sampling_params"] = {"max_tokens": max_tokens, "temperature": 0.0,
+                                  "logprob_token_ids": verdict.candidate_ids}
+    problem = overflow(len(ids), int(model["max_model_len"]), generates=task != "classify")
     out["n_tokens"] = max(len(ids), int(row.get("n_tokens") or 0))
-    out["error"] = row.get("error") or overflow
-    out["truncated"] = bool(row.get("truncated")) or overflow is not None
-    out["tokenized_prompt"] = ids[:1] if overflow else ids
+    out["error"] = row.get("error") or problem
+    out["truncated"] = bool(row.get("truncated")) or problem is not None
+    out["tokenized_prompt"] = ids[:1] if problem else ids
     return out
 
 
 def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix: str = "") -> dict[str, Any]:
     """Processor output row -> the request's columns plus this engine's answer (large outputs dropped)."""
     out = {key: row[key] for key in columns if key in row}
+    out["request_id"] = row[_OUR_ID]
     failed = bool(row.get("error"))
     if task == "classify":
         out["score"] = None if failed else float(row["embeddings"][0])
@@ -92,7 +97,7 @@ def _processor(model: dict[str, Any], path: str, task: str, preprocess, postproc
         "max_model_len": int(model["max_model_len"]),
         "tensor_parallel_size": int(model["tensor_parallel_size"]),
         "enable_prefix_caching": task != "classify",
-        "max_logprobs": TOP_LOGPROBS,
+        "enforce_eager": bool(model["enforce_eager"]),
     }
     runtime_env, placement = None, None
     if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine

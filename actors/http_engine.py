@@ -1,0 +1,88 @@
+"""Judges behind an OpenAI-compatible chat API: hosted models (GPT-4o, Claude, Gemini gateways) or `vllm serve`.
+
+The `openai` client does the HTTP work we would otherwise write: it retries 408/409/429/5xx with exponential
+backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests in flight per actor, turn a
+401 into an error that names the model and the key's variable (never its value), and keep any other failed
+request as an error on its own row.
+
+An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import numpy as np
+
+
+class Secret(str):
+    """A credential passed to actors as an argument: its repr never shows the value (Ray logs arguments)."""
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+
+class ApiAuthError(RuntimeError):
+    """The endpoint refused the key: every request would fail, so the cell stops with this message."""
+
+
+def api_credentials(model: dict[str, Any]) -> dict[str, Any]:
+    """Base URL and key from the environment variables a model config names, read on the driver.
+
+    Worker nodes need not have the variables; the values travel as constructor arguments, wrapped in Secret.
+    """
+    values = {}
+    for key in ("api_base_env", "api_key_env"):
+        name = model.get(key)
+        if not name:
+            raise ValueError(f"model '{model['name']}': '{key}' is not set; an http engine needs it")
+        if not os.environ.get(name):
+            raise ValueError(f"model '{model['name']}': environment variable {name} ({key}) is not set")
+        values[key] = os.environ[name]
+    return {"base_url": values["api_base_env"], "api_key": Secret(values["api_key_env"])}
+
+
+class HttpJudge:
+    """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once."""
+
+    def __init__(self, model: dict[str, Any], base_url: str, api_key: str):
+        from openai import AsyncOpenAI
+
+        self.model = model
+        self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
+                                  max_retries=int(model.get("max_retries", 5)), timeout=600.0)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+        conversations = [[{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+                         for messages in batch["messages"]]
+        answers = asyncio.run(self._answer_all(conversations))
+        out = {key: values for key, values in batch.items() if key not in ("messages", "prefill", "candidates")}
+        for key in ("text", "error", "n_tokens"):
+            out[key] = [answer[key] for answer in answers]
+        out["truncated"] = [False] * len(answers)
+        out["candidate_logprobs"] = [None] * len(answers)
+        return out
+
+    async def _answer_all(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+        limit = asyncio.Semaphore(int(self.model["max_concurrency"]))
+        return await asyncio.gather(*(self._answer(c, limit) for c in conversations))
+
+    async def _answer(self, messages: list[dict[str, str]], limit: asyncio.Semaphore) -> dict[str, Any]:
+        import openai
+
+        async with limit:
+            try:
+                response = await self.client.chat.completions.create(
+                    model=self.model["path"], messages=messages, temperature=0.0,
+                    max_tokens=int(self.model["max_new_tokens"]))
+            except openai.AuthenticationError as exc:
+                raise ApiAuthError(
+                    f"model '{self.model['name']}': the endpoint refused the key in "
+                    f"{self.model['api_key_env']} (HTTP {exc.status_code})") from None
+            except openai.APIError as exc:  # after the client's retries: this row fails, the others go on
+                status = getattr(exc, "status_code", None)
+                return {"text": None, "n_tokens": 0, "error": f"api: HTTP {status}: {str(exc)[:300]}"}
+        usage = response.usage
+        return {"text": response.choices[0].message.content or "", "error": None,
+                "n_tokens": usage.prompt_tokens if usage else 0}

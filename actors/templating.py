@@ -7,6 +7,7 @@ themselves get this subtly wrong (an opened generation turn, a doubled BOS), so 
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 Messages = list[dict[str, str]]
@@ -36,8 +37,9 @@ class Templater:
         from transformers import AutoTokenizer  # heavy; only where a model is actually used
 
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        if chat_template:
-            self.tokenizer.chat_template = chat_template
+        if chat_template:  # the Jinja text itself, or a file that holds it
+            is_file = "{" not in chat_template and os.path.isfile(chat_template)
+            self.tokenizer.chat_template = open(chat_template).read() if is_file else chat_template
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids

@@ -24,6 +24,7 @@ from typing import Any
 
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
 from benchmarks import benchmark_module
+from jobs.preflight import PreflightError, largest_gpu_node, model_problems
 from jobs.reducers import aggregate
 from jobs.storage import RunRoot, redact
 
@@ -48,15 +49,33 @@ def load_items(bench: BenchmarkConfig) -> list[dict[str, Any]]:
     return items
 
 
-def cell_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
-    """What changes a cell's results: its model and benchmark settings and the bytes of its data files."""
-    h = hashlib.sha256(json.dumps([to_dict(bench), to_dict(model)], sort_keys=True).encode())
+# Settings that change how a cell runs, not what it answers: changing them keeps stored answers.
+_RUN_SETTINGS = {"batch_size", "min_actors", "max_actors", "num_cpus", "num_gpus", "kv_cache_gib", "enforce_eager",
+                 "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note"}
+# Benchmark settings that change which items are scored or how metrics are computed, not any answer.
+_METRIC_SETTINGS = {"limit", "bootstrap_resamples"}
+
+
+def answers_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
+    """What changes the model's answers: model identity and prompt settings, the protocol, the data bytes.
+
+    Data on object storage is not read here (only local files are hashed); its path is in the settings.
+    """
+    settings = [{k: v for k, v in to_dict(bench).items() if k not in _METRIC_SETTINGS},
+                {k: v for k, v in to_dict(model).items() if k not in _RUN_SETTINGS}]
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:
         for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
             if file.is_file():
                 h.update(file.name.encode())
                 h.update(hashlib.sha256(file.read_bytes()).digest())
     return h.hexdigest()[:16]
+
+
+def cell_hash(bench: BenchmarkConfig, answers: str) -> str:
+    """What changes a cell's results: its answers and the metric settings."""
+    metric = {k: v for k, v in to_dict(bench).items() if k in _METRIC_SETTINGS}
+    return hashlib.sha256(json.dumps([answers, metric], sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _versions() -> dict[str, str]:
@@ -98,38 +117,45 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     manifest.update(sweep=sweep.name, config=to_dict(sweep), versions=_versions(), git_sha=_git_sha())
     manifest["attempts"] = int(manifest.get("attempts", 0)) + 1
     root.write_json(MANIFEST, manifest)
+    gpus = largest_gpu_node()
+    problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     outcomes = []
     for bench in sweep.benchmarks.values():
         for model in sweep.models.values():
-            outcome = run_cell(root, manifest, bench, model, sweep.storage.flush_every, log)
+            outcome = run_cell(root, manifest, bench, model, sweep.storage.flush_every, log,
+                               problems=problems[model.name])
             outcomes.append(outcome)
             log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")
     return outcomes
 
 
 def run_cell(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, model: ModelConfig,
-             flush_every: int, log=print) -> CellOutcome:
+             flush_every: int, log=print, problems: list[str] = ()) -> CellOutcome:
     start = time.time()
     key = f"{bench.name}/{model.name}"
-    digest = cell_hash(bench, model)
+    answers = answers_hash(bench, model)
+    digest = cell_hash(bench, answers)
     cell = manifest["cells"].get(key, {})
     metrics_path = f"metrics/benchmark={bench.name}/model={root.partition_value(model.name)}/metrics.json"
     if cell.get("status") == "done" and cell.get("hash") == digest:
         return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
-    if cell.get("hash") not in (None, digest):  # settings or data changed: earlier answers are stale
+    if cell.get("answers_hash") not in (None, answers):  # model, prompts or data changed: answers are stale
         for kind in ("requests", "predictions", "errors"):
             root.clear(kind, bench.name, model.name)
-    manifest["cells"][key] = {"status": "running", "hash": digest}
+    stamp = {"hash": digest, "answers_hash": answers}
+    manifest["cells"][key] = {"status": "running", **stamp}
     root.write_json(MANIFEST, manifest)
     try:
+        if problems:  # found before any engine starts (jobs.preflight)
+            raise PreflightError("; ".join(problems))
         metrics = _evaluate(root, manifest, bench, model, flush_every, log)
     except Exception as e:  # one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
-        manifest["cells"][key] = {"status": "failed", "hash": digest, "error": message}
+        manifest["cells"][key] = {"status": "failed", **stamp, "error": message}
         root.write_json(MANIFEST, manifest)
         return CellOutcome(bench.name, model.name, "failed", None, time.time() - start, f": {message}")
     root.write_json(metrics_path, metrics)
-    manifest["cells"][key] = {"status": "done", "hash": digest, "n": metrics["n"], "n_errors": metrics["n_errors"],
+    manifest["cells"][key] = {"status": "done", **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
                               "seconds": round(time.time() - start, 1)}
     root.write_json(MANIFEST, manifest)
     return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)

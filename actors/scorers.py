@@ -34,7 +34,8 @@ class RequestScorer:
     def _engine(self, path: str, task: str) -> TransformersEngine:
         return TransformersEngine(path, task=task, dtype=self.model["dtype"],
                                   max_model_len=int(self.model["max_model_len"]),
-                                  chat_template=self.model.get("chat_template"))
+                                  chat_template=self.model.get("chat_template"),
+                                  revision=self.model["revision"] if path == self.model["path"] else None)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [_conversation(m) for m in batch["messages"]]

@@ -16,16 +16,17 @@ class TransformersEngine:
     """A causal LM (task="generate") or a one-label sequence classifier (task="classify")."""
 
     def __init__(self, path: str, *, task: str, dtype: str = "float32", max_model_len: int = 2048,
-                 chat_template: str | None = None):
+                 chat_template: str | None = None, revision: str | None = None):
         import torch
         from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
         if task not in ("generate", "classify"):
             raise ValueError(f"task must be 'generate' or 'classify', not {task!r}")
         self.task, self.max_model_len = task, max_model_len
-        self.templater = templater(path, chat_template)
+        self.templater = templater(path, chat_template, revision)
         cls = AutoModelForSequenceClassification if task == "classify" else AutoModelForCausalLM
-        self.model = cls.from_pretrained(path, dtype=dtype if dtype == "auto" else getattr(torch, dtype)).eval()
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
+        self.model = cls.from_pretrained(path, dtype=torch_dtype, revision=revision).eval()
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model.to(self.device)
 

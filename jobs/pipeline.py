@@ -51,9 +51,11 @@ def load_items(bench: BenchmarkConfig) -> list[dict[str, Any]]:
 
 # Settings that change how a cell runs, not what it answers: changing them keeps stored answers.
 _RUN_SETTINGS = {"batch_size", "min_actors", "max_actors", "num_cpus", "num_gpus", "kv_cache_gib", "enforce_eager",
-                 "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note"}
+                 "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note",
+                 "params_b"}
 # Benchmark settings that change which items are scored or how metrics are computed, not any answer.
 _METRIC_SETTINGS = {"limit", "bootstrap_resamples"}
+_PLAN_SETTINGS = {"size", "plan_sample"}  # read by `ragjudge plan` only
 
 
 def answers_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
@@ -61,7 +63,7 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
 
     Data on object storage is not read here (only local files are hashed); its path is in the settings.
     """
-    settings = [{k: v for k, v in to_dict(bench).items() if k not in _METRIC_SETTINGS},
+    settings = [{k: v for k, v in to_dict(bench).items() if k not in _METRIC_SETTINGS | _PLAN_SETTINGS},
                 {k: v for k, v in to_dict(model).items() if k not in _RUN_SETTINGS}]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:

@@ -211,7 +211,8 @@ def test_response_logprobs_wants_an_assistant_turn_last(hf_policy, pairs):
 # ---- vLLM stage rows (the engine itself runs in test_pipeline.py) -------------------------------
 
 def _model(**overrides):
-    return {"max_model_len": 2048, "max_new_tokens": 8, "chat_template": None, **overrides}
+    return {"path": "p", "revision": None, "max_model_len": 2048, "max_new_tokens": 8, "chat_template": None,
+            **overrides}
 
 
 def test_judge_request_becomes_two_rows_with_uniform_sampling_params(smollm2_path):

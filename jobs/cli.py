@@ -74,6 +74,19 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submit(args: argparse.Namespace) -> int:
+    from jobs.submit import SubmitError, SubmitOptions, submit
+
+    flags = {k: getattr(args, k) for k in ("nodes", "gpus_per_node", "cpus_per_node", "image", "namespace",
+                                           "partition", "time_limit", "secret", "project_dir", "address", "wait")}
+    options = SubmitOptions(**{k: v for k, v in flags.items() if v is not None})
+    try:
+        return submit(args.sweep, args.overrides, args.to, options, dry_run=args.dry_run)
+    except SubmitError as e:
+        print(f"ragjudge submit: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ragjudge", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -89,7 +102,29 @@ def main(argv: list[str] | None = None) -> int:
     rep = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")
     rep.add_argument("run", help="the run folder, ROOT/RUN")
     rep.set_defaults(func=_report)
-    args = parser.parse_args(argv)
+    sub = commands.add_parser("submit", help="send a sweep to a Ray cluster, Slurm or Kubernetes (KubeRay)")
+    sub.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
+    sub.add_argument("overrides", nargs="*", help="key=value overrides, passed on to `ragjudge run`")
+    sub.add_argument("--to", required=True, choices=("ray", "slurm", "k8s"), help="where the sweep runs")
+    sub.add_argument("--dry-run", action="store_true", help="print what would be submitted; submit nothing")
+    sub.add_argument("--nodes", type=int, help="GPU nodes (slurm: all nodes; k8s: GPU worker replicas)")
+    sub.add_argument("--gpus-per-node", type=int)
+    sub.add_argument("--cpus-per-node", type=int, help="else cluster.num_cpus, else 16 per GPU")
+    sub.add_argument("--image", help="k8s: container image holding the project")
+    sub.add_argument("--namespace", help="k8s namespace")
+    sub.add_argument("--secret", help="k8s: the Secret whose keys become the pods' environment")
+    sub.add_argument("--partition", help="slurm partition")
+    sub.add_argument("--time", dest="time_limit", help="slurm time limit, e.g. 24:00:00")
+    sub.add_argument("--project-dir", help="where the project lies for the job (slurm: shared fs; k8s: in image)")
+    sub.add_argument("--address", help="ray: the cluster (dashboard URL or GCS address); else RAY_ADDRESS")
+    sub.add_argument("--wait", action="store_true", default=None, help="ray: wait for the job and return its status")
+    sub.set_defaults(func=_submit)
+    args, extra = parser.parse_known_args(argv)
+    # argparse leaves key=value words that follow flags (`submit SWEEP --to ray k=v`) unparsed: they are overrides.
+    if extra and args.command == "submit" and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from jobs.config import ConfigError
 
     try:

@@ -48,6 +48,7 @@ class ModelConfig:
     api_base_env: Optional[str] = None  # kind api: name of the environment variable holding the base URL
     api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
     max_concurrency: int = 8  # kind api: requests in flight per actor
+    max_retries: int = 5  # kind api: retries of a 408/409/429/5xx answer, with exponential backoff
 
 
 @dataclass
@@ -58,6 +59,8 @@ class BenchmarkConfig:
     module: str = MISSING  # benchmarks.<module>
     data: list[str] = MISSING  # files or folders; relative paths are relative to the project root
     limit: Optional[int] = None  # first N items of each path, for quick looks
+    size: Optional[int] = None  # items in the full benchmark, for `ragjudge plan` when the data is not here
+    plan_sample: Optional[str] = None  # a local file of representative items whose lengths `plan` scales to size
     bootstrap_resamples: int = 1000
 
 
@@ -145,9 +148,14 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         raise ConfigError(f"{sweep_file}: key '{e.full_key}': {_reason(e)}") from None
     root = project_root(sweep_file)
     for bench in sweep.benchmarks.values():
-        bench.data = [p if "://" in p or os.path.isabs(p) else str(root / p) for p in bench.data]
+        bench.data = [_from_root(root, p) for p in bench.data]
+        bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)
     _check_choices(sweep, sweep_file)
     return sweep
+
+
+def _from_root(root: Path, path: str) -> str:
+    return path if "://" in path or os.path.isabs(path) else str(root / path)
 
 
 def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:

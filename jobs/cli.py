@@ -87,6 +87,22 @@ def _submit(args: argparse.Namespace) -> int:
         return 2
 
 
+def _plan(args: argparse.Namespace) -> int:
+    from jobs.config import load_sweep
+    from jobs.plan import GpuSpec, format_plan, plan_sweep
+
+    gpu = GpuSpec(name=args.gpu, peak_tflops=args.peak_tflops, efficiency=args.efficiency, count=args.gpus)
+    print(format_plan(plan_sweep(load_sweep(args.sweep, args.overrides), gpu), gpu))
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from jobs.registry import format_models, list_models
+
+    print(format_models(list_models(Path(args.conf))))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ragjudge", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,9 +135,21 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_argument("--address", help="ray: the cluster (dashboard URL or GCS address); else RAY_ADDRESS")
     sub.add_argument("--wait", action="store_true", default=None, help="ray: wait for the job and return its status")
     sub.set_defaults(func=_submit)
+    plan = commands.add_parser("plan", help="requests, tokens, FLOPs and GPU-hours of a sweep, before running it")
+    plan.add_argument("sweep")
+    plan.add_argument("overrides", nargs="*", help="key=value overrides, as for run")
+    plan.add_argument("--gpus", type=int, default=8, help="GPUs to spread the sweep over")
+    plan.add_argument("--gpu", default="H100-SXM", help="GPU name, for the printout")
+    plan.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of one GPU")
+    plan.add_argument("--efficiency", type=float, default=0.35, help="share of peak reached")
+    plan.set_defaults(func=_plan)
+    models = commands.add_parser("models", help="list the model registry")
+    models.add_argument("--conf", default=str(Path(__file__).resolve().parent.parent / "conf"),
+                        help="the conf/ folder whose models/ to list")
+    models.set_defaults(func=_models)
     args, extra = parser.parse_known_args(argv)
-    # argparse leaves key=value words that follow flags (`submit SWEEP --to ray k=v`) unparsed: they are overrides.
-    if extra and args.command == "submit" and all("=" in e and not e.startswith("-") for e in extra):
+    # argparse leaves key=value words that follow flags (`plan SWEEP --gpus 8 k=v`) unparsed: they are overrides.
+    if extra and hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
         args.overrides += extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -22,9 +22,9 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 from jobs.config import ConfigError, SweepConfig, load_sweep
 from jobs.storage import redact
@@ -47,14 +47,14 @@ class SubmitOptions:
 
     nodes: int = 1
     gpus_per_node: int = 8
-    cpus_per_node: Optional[int] = None  # else cluster.num_cpus, else 16 per GPU (at least 8)
+    cpus_per_node: int | None = None  # else cluster.num_cpus, else 16 per GPU (at least 8)
     image: str = "ragjudge:0.1.0"  # k8s: an image holding the project at project_dir
     namespace: str = "default"  # k8s
-    partition: Optional[str] = None  # slurm
+    partition: str | None = None  # slurm
     time_limit: str = "24:00:00"  # slurm
     secret: str = "ragjudge-secrets"  # k8s: the Secret the pods read their environment from
-    project_dir: Optional[str] = None  # where the project lies for the job: slurm: this repo; k8s: /app
-    address: Optional[str] = None  # ray: else RAY_ADDRESS / RAY_API_SERVER_ADDRESS, else cluster.address
+    project_dir: str | None = None  # where the project lies for the job: slurm: this repo; k8s: /app
+    address: str | None = None  # ray: else RAY_ADDRESS / RAY_API_SERVER_ADDRESS, else cluster.address
     python: str = "python"
     ray_port: int = 6379  # slurm: the head's GCS port
     wait: bool = False  # ray: block until the job ends and exit with its status
@@ -132,7 +132,7 @@ def _refuse_secrets(text: str, what: str) -> str:
 
 
 def render(sweep_path: str | os.PathLike, overrides: list[str], target: str,
-           options: Optional[SubmitOptions] = None) -> str:
+           options: SubmitOptions | None = None) -> str:
     """The Slurm batch script or the KubeRay RayJob manifest that runs this sweep, as text."""
     if target not in TEMPLATES:
         raise ValueError(f"render: target must be one of {', '.join(TEMPLATES)}, not {target!r}")
@@ -145,7 +145,7 @@ def render(sweep_path: str | os.PathLike, overrides: list[str], target: str,
     return _refuse_secrets(text, f"the rendered {TEMPLATES[target]}")
 
 
-def ray_job(sweep_path: str | os.PathLike, overrides: list[str], options: Optional[SubmitOptions] = None) -> dict:
+def ray_job(sweep_path: str | os.PathLike, overrides: list[str], options: SubmitOptions | None = None) -> dict:
     """The Ray job's submission: entrypoint and runtime_env (the repo as working_dir, no environment values)."""
     options = options or SubmitOptions()
     load_sweep(sweep_path, overrides)  # a bad config fails here, not minutes later on the cluster
@@ -179,7 +179,7 @@ def _submit_ray(sweep: SweepConfig, job: dict, options: SubmitOptions, log: Call
     return 0 if status == JobStatus.SUCCEEDED else 1
 
 
-def submit(sweep_path: str | os.PathLike, overrides: list[str], target: str, options: Optional[SubmitOptions] = None,
+def submit(sweep_path: str | os.PathLike, overrides: list[str], target: str, options: SubmitOptions | None = None,
            dry_run: bool = False, log: Callable[[str], None] = print) -> int:
     """Send the sweep to `target`; with dry_run, print what would be sent and send nothing. Returns an exit code."""
     if target not in TARGETS:
@@ -205,12 +205,20 @@ def submit(sweep_path: str | os.PathLike, overrides: list[str], target: str, opt
         argv = [_tool("sbatch")]
     else:
         argv = [_tool("kubectl"), "apply", "-f", "-"]
-    result = subprocess.run(argv, input=text, text=True, capture_output=True)
+    result = subprocess.run(argv, input=text, text=True, capture_output=True, check=False)
     log((result.stdout + result.stderr).strip())
     if result.returncode != 0:
         raise SubmitError(f"{' '.join(argv)} exited with {result.returncode}")
     return 0
 
 
-__all__ = ["SubmitOptions", "SubmitError", "render", "ray_job", "submit", "secret_names", "sweep_command",
-           "ConfigError"]
+__all__ = [
+    "ConfigError",
+    "SubmitError",
+    "SubmitOptions",
+    "ray_job",
+    "render",
+    "secret_names",
+    "submit",
+    "sweep_command",
+]

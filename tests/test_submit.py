@@ -1,0 +1,345 @@
+"""`ragjudge submit`: cluster.yaml and the deploy/ templates against their systems' own schemas, dry runs that
+submit nothing, secrets kept out of everything rendered, and a real Ray job through the job submission API.
+
+The real job runs on a Ray head this module starts itself (`ray start --head --block` in its own process
+group, its own temp dir and ports, token authentication), so it cannot collide with the session's ray.init
+cluster from conftest.py or with any other Ray on the machine; teardown ends only the processes it started.
+"""
+import copy
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from jobs.cli import main
+from jobs.submit import REPO, SubmitError, SubmitOptions, render, submit
+
+DATA = REPO / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+SWEEP = """
+name: submit
+benchmarks:
+  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{data}"]}}
+models:
+  - {{name: tiny, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers,
+      max_model_len: 4096, batch_size: 8}}
+storage: {{root: "{root}", run: submit}}
+"""
+# An API judge and S3 storage: the sweep needs secrets on the cluster, which must travel by name only.
+SECRET_SWEEP = SWEEP.replace("storage:", """  - {{name: judge, path: gpt-4o-mini, kind: api, engine: http,
+      api_key_env: RAGJUDGE_TEST_API_KEY, api_base_env: RAGJUDGE_TEST_API_BASE}}
+storage:""")
+FAKE_SECRETS = {"RAGJUDGE_TEST_API_KEY": "sk-ragjudge-test-5b1f0c9e77d2",
+                "AWS_SECRET_ACCESS_KEY": "aws-secret-ragjudge-0d9e8f7a6b",
+                "AWS_ACCESS_KEY_ID": "AKIARAGJUDGETESTKEY1", "HF_TOKEN": "hf_ragjudgeTestToken4242"}
+
+
+def _sweep(folder: Path, text: str, root) -> Path:
+    path = folder / "conf" / "sweeps" / "submit.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.format(data=DATA, root=root))
+    return path
+
+
+@pytest.fixture
+def sweep_file(tmp_path):
+    return _sweep(tmp_path, SWEEP, tmp_path / "results")
+
+
+@pytest.fixture
+def secret_sweep(tmp_path, monkeypatch):
+    for name, value in FAKE_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    return _sweep(tmp_path, SECRET_SWEEP, "s3://ragjudge-test/runs")
+
+
+# ---- (a) cluster.yaml against the schema shipped inside the ray package ----
+
+def test_cluster_yaml_validates_against_rays_own_schema():
+    import ray.autoscaler
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    config = yaml.safe_load((REPO / "cluster.yaml").read_text())
+    schema = json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
+    jsonschema.validate(config, schema)
+    validate_config(prepare_config(copy.deepcopy(config)))  # what `ray up` does before it launches anything
+
+    gpu = config["available_node_types"]["gpu_8x_h100"]
+    assert gpu["resources"]["GPU"] == 8 and gpu["min_workers"] == 0 and gpu["max_workers"] >= 1
+    assert config["provider"]["type"] == "aws" and config["head_node_type"] == "head"
+    assert any(".[gpu]" in command for command in config["setup_commands"])
+    typo = {**config, "max_worker": 4}  # the schema is strict: a misspelt key fails, so the check means something
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(typo, schema)
+
+
+# ---- (b) the rendered RayJob against KubeRay's CRD ----
+
+def _crd_schema() -> dict:
+    """The v1 openAPIV3Schema, with Kubernetes' pruning made an error: unknown fields fail, as with
+    `kubectl apply --validate=strict`, instead of vanishing silently."""
+    candidates = [Path(os.environ.get("RAGJUDGE_SCHEMAS", REPO / "shared" / "schemas")),
+                  REPO.parent / "shared" / "schemas"]
+    found = [c / "kuberay_rayjobs_crd.yaml" for c in candidates if (c / "kuberay_rayjobs_crd.yaml").exists()]
+    if not found:
+        pytest.skip(f"kuberay_rayjobs_crd.yaml not in {', '.join(map(str, candidates))}")
+    crd = yaml.safe_load(found[0].read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+
+    def strict(node):
+        if isinstance(node, dict):
+            if ("properties" in node and "additionalProperties" not in node
+                    and not node.get("x-kubernetes-preserve-unknown-fields")):
+                node["additionalProperties"] = False
+            for value in node.values():
+                strict(value)
+        elif isinstance(node, list):
+            for value in node:
+                strict(value)
+        return node
+
+    return strict(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
+
+
+def _cel_fields(schema: dict, manifest, path="") -> list[str]:
+    """Fields of the manifest whose schema carries CEL rules (x-kubernetes-validations) jsonschema cannot run."""
+    found = [path] if "x-kubernetes-validations" in schema else []
+    if isinstance(manifest, dict):
+        for key, value in manifest.items():
+            sub = schema.get("properties", {}).get(key)
+            if sub:
+                found += _cel_fields(sub, value, f"{path}.{key}")
+    elif isinstance(manifest, list) and "items" in schema:
+        for value in manifest:
+            found += _cel_fields(schema["items"], value, f"{path}[]")
+    return found
+
+
+def test_rendered_rayjob_validates_against_the_kuberay_crd(sweep_file):
+    schema = _crd_schema()
+    options = SubmitOptions(nodes=3, gpus_per_node=8, image="registry.example/ragjudge:1", namespace="evals")
+    manifest = yaml.safe_load(render(sweep_file, ["storage.run=r1"], "k8s", options))
+    jsonschema.Draft7Validator(schema).validate(manifest)
+    assert _cel_fields(schema, manifest) == []
+    assert manifest["apiVersion"] == "ray.io/v1" and manifest["kind"] == "RayJob"
+    name = manifest["metadata"]["name"]
+    assert len(name) <= 47 and name.replace("-", "").isalnum() and name == name.lower()
+    assert manifest["metadata"]["namespace"] == "evals"
+    assert "python -m jobs run" in manifest["spec"]["entrypoint"]
+    assert manifest["spec"]["entrypoint"].endswith("storage.run=r1")
+    worker = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+    assert worker["maxReplicas"] == 3
+    assert worker["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
+
+    broken = copy.deepcopy(manifest)  # the strict schema catches a misspelt field
+    broken["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["maxReplica"] = 3
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft7Validator(schema).validate(broken)
+
+
+# ---- (c) the rendered Slurm script ----
+
+def test_rendered_slurm_script_is_valid_bash_and_runs_the_sweep(sweep_file, tmp_path):
+    text = render(sweep_file, ["storage.run=r2", "models.tiny.batch_size=4"], "slurm",
+                  SubmitOptions(nodes=4, gpus_per_node=8, partition="h100", time_limit="02:00:00"))
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    assert f"python -m jobs run {sweep_file} storage.run=r2 models.tiny.batch_size=4" in text
+    for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00"):
+        assert f"#SBATCH {directive}" in text
+    assert not re.search(r"@\{[a-z_]+\}", text)  # every field filled
+    cpu_only = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
+    assert "--gpus-per-node" not in cpu_only  # no GRES request on a CPU partition
+
+
+# ---- (d) dry runs print and submit nothing; real runs call the tool with the rendered file ----
+
+def _fake_tools(folder: Path) -> Path:
+    """sbatch and kubectl stand-ins that record their arguments and stdin: proof of what was (not) called."""
+    folder.mkdir()
+    for tool in ("sbatch", "kubectl"):
+        path = folder / tool
+        path.write_text(f'#!/bin/sh\necho "$@" > "{folder}/{tool}.args"\ncat > "{folder}/{tool}.stdin"\n'
+                        f'echo "{tool} accepted"\n')
+        path.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("target", ["slurm", "k8s", "ray"])
+def test_dry_run_prints_and_submits_nothing(sweep_file, tmp_path, monkeypatch, capsys, target):
+    tools = _fake_tools(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+
+    def no_client(*args, **kwargs):
+        raise AssertionError("a dry run must not contact a Ray cluster")
+
+    monkeypatch.setattr("ray.job_submission.JobSubmissionClient", no_client)
+    assert main(["submit", str(sweep_file), "--to", target, "--dry-run", "storage.run=dry"]) == 0
+    printed = capsys.readouterr().out
+    assert "-m jobs run" in printed and "storage.run=dry" in printed
+    assert sorted(p.name for p in tools.iterdir()) == ["kubectl", "sbatch"]  # neither tool ran
+
+
+@pytest.mark.parametrize("target,tool", [("slurm", "sbatch"), ("k8s", "kubectl")])
+def test_submit_hands_the_rendered_file_to_the_tool(sweep_file, tmp_path, monkeypatch, target, tool):
+    tools = _fake_tools(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    options = SubmitOptions(project_dir=str(tmp_path / "project"))
+    assert submit(sweep_file, ["storage.run=real"], target, options, log=lambda _: None) == 0
+    assert (tools / f"{tool}.stdin").read_text() == render(sweep_file, ["storage.run=real"], target, options)
+    if tool == "kubectl":
+        assert (tools / "kubectl.args").read_text().split() == ["apply", "-f", "-"]
+
+
+@pytest.mark.parametrize("target,tool", [("slurm", "sbatch"), ("k8s", "kubectl")])
+def test_a_missing_tool_is_an_error_naming_it(sweep_file, tmp_path, monkeypatch, capsys, target, tool):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
+    with pytest.raises(SubmitError, match=f"`{tool}` was not found"):
+        submit(sweep_file, [], target, SubmitOptions(project_dir=str(tmp_path)), log=lambda _: None)
+    assert main(["submit", str(sweep_file), "--to", target, "--project-dir", str(tmp_path)]) == 2
+    assert f"`{tool}` was not found" in capsys.readouterr().err
+
+
+# ---- (e) secrets in the environment never reach what is rendered or submitted ----
+
+def test_secrets_are_passed_by_name_never_by_value(secret_sweep, monkeypatch, capsys):
+    monkeypatch.setattr("ray.job_submission.JobSubmissionClient", None)  # dry runs only
+    outputs = {target: render(secret_sweep, [], target) for target in ("slurm", "k8s")}
+    for target in ("slurm", "k8s", "ray"):
+        assert main(["submit", str(secret_sweep), "--to", target, "--dry-run"]) == 0
+        outputs[f"{target} dry run"] = capsys.readouterr().out
+    for what, text in outputs.items():
+        leaked = [name for name, value in FAKE_SECRETS.items() if value in text]
+        assert not leaked, f"{what} carries the value of {leaked}"
+    for name in ("RAGJUDGE_TEST_API_KEY", "AWS_SECRET_ACCESS_KEY"):  # ...but names what it needs
+        assert name in outputs["slurm"] and name in outputs["k8s"]
+    manifest = yaml.safe_load(outputs["k8s"])
+    head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["envFrom"] == [{"secretRef": {"name": "ragjudge-secrets", "optional": True}}]
+    assert "env" not in head
+
+    # A secret's value pasted into an override is refused rather than written out.
+    pasted = [f"storage.run={FAKE_SECRETS['RAGJUDGE_TEST_API_KEY']}"]
+    for target in ("slurm", "k8s"):
+        with pytest.raises(SubmitError, match="secret"):
+            render(secret_sweep, pasted, target)
+    assert main(["submit", str(secret_sweep), "--to", "ray", "--dry-run", *pasted]) == 2
+    assert FAKE_SECRETS["RAGJUDGE_TEST_API_KEY"] not in capsys.readouterr().out
+
+
+# ---- (f) a real Ray job through the job submission API ----
+
+def _free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _processes_under(marker: str) -> list[int]:
+    """Pids whose command line names `marker` (this module's own temp dir): what teardown may end."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """A Ray head with the dashboard (the job server), token auth, in its own session; ended by pid."""
+    temp = Path(tempfile.mkdtemp(prefix="rjsub", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    token = temp / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    gcs, dashboard, client, agent_http, agent_grpc, metrics, runtime_env = _free_ports(7)
+    venv_bin = str(Path(sys.executable).parent)
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
+           "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{venv_bin}:{os.environ['PATH']}"}
+    env.pop("RAY_ADDRESS", None)
+    log = (temp / "head.log").open("w")
+    head = subprocess.Popen(
+        [str(Path(venv_bin, "ray")), "start", "--head", "--block", f"--port={gcs}", "--node-ip-address=127.0.0.1",
+         "--num-cpus=2", "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard}",
+         f"--ray-client-server-port={client}", f"--dashboard-agent-listen-port={agent_http}",
+         f"--dashboard-agent-grpc-port={agent_grpc}", f"--metrics-export-port={metrics}",
+         f"--runtime-env-agent-port={runtime_env}", f"--temp-dir={temp}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{dashboard}"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                request = urllib.request.Request(f"{url}/api/version",
+                                                 headers={"Authorization": f"Bearer {token.read_text()}"})
+                urllib.request.urlopen(request, timeout=5).read()
+                break
+            except (urllib.error.URLError, OSError):
+                if head.poll() is not None or time.time() > deadline:
+                    pytest.fail(f"the Ray head's job server did not come up:\n{(temp / 'head.log').read_text()}")
+                time.sleep(1)
+        yield {"url": url, "token_path": str(token), "token": token.read_text(), "env": env, "temp": temp}
+    finally:
+        try:
+            os.killpg(head.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.time() + 20
+        while _processes_under(str(temp)) and time.time() < deadline:
+            time.sleep(0.5)
+        for pid in _processes_under(str(temp)):  # gcs_server ignores SIGTERM; ours are named by the temp dir
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        head.wait(timeout=30)
+        log.close()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.integration
+def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
+    root = tmp_path / "results"
+    sweep_file = _sweep(tmp_path, SWEEP, root)
+    env = {**ray_head["env"], "RAY_ADDRESS": ray_head["url"], **FAKE_SECRETS}
+    started = time.time()
+    done = subprocess.run([sys.executable, "-m", "jobs", "submit", str(sweep_file), "--to", "ray", "--wait"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "SUCCEEDED" in output, output
+
+    metrics = root / "submit" / "metrics" / "benchmark=rag_rewardbench" / "model=tiny" / "metrics.json"
+    assert metrics.exists(), output
+    assert json.loads(metrics.read_text())  # the job wrote the paper's metrics where the sweep says
+    manifest = json.loads((root / "submit" / "manifest.json").read_text())
+    assert manifest["cells"]["rag_rewardbench/tiny"]["status"] == "done"
+    print(f"Ray job end to end: {time.time() - started:.1f}s")
+
+    # What the cluster stored about the job (entrypoint, runtime_env, metadata) carries no secret values.
+    request = urllib.request.Request(f"{ray_head['url']}/api/jobs/",
+                                     headers={"Authorization": f"Bearer {ray_head['token']}"})
+    jobs = urllib.request.urlopen(request, timeout=10).read().decode()
+    assert "python -m jobs run" in jobs
+    assert not [name for name, value in FAKE_SECRETS.items() if value in jobs]
+    assert ray_head["token"] not in jobs

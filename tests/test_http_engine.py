@@ -194,3 +194,36 @@ def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):
     monkeypatch.delenv("RAGJUDGE_TEST_API_KEY")
     with pytest.raises(ValueError, match="RAGJUDGE_TEST_API_KEY .*is not set"):
         api_credentials(_model())
+
+
+@pytest.mark.integration
+def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
+        vllm_server, ray_session, tmp_path, monkeypatch):
+    from jobs.config import load_sweep
+    from jobs.pipeline import run_sweep
+    from jobs.storage import RunRoot
+
+    monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
+    monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)  # read on the driver only; workers never see the variable
+    sweep_file = tmp_path / "conf" / "sweeps" / "api.yaml"
+    sweep_file.parent.mkdir(parents=True)
+    sweep_file.write_text(f"""
+name: api
+benchmarks:
+  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{SAMPLE}"]}}
+models:
+  - {{name: api_judge, path: smollm2, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_API_BASE,
+      api_key_env: RAGJUDGE_TEST_API_KEY, max_concurrency: 4, max_new_tokens: 12, batch_size: 6, num_cpus: 0.25}}
+storage: {{root: "{tmp_path / 'results'}", run: api}}
+""")
+    [outcome] = run_sweep(load_sweep(sweep_file))
+    assert outcome.status == "done", outcome.message
+    assert outcome.metrics["n"] == 6 and outcome.metrics["kind"] == "api"
+    run = RunRoot(str(tmp_path / "results"), "api")
+    answers = run.read_rows("requests", "rag_rewardbench", "api_judge")
+    assert sorted(a["variant"] for a in answers) == ["cr"] * 6 + ["rc"] * 6
+    assert all(a["text"] and a["error"] is None for a in answers)
+    rows = run.read_rows("predictions", "rag_rewardbench", "api_judge")
+    assert len(rows) == 6 and all(r["correct"] in (0.0, 0.5, 1.0) for r in rows)
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file())
+    assert KEY.encode() not in stored and b"RAGJUDGE_TEST_API_KEY" in stored  # the name, never the value

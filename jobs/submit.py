@@ -57,6 +57,7 @@ class SubmitOptions:
     address: str | None = None  # ray: else RAY_ADDRESS / RAY_API_SERVER_ADDRESS, else cluster.address
     python: str = "python"
     ray_port: int = 6379  # slurm: the head's GCS port
+    ray_head_args: str = ""  # slurm: more `ray start --head` flags, e.g. "--dashboard-port=8266"
     wait: bool = False  # ray: block until the job ends and exit with its status
 
     def cpus(self, sweep: SweepConfig) -> int:
@@ -112,7 +113,8 @@ def _fields(sweep: SweepConfig, command: list[str], target: str, options: Submit
                 "extra_directives": "\n".join(directives), "project_dir": shlex.quote(project),
                 "secret_names": " ".join(names), "gpus_per_node": str(options.gpus_per_node),
                 "ray_port": str(options.ray_port), "ray": "ray", "python": shlex.quote(options.python),
-                "ray_temp_dir": "/tmp/ray_ragjudge_$SLURM_JOB_ID", "command": shell}
+                "ray_temp_dir": "/tmp/ray_ragjudge_$SLURM_JOB_ID", "command": shell,
+                "ray_head_args": options.ray_head_args}
     project = options.project_dir or "/app"
     import ray
 

@@ -1,5 +1,6 @@
 """`ragjudge submit`: cluster.yaml and the deploy/ templates against their systems' own schemas, dry runs that
-submit nothing, secrets kept out of everything rendered, and a real Ray job through the job submission API.
+submit nothing, secrets kept out of everything rendered, a real Ray job through the job submission API, and
+the rendered batch script under a real one-node Slurm (skipped where slurm-wlm and munge are not installed).
 
 The real job runs on a Ray head this module starts itself (`ray start --head --block` in its own process
 group, its own temp dir and ports, token authentication), so it cannot collide with the session's ray.init
@@ -304,7 +305,7 @@ def ray_head():
             os.killpg(head.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-        deadline = time.time() + 20
+        deadline = time.time() + 5
         while _processes_under(str(temp)) and time.time() < deadline:
             time.sleep(0.5)
         for pid in _processes_under(str(temp)):  # gcs_server ignores SIGTERM; ours are named by the temp dir
@@ -343,3 +344,119 @@ def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     assert "python -m jobs run" in jobs
     assert not [name for name, value in FAKE_SECRETS.items() if value in jobs]
     assert ray_head["token"] not in jobs
+
+
+# ---- (g) the rendered script under a real single-node Slurm (munged, slurmctld, slurmd started here) ----
+
+SLURM_CONF = """ClusterName=ragjudgetest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={d}/munge.socket
+SlurmUser=root
+SlurmdUser=root
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmdSpoolDir={d}/spool
+StateSaveLocation={d}/state
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=4000 State=UNKNOWN
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    """A one-node Slurm cluster of its own (config, munge socket and state in a temp dir, free ports)."""
+    tools = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol"]
+    missing = [t for t in tools if not (shutil.which(t) or shutil.which(t, path="/usr/sbin"))]
+    if missing or os.geteuid() != 0 or not Path("/etc/munge/munge.key").exists():
+        pytest.skip(f"no local Slurm to run (missing: {missing or 'root or /etc/munge/munge.key'}); "
+                    "apt-get install slurm-wlm munge")
+    d = Path(tempfile.mkdtemp(prefix="rjslurm", dir="/tmp"))
+    for sub in ("spool", "state"):
+        (d / sub).mkdir()
+    key = d / "munge.key"
+    shutil.copyfile("/etc/munge/munge.key", key)
+    key.chmod(0o600)
+    ctld_port, slurmd_port = _free_ports(2)
+    conf = d / "slurm.conf"
+    conf.write_text(SLURM_CONF.format(host=socket.gethostname().split(".")[0], d=d, ctld_port=ctld_port,
+                                      slurmd_port=slurmd_port, cpus=os.cpu_count()))
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    def sbin(name: str) -> str:
+        return shutil.which(name) or shutil.which(name, path="/usr/sbin")
+
+    subprocess.run([sbin("munged"), f"--key-file={key}", f"--socket={d}/munge.socket", f"--pid-file={d}/munged.pid",
+                    f"--log-file={d}/munged.log", f"--seed-file={d}/munged.seed", "--force"], check=True)
+    daemons = [subprocess.Popen([sbin(name), "-D", "-f", str(conf)], env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for name in ("slurmctld", "slurmd")]
+    try:
+        deadline = time.time() + 60
+        while "idle" not in subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True,
+                                           check=False).stdout:
+            if time.time() > deadline:
+                pytest.fail(f"Slurm did not come up:\n{(d / 'slurmctld.log').read_text()}")
+            time.sleep(1)
+        yield {"env": env, "dir": d}
+    finally:
+        for daemon in daemons:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+        pid_file = d / "munged.pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
+        for pid in _processes_under(str(d)):  # slurmscriptd, stepd: named by this temp dir
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.integration
+def test_submit_to_slurm_runs_the_rendered_script(slurm, tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    sweep_file = _sweep(tmp_path, SWEEP, root)
+    token = tmp_path / "ray_token"
+    token.write_text(secrets.token_hex(32))
+    for name, value in {**slurm["env"], "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
+                        "RAY_USAGE_STATS_ENABLED": "0",
+                        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}.items():
+        monkeypatch.setenv(name, value)  # sbatch --export=ALL hands these to the job, by reference
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ports = _free_ports(7)
+    head_args = " ".join(f"--{flag}={port}" for flag, port in zip(
+        ("dashboard-port", "ray-client-server-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+         "metrics-export-port", "runtime-env-agent-port", "node-manager-port"), ports[1:]))
+    options = SubmitOptions(nodes=1, gpus_per_node=0, cpus_per_node=os.cpu_count(), time_limit="00:15:00",
+                            project_dir=str(REPO), ray_port=ports[0], ray_head_args=head_args)
+    printed = []
+    assert submit(sweep_file, [], "slurm", options, log=printed.append) == 0
+    job_id = printed[0].split()[-1]  # "Submitted batch job N"
+    deadline = time.time() + 600
+    while subprocess.run(["squeue", "-h", "-j", job_id], capture_output=True, text=True, check=False).stdout.strip():
+        assert time.time() < deadline, "the Slurm job did not finish in 10 minutes"
+        time.sleep(2)
+    log = (REPO / "results" / "slurm" / f"ragjudge-{job_id}.out").read_text()
+    state = subprocess.run(["scontrol", "show", "job", job_id], capture_output=True, text=True, check=False).stdout
+    assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, log
+    assert "[done] rag_rewardbench x tiny" in log, log
+    assert (root / "submit" / "metrics" / "benchmark=rag_rewardbench" / "model=tiny" / "metrics.json").exists()
+    assert not _processes_under(f"/tmp/ray_ragjudge_{job_id}/"), "the job's Ray processes outlived it"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 Messages = list[dict[str, str]]
 
@@ -39,7 +40,7 @@ class Templater:
         self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
         if chat_template:  # the Jinja text itself, or a file that holds it
             is_file = "{" not in chat_template and os.path.isfile(chat_template)
-            self.tokenizer.chat_template = open(chat_template).read() if is_file else chat_template
+            self.tokenizer.chat_template = Path(chat_template).read_text() if is_file else chat_template
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.templating import overflow, templater
-from actors.transformers_engine import TransformersEngine
 from actors import vllm_stage
 from actors.model_store import SMOLLM2, TINY_CLASSIFIER, _build_once, resolve_model
+from actors.templating import overflow, templater
+from actors.transformers_engine import TransformersEngine
 from benchmarks.rag_rewardbench import VERDICT_PREFILL, VERDICT_TOKENS, expand, load_items
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"

@@ -14,16 +14,15 @@ import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from sweeps import SAMPLE, write_sweep
 
 from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
 from actors.model_store import resolve_model
 from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
 
-SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
 KEY = "sk-test-0123456789abcdef"
 
 
@@ -82,7 +81,7 @@ class _Scripted(BaseHTTPRequestHandler):
 
     state: dict = {}
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:  # http.server's method name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         state = self.state
         with state["lock"]:
@@ -205,17 +204,10 @@ def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
 
     monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
     monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)  # read on the driver only; workers never see the variable
-    sweep_file = tmp_path / "conf" / "sweeps" / "api.yaml"
-    sweep_file.parent.mkdir(parents=True)
-    sweep_file.write_text(f"""
-name: api
-benchmarks:
-  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{SAMPLE}"]}}
-models:
-  - {{name: api_judge, path: smollm2, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_API_BASE,
-      api_key_env: RAGJUDGE_TEST_API_KEY, max_concurrency: 4, max_new_tokens: 12, batch_size: 6, num_cpus: 0.25}}
-storage: {{root: "{tmp_path / 'results'}", run: api}}
-""")
+    sweep_file = write_sweep(tmp_path, "api", [
+        ("{name: api_judge, path: smollm2, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_API_BASE, "
+         "api_key_env: RAGJUDGE_TEST_API_KEY, max_concurrency: 4, max_new_tokens: 12, batch_size: 6, num_cpus: 0.25}")],
+        storage=f'root: "{tmp_path / "results"}"')
     [outcome] = run_sweep(load_sweep(sweep_file))
     assert outcome.status == "done", outcome.message
     assert outcome.metrics["n"] == 6 and outcome.metrics["kind"] == "api"

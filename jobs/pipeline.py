@@ -22,8 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
 from benchmarks import benchmark_module
+from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
 from jobs.preflight import PreflightError, largest_gpu_node, model_problems
 from jobs.reducers import aggregate
 from jobs.storage import RunRoot, redact
@@ -52,7 +52,8 @@ def load_items(bench: BenchmarkConfig) -> list[dict[str, Any]]:
 # Settings that change how a cell runs, not what it answers: changing them keeps stored answers.
 _RUN_SETTINGS = {"batch_size", "min_actors", "max_actors", "num_cpus", "num_gpus", "kv_cache_gib", "enforce_eager",
                  "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note",
-                 "params_b"}
+                 "params_b", "shared", "min_replicas", "max_replicas", "target_ongoing_requests",
+                 "downscale_delay_s"}
 # Benchmark settings that change which items are scored or how metrics are computed, not any answer.
 _METRIC_SETTINGS = {"limit", "bootstrap_resamples"}
 _PLAN_SETTINGS = {"size", "plan_sample"}  # read by `ragjudge plan` only
@@ -178,7 +179,7 @@ def _evaluate(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, m
     if pending:
         part_prefix = f"{manifest['attempts']:04d}"
         buffer: list[dict[str, Any]] = []
-        for row in _answer(good, module, model, done):
+        for row in _answer(good, module, model, done, log):
             buffer.append(row)
             if len(buffer) >= flush_every:
                 root.write_rows("requests", bench.name, model.name, buffer,
@@ -215,11 +216,11 @@ def protocol_kind(model: ModelConfig) -> str:
     return "generative" if model.kind == "api" else model.kind
 
 
-def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig, done: set[str]):
+def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig, done: set[str], log=print):
     """Stream the model's answers to the requests not yet answered, as plain dict rows."""
     import ray
 
-    from actors import vllm_stage
+    from actors import serve_judge, vllm_stage
     from actors.http_engine import HttpJudge, api_credentials
     from actors.model_store import resolve_model
     from actors.scorers import RequestScorer
@@ -233,6 +234,10 @@ def _answer(items: list[dict[str, Any]], module: ModuleType, model: ModelConfig,
         resolved["path"] = resolve_model(model.path)
         if model.reference:
             resolved["reference"] = resolve_model(model.reference)
+    if model.shared:
+        started = serve_judge.deploy(resolved)
+        log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
+        return merge_parts(_rows(serve_judge.answer(ds, resolved)))
     if model.engine == "vllm":
         return merge_parts(_rows(vllm_stage.answer(ds, resolved)))
     if model.engine == "http":

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
-from jobs.config import ModelConfig
-
 from actors.model_store import SMOLLM2, TINY_CLASSIFIER
+from jobs.config import ModelConfig
 
 _BUILT_IN = (SMOLLM2, TINY_CLASSIFIER)
 
@@ -52,6 +51,9 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
         spec = getattr(model, key)
         if spec and (problem := _model_source_problem(model.name, key, spec)):
             problems.append(problem)
+    if model.shared and (model.kind != "generative" or model.engine != "vllm"):
+        problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
+                        f"not kind {model.kind} on {model.engine}")
     template = model.chat_template
     if template and "{" not in template and not os.path.isfile(template):
         problems.append(f"models.{model.name}.chat_template: no such template file '{template}'")

@@ -1,0 +1,104 @@
+"""Shared judges: one Ray Serve LLM deployment per judge, used by every cell of a sweep, scaled by its queue.
+
+A 70B judge then loads once for the whole sweep instead of once per benchmark, and Serve adds replicas (up to
+`max_replicas`) while requests queue and removes them when idle. Cells reach it through ray.data.llm's
+ServeDeploymentProcessorConfig with completion requests that carry our token ids (actors.vllm_stage.prepare),
+so a shared judge sees exactly the prompts a per-cell engine would.
+"""
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Any
+
+from actors import vllm_stage
+
+DEPLOYMENT = "judge"
+
+
+def app_name(model: dict[str, Any]) -> str:
+    return f"ragjudge-{model['name']}"
+
+
+def deploy(model: dict[str, Any], timeout_s: float = 900.0) -> bool:
+    """Start the model's deployment unless it is already running; True if this call started it."""
+    from ray import serve
+    from ray.serve.llm import LLMConfig, ModelLoadingConfig, build_llm_deployment
+
+    app = app_name(model)
+    status = serve.status().applications.get(app)
+    if status is not None and status.status == "RUNNING":
+        return False
+    engine_kwargs, runtime_env, placement = vllm_stage.engine_settings(model, model["path"], "judge")
+    if placement is None:  # GPUs: one bundle per tensor-parallel rank
+        placement = {"bundles": [{"GPU": 1, "CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
+    config = LLMConfig(
+        model_loading_config=ModelLoadingConfig(model_id=model["name"], model_source=model["path"]),
+        engine_kwargs=engine_kwargs,
+        runtime_env=runtime_env,
+        placement_group_config=placement,
+        deployment_config={"name": DEPLOYMENT, "autoscaling_config": {
+            "min_replicas": int(model["min_replicas"]), "max_replicas": int(model["max_replicas"]),
+            "target_ongoing_requests": int(model["target_ongoing_requests"]),
+            "downscale_delay_s": float(model["downscale_delay_s"]), "upscale_delay_s": 1.0}},
+    )
+    serve.run(build_llm_deployment(config, override_serve_options={"name": DEPLOYMENT}), name=app, blocking=False)
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        status = serve.status().applications.get(app)
+        if status is not None and status.status == "RUNNING":
+            return True
+        if status is not None and status.status == "DEPLOY_FAILED":
+            raise RuntimeError(f"shared judge '{model['name']}' failed to deploy: {status.message}")
+        time.sleep(2)
+    raise TimeoutError(f"shared judge '{model['name']}' did not start in {timeout_s:.0f} s")
+
+
+def _request(row: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    """A judge request part -> an OpenAI completion request over our token ids."""
+    prepared = vllm_stage.prepare(row, model, model["path"], "judge")
+    params = prepared.pop("sampling_params")
+    prompt = prepared.pop("tokenized_prompt")
+    return {**prepared, "method": "completions", "dtype": "CompletionRequest", "request_kwargs": {
+        "model": model["name"], "prompt": prompt, "max_tokens": params["max_tokens"], "temperature": 0.0,
+        # The API wants `logprobs` beside `logprob_token_ids`; it then reports exactly the listed tokens.
+        "logprobs": len(params["logprob_token_ids"]), "logprob_token_ids": params["logprob_token_ids"],
+        "return_tokens_as_token_ids": True, "stream": False}}
+
+
+def _answer(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    """A completion response -> the engine row shape vllm_stage.read_answer reads."""
+    choice = row["choices"][0]
+    steps = (choice.get("logprobs") or {}).get("top_logprobs") or [{}]
+    # With return_tokens_as_token_ids the API names tokens "token_id:<id>".
+    first = {int(token.rsplit(":", 1)[1]): {"logprob": logprob} for token, logprob in steps[0].items()}
+    engine_row = {**row, "generated_text": choice["text"], "logprobs": [first]}
+    return vllm_stage.read_answer(engine_row, "judge", columns)
+
+
+def _request_class() -> type:
+    """CompletionRequest that accepts numpy arrays: Ray Data hands list columns (our token ids) over as arrays."""
+    from pydantic import model_validator
+    from ray.serve.llm.openai_api_models import CompletionRequest
+
+    class TokenIdsCompletionRequest(CompletionRequest):
+        @model_validator(mode="before")
+        @classmethod
+        def _plain_lists(cls, data: Any) -> Any:
+            return {k: v.tolist() if hasattr(v, "tolist") else v for k, v in data.items()}
+
+    return TokenIdsCompletionRequest
+
+
+def answer(requests, model: dict[str, Any]):
+    """The answers of the model's shared deployment to `requests` (a Ray Dataset of judge request rows)."""
+    from ray.data.llm import ServeDeploymentProcessorConfig, build_processor
+
+    config = ServeDeploymentProcessorConfig(
+        deployment_name=DEPLOYMENT, app_name=app_name(model), dtype_mapping={"CompletionRequest": _request_class()},
+        batch_size=int(model["batch_size"]), concurrency=(int(model["min_actors"]), int(model["max_actors"])))
+    light = {"num_cpus": 0.25}
+    processor = build_processor(config, preprocess=partial(_request, model=model),
+                                postprocess=partial(_answer, columns=vllm_stage.ANSWER_COLUMNS),
+                                preprocess_map_kwargs=light, postprocess_map_kwargs=light)
+    return processor(requests.flat_map(vllm_stage.split_judge_request, num_cpus=0.25))

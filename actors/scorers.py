@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from actors.model_store import revision_for
 from actors.transformers_engine import TransformersEngine
 
 
@@ -35,7 +36,7 @@ class RequestScorer:
         return TransformersEngine(path, task=task, dtype=self.model["dtype"],
                                   max_model_len=int(self.model["max_model_len"]),
                                   chat_template=self.model.get("chat_template"),
-                                  revision=self.model["revision"] if path == self.model["path"] else None)
+                                  revision=revision_for(self.model, path))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [_conversation(m) for m in batch["messages"]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from actors.model_store import revision_for
 from actors.templating import overflow, templater
 
 _INPUTS = ("messages", "prefill", "candidates")  # request columns the engine rows do not carry on
@@ -37,7 +38,7 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
     prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
     """
-    tpl = templater(path, model.get("chat_template"), model["revision"] if path == model["path"] else None)
+    tpl = templater(path, model.get("chat_template"), revision_for(model, path))
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
     out = {key: value for key, value in row.items() if key not in _INPUTS and key != "request_id"}
     out[_OUR_ID] = row["request_id"]
@@ -99,7 +100,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         "tensor_parallel_size": int(model["tensor_parallel_size"]),
         "enable_prefix_caching": task != "classify",
         "enforce_eager": bool(model["enforce_eager"]),
-        "revision": model["revision"] if path == model["path"] else None,
+        "revision": revision_for(model, path),
     }
     runtime_env, placement = None, None
     if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine

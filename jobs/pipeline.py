@@ -139,7 +139,7 @@ def run_cell(root: RunRoot, manifest: dict[str, Any], bench: BenchmarkConfig, mo
     answers = answers_hash(bench, model)
     digest = cell_hash(bench, answers)
     cell = manifest["cells"].get(key, {})
-    metrics_path = f"metrics/benchmark={bench.name}/model={root.partition_value(model.name)}/metrics.json"
+    metrics_path = root.metrics_path(bench.name, model.name)
     if cell.get("status") == "done" and cell.get("hash") == digest:
         return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
     if cell.get("answers_hash") not in (None, answers):  # model, prompts or data changed: answers are stale

@@ -44,13 +44,13 @@ class CellPlan:
     problem: str | None = None  # why this cell cannot be planned (it would fail the same way at run time)
 
 
-def _local_templater(path: str):
+def _local_templater(model: ModelConfig):
     """The model's own templating if its files are on this machine (no downloads while planning)."""
     from actors.model_store import resolve_model
     from actors.templating import templater
 
-    local = resolve_model(path)
-    return templater(local) if os.path.isdir(local) else None
+    local = resolve_model(model.path)
+    return templater(local, model.chat_template, model.revision) if os.path.isdir(local) else None
 
 
 def _items(bench: BenchmarkConfig) -> tuple[list[dict[str, Any]], float, str]:
@@ -72,7 +72,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec) -> CellP
     kind = protocol_kind(model)
     items, scale, items_from = _items(bench)
     requests = [r for item in items for r in module.expand(item, kind)]
-    tpl = _local_templater(model.path) if model.kind != "api" else None
+    tpl = _local_templater(model) if model.kind != "api" else None
     if tpl is not None:
         ids = tpl.opened if kind == "generative" else tpl.closed
         prompt = sum(len(ids(r["messages"])) for r in requests)

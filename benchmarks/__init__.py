@@ -5,7 +5,10 @@ A benchmark is one module here exposing load_items, expand, combine, measures, s
 check_items(items, options) (problems that fail a cell before an engine starts), group_key / row_key (see
 jobs.reducers), and followup(item, answers, kind, options) for protocols with rounds (generate, then judge):
 it returns the requests the answers so far make possible, and the pipeline answers rounds until it returns
-no request without an answer.
+no request without an answer. A request's `route` names the judge model that answers it ("self" or none: the
+cell's model), and routes(options) lists those judges so the pipeline can find them before it starts. An
+encoder stage (BERTScore) is asked for with text_pair_encoder(options) (its settings, or None),
+text_pairs(item, row, options) (the pairs a row needs) and add_text_pair_scores(row, scores, encoder label).
 """
 import importlib
 from types import ModuleType

@@ -5,8 +5,9 @@ answers it from the passages of a retrieval setting (Reference: the task's own p
 unanswerable; Reference+RAG: those plus the top retrieved ones up to `top_k`; Full RAG: the top `top_k`
 retrieved), with the Appendix D.2 prompt. LLM judges then score the response: RB_llm (Figure 6, the median
 over `judges.rb_llm`), the IDK judge (Figure 8) and RAGAS faithfulness RL_F (statements, then a verdict per
-statement). RougeL is computed here; Bert-Rec, Bert-KPrec and so RB_alg need an encoder and are filled by a
-later stage (`add_bert_scores`); until then they are None.
+statement). RougeL is computed here; Bert-Rec, Bert-KPrec and so RB_alg need an encoder: the pipeline's
+encoder stage (actors.bertscore, settings in `options.bertscore`) scores the pairs `text_pairs` names and
+`add_text_pair_scores` writes them into the row; without the stage they are None.
 
 Rounds. Generating and judging are separate model calls whose prompts depend on earlier answers:
   round 0  expand(item)            -> the generation request (variant "generation"); with
@@ -60,7 +61,7 @@ from benchmarks.mtrag.metrics import (
     rouge_l,
 )
 from benchmarks.mtrag.retrieval import domain, read_run, task_id
-from benchmarks.options import is_int, plain
+from benchmarks.options import is_int, is_number, plain
 from benchmarks.records import read_records
 from benchmarks.stats import bootstrap_ci
 from benchmarks.tables import grid
@@ -97,6 +98,11 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens": {GENERATION: 512, RB_LLM: 1024, IDK: 16, STATEMENTS: 1024, VERDICTS: 2048},
     "prompts_file": "conf/prompts/mtrag_generation.yaml",  # relative to the project root
     "prompts": {},  # overrides of the file's entries
+    # The encoder of Bert-Rec / Bert-KPrec (actors.bertscore); the authors': deberta-xlarge-mnli layer 40,
+    # rescaled with bert-score's baseline. null: no encoder stage (RB_alg stays empty).
+    "bertscore": {"model": "microsoft/deberta-xlarge-mnli", "num_layers": 40, "lang": "en",
+                  "rescale_with_baseline": True, "baseline_path": None, "batch_size": 64, "actors": 1,
+                  "num_gpus": 0},
 }
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ROUTE = re.compile(r"^[A-Za-z0-9_.:/\-]+$")  # a model name; no '#', '@' or spaces (they build request ids)
@@ -147,6 +153,7 @@ def check_options(options: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(values["prompts"], dict):
         problems.append("options.prompts: expected a mapping <prompt>: <text>")
     problems += _judge_problems(values["judges"])
+    problems += _bertscore_problems(values["bertscore"])
     problems += _max_tokens_problems(values["max_tokens"])
     for key in ("retrieved_file", "prompts_file"):
         path = values[key]
@@ -179,6 +186,47 @@ def _judge_problems(judges: Any) -> list[str]:
         if not isinstance(merged[key], str) or not _ROUTE.match(merged[key]):
             problems.append(f"options.judges.{key}: expected a model name ('{SELF}': the cell's model)")
     return problems
+
+
+def _bertscore_problems(encoder: Any) -> list[str]:
+    if encoder is None:
+        return []
+    if not isinstance(encoder, dict):
+        return ["options.bertscore: expected a mapping (model, num_layers, ...) or null"]
+    known = DEFAULTS["bertscore"]
+    problems = [f"options.bertscore.{key}: unknown key (known: {', '.join(known)})" for key in encoder
+                if key not in known]
+    values = {**known, **encoder}
+    for key in ("model", "lang"):
+        if not isinstance(values[key], str) or not values[key].strip():
+            problems.append(f"options.bertscore.{key}: expected text")
+    for key, least in (("num_layers", 1), ("batch_size", 1), ("actors", 1), ("num_gpus", 0)):
+        if not (is_number(values[key]) and values[key] >= least and (key == "num_gpus" or is_int(values[key]))):
+            problems.append(f"options.bertscore.{key}: expected {'a number' if key == 'num_gpus' else 'an integer'}"
+                            f" >= {least}")
+    if not isinstance(values["rescale_with_baseline"], bool):
+        problems.append("options.bertscore.rescale_with_baseline: expected true or false")
+    path = values["baseline_path"]
+    if path is not None and not (isinstance(path, str) and _full_path(path).is_file()):
+        problems.append(f"options.bertscore.baseline_path: {path!r} is not a file")
+    return problems
+
+
+def routes(options: Mapping[str, Any] | None = None) -> list[str]:
+    """The judge models the requests go to besides the cell's own, in the order first named."""
+    s = settings(options)
+    return [name for name in dict.fromkeys((*s.rb_llm_judges, s.idk_judge, s.ragas_judge)) if name != SELF]
+
+
+def text_pair_encoder(options: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The encoder stage's settings (defaults filled in, baseline_path made absolute); None: no stage."""
+    encoder = {**DEFAULTS, **plain(options or {})}["bertscore"]
+    if encoder is None:
+        return None
+    values = {**DEFAULTS["bertscore"], **encoder}
+    if values["baseline_path"]:
+        values["baseline_path"] = str(_full_path(values["baseline_path"]))
+    return values
 
 
 def _max_tokens_problems(max_tokens: Any) -> list[str]:
@@ -674,17 +722,46 @@ def _conditioned(value: float | None, answerability: str, idk: float | None) -> 
     return None if math.isnan(out) and value is None else out
 
 
-def add_bert_scores(row: dict[str, Any], bert_recall: float, bert_kprecs: Iterable[float | None],
+def text_pairs(item: Mapping[str, Any], row: Mapping[str, Any],
+               options: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """What the encoder stage scores for a row: the response against the reference (Bert-Rec) and against
+    each passage of the setting (Bert-KPrec); [] for a row without a response."""
+    if row.get("error") or row.get("response") is None:
+        return []
+    pairs = [{"pair_id": f"{row['item_id']}#bert_recall", "candidate": row["response"],
+              "reference": item["reference"]}]
+    pairs += [{"pair_id": f"{row['item_id']}#bert_kprec/{i}", "candidate": row["response"], "reference": p["text"]}
+              for i, p in enumerate(setting_passages(item, options))]
+    return pairs
+
+
+def add_text_pair_scores(row: dict[str, Any], scores: Mapping[str, Mapping[str, float]],
+                         encoder: str) -> dict[str, Any]:
+    """The row with its pairs' BERTScores (`scores`: pair id -> precision, recall, f1; NaN for a pair with an
+    empty side) read into `add_bert_scores`."""
+    if row.get("error") or row.get("response") is None:
+        return dict(row)
+    recall = scores[f"{row['item_id']}#bert_recall"]["recall"]
+    kprecs = [scores[f"{row['item_id']}#bert_kprec/{i}"]["precision"] for i in range(row["n_passages"])]
+    return add_bert_scores(row, None if math.isnan(recall) else recall,
+                           [None if math.isnan(v) else v for v in kprecs], encoder)
+
+
+def add_bert_scores(row: dict[str, Any], bert_recall: float | None, bert_kprecs: Iterable[float | None],
                     encoder: str) -> dict[str, Any]:
     """The row with the encoder stage's numbers: Bert-Rec against the reference, Bert-KPrec (max over the
     passages; none for no passages), RB_alg and its IDK-conditioned value, and which encoder gave them
-    (e.g. "microsoft/deberta-xlarge-mnli@40"). BERTScore values come rescaled with the encoder's baseline."""
+    (e.g. "microsoft/deberta-xlarge-mnli@40, rescaled"). A missing Bert-Rec (an empty response or reference)
+    leaves RB_alg None, unless RougeL is 0, which makes RB_alg 0 whatever the rest."""
     if row.get("error"):
         return dict(row)
     kprec = max_kprec(bert_kprecs)
-    value = rb_alg(bert_recall, row["rouge_l"], kprec)
+    if bert_recall is None:
+        value = 0.0 if row["rouge_l"] == 0 else None
+    else:
+        value = rb_alg(bert_recall, row["rouge_l"], kprec)
     return {**row, "bert_encoder": encoder, "bert_recall": bert_recall, "bert_kprec": kprec, "rb_alg": value,
-            "rb_alg_idk": condition_on_idk(value, row["answerability"], row["idk"])}
+            "rb_alg_idk": _conditioned(value, row["answerability"], row["idk"])}
 
 
 # ---- aggregation

@@ -29,6 +29,7 @@ from jobs.preflight import PreflightError, largest_gpu_node, model_problems
 from jobs.reducers import aggregate
 from jobs.schedule import cell_demand, run_concurrently
 from jobs.storage import RunRoot, redact
+from jobs.text_pairs import encoder_settings, with_text_pair_scores
 
 MANIFEST = "manifest.json"
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
@@ -62,13 +63,15 @@ _METRIC_SETTINGS = {"limit", "bootstrap_resamples"}
 _PLAN_SETTINGS = {"size", "plan_sample"}  # read by `ragjudge plan` only
 
 
-def answers_hash(bench: BenchmarkConfig, model: ModelConfig) -> str:
-    """What changes the model's answers: model identity and prompt settings, the protocol, the data bytes.
+def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, ModelConfig] | None = None) -> str:
+    """What changes the cell's answers: the identity and prompt settings of its model and of the judges its
+    requests are routed to, the protocol, the data bytes.
 
     Data on object storage is not read here (only local files are hashed); its path is in the settings.
     """
     settings = [{k: v for k, v in to_dict(bench).items() if k not in _METRIC_SETTINGS | _PLAN_SETTINGS},
-                {k: v for k, v in to_dict(model).items() if k not in _RUN_SETTINGS}]
+                *({k: v for k, v in to_dict(m).items() if k not in _RUN_SETTINGS}
+                  for m in [model, *(judges or {}).values()])]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:
         for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
@@ -150,6 +153,11 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     gpus = largest_gpu_node()
     problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     bench_problems = {name: _option_problems(bench) for name, bench in sweep.benchmarks.items()}
+    judges = {}
+    for name, bench in sweep.benchmarks.items():
+        judges[name], route_problems = route_models(bench, sweep.models)
+        bench_problems[name] += route_problems + [p for judge in judges[name].values()
+                                                  for p in problems.get(judge.name) or model_problems(judge, gpus)]
     cells = [(bench, model) for bench in sweep.benchmarks.values() for model in sweep.models.values()]
 
     def run(cell: tuple[BenchmarkConfig, ModelConfig]) -> CellOutcome:
@@ -160,7 +168,8 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
                                   f": {bench.name} has no protocol for {model.kind} models ({kinds})")
         else:
             outcome = run_cell(root, manifest, bench, model, sweep.storage.flush_every, log,
-                               problems=bench_problems[bench.name] + problems[model.name])
+                               problems=bench_problems[bench.name] + problems[model.name],
+                               judges=judges[bench.name])
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")
         return outcome
 
@@ -186,6 +195,30 @@ def applies(bench: BenchmarkConfig, model: ModelConfig) -> bool:
     return protocol_kind(model) in benchmark_module(bench.module).KINDS
 
 
+def route_models(bench: BenchmarkConfig, models: dict[str, ModelConfig]) -> tuple[dict[str, ModelConfig], list[str]]:
+    """The judges a benchmark routes requests to (module.routes), each a model of the sweep or else a
+    conf/models entry, and the problems of those that cannot judge (unknown, or not a generative judge)."""
+    from jobs.registry import list_models
+
+    hook = getattr(benchmark_module(bench.module), "routes", None)
+    names = hook(bench.options) if hook and not _option_problems(bench) else []
+    if not names:
+        return {}, []
+    registry = {m.name: m for m in list_models(Path(__file__).resolve().parent.parent / "conf")}
+    found, problems = {}, []
+    for name in names:
+        judge = models.get(name) or registry.get(name)
+        if judge is None:
+            problems.append(f"benchmark '{bench.name}': judge '{name}' is neither a model of the sweep nor a "
+                            f"conf/models entry")
+        elif protocol_kind(judge) != "generative":
+            problems.append(f"benchmark '{bench.name}': judge '{name}' is a {judge.kind} model, not a generative "
+                            "judge")
+        else:
+            found[name] = judge
+    return found, problems
+
+
 def _option_problems(bench: BenchmarkConfig) -> list[str]:
     check = getattr(benchmark_module(bench.module), "check_options", None)
     return [f"benchmark '{bench.name}': {problem}" for problem in (check(bench.options) if check else [])]
@@ -199,10 +232,12 @@ def _cluster_capacity() -> dict[str, float]:
 
 
 def run_cell(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: ModelConfig,
-             flush_every: int, log=print, problems: list[str] = ()) -> CellOutcome:
+             flush_every: int, log=print, problems: list[str] = (),
+             judges: dict[str, ModelConfig] | None = None) -> CellOutcome:
+    """One (benchmark, model) cell; `judges` answer the requests the benchmark routes to them by name."""
     start = time.time()
     key = f"{bench.name}/{model.name}"
-    answers = answers_hash(bench, model)
+    answers = answers_hash(bench, model, judges)
     digest = cell_hash(bench, answers)
     cell = manifest.cell(key)
     metrics_path = root.metrics_path(bench.name, model.name)
@@ -216,7 +251,7 @@ def run_cell(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: M
     try:
         if problems:  # found before any engine starts (jobs.preflight, the module's check_options)
             raise PreflightError("; ".join(problems))
-        metrics = _evaluate(root, manifest, bench, model, flush_every, log)
+        metrics = _evaluate(root, manifest, bench, model, flush_every, log, judges)
     except Exception as e:  # one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
         manifest.set_cell(key, {"status": "failed", **stamp, "error": message})
@@ -229,7 +264,8 @@ def run_cell(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: M
 
 
 def _evaluate(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: ModelConfig,
-              flush_every: int, log) -> dict[str, Any]:
+              flush_every: int, log, judges: dict[str, ModelConfig] | None = None) -> dict[str, Any]:
+    judges = judges or {}
     if model.kind == "retriever":  # rankings scored against qrels, not requests answered one by one
         from jobs.retrieval import evaluate_retrieval
 
@@ -244,19 +280,21 @@ def _evaluate(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: 
     check = getattr(module, "check_items", None)
     if check and (problems := check(good, bench.options)):  # e.g. a (task, language) without a prompt
         raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(problems))
+    encoder = encoder_settings(module, bench.options, bench.name)
     requests = [r for item in good for r in module.expand(item, kind, bench.options)]
     log(f"{bench.name} x {model.name}: {len(good)} items ({len(items) - len(good)} bad rows), "
         f"{len(done)} requests already answered, {sum(r['request_id'] not in done for r in requests)} to go")
     followup = getattr(module, "followup", None)  # later rounds, built from earlier answers (see benchmarks/)
     for round_ in range(MAX_ROUNDS):
         todo = [r for r in requests if r["request_id"] not in done]
-        if foreign := sorted({str(r["route"]) for r in todo if r.get("route") not in (None, "self")}):
-            raise PreflightError(f"benchmark '{bench.name}': requests for other models ({', '.join(foreign)}); a "
-                                 "cell answers with its own model only, so set the benchmark's judges to self")
-        if todo:
-            if round_:
-                log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
-            for part in _batched(answer_requests(todo, model, log), flush_every):
+        if unknown := sorted({str(r["route"]) for r in todo if _routed(r) and r["route"] not in judges}):
+            raise PreflightError(f"benchmark '{bench.name}': requests for models it did not name as judges "
+                                 f"({', '.join(unknown)})")
+        if todo and round_:
+            log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
+        for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
+            answerer = judges[route] if route else model
+            for part in _batched(answer_requests(part_todo, answerer, log), flush_every):
                 root.write_rows("requests", bench.name, model.name, part,
                                 part=f"{manifest.attempts:04d}-{len(answered):07d}")
                 answered.extend(part)
@@ -278,6 +316,8 @@ def _evaluate(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: 
     for item in good:  # one prediction row per item, or several (e.g. one per sampled run)
         combined = module.combine(item, by_item[item["item_id"]], kind, bench.options, **extra)
         rows.extend(combined if isinstance(combined, list) else [combined])
+    if encoder is not None:
+        rows = with_text_pair_scores(module, good, rows, bench.options, encoder, log)
     for row in rows:
         row["model"] = model.name
     bad = [{**item, "model": model.name, "correct": None} for item in items if item.get("error")]
@@ -291,6 +331,19 @@ def _evaluate(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: 
     metrics = aggregate(module, rows, resamples=bench.bootstrap_resamples)
     metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=len(items) - len(good))
     return metrics
+
+
+def _routed(request: dict[str, Any]) -> bool:
+    """Whether a request names a judge to answer it; without `route`, or with "self", the cell's model does."""
+    return request.get("route") not in (None, "self")
+
+
+def _by_route(requests: list[dict[str, Any]]) -> list[tuple[str | None, list[dict[str, Any]]]]:
+    """Requests grouped by who answers them: None (the cell's model) first, then judges by name."""
+    groups: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    for request in requests:
+        groups[str(request["route"]) if _routed(request) else None].append(request)
+    return sorted(groups.items(), key=lambda group: (group[0] is not None, group[0] or ""))
 
 
 def _by_item(answers: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

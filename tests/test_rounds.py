@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 import types
+from types import SimpleNamespace
 
 import pytest
 from stand_in import evaluate, stand_in_engine
 
 from jobs import pipeline
-from jobs.config import BenchmarkConfig
+from jobs.config import BenchmarkConfig, ModelConfig
+from jobs.preflight import PreflightError
+from jobs.storage import RunRoot
 
 
 def _request(item, variant, prompt):
@@ -81,3 +84,53 @@ def test_a_resumed_cell_asks_nothing_twice(tmp_path, monkeypatch, engine):
 def test_a_followup_that_never_settles_is_stopped(tmp_path, monkeypatch, engine):
     with pytest.raises(RuntimeError, match=f"after {pipeline.MAX_ROUNDS} rounds"):
         _evaluate(tmp_path, _stub(endless=True), monkeypatch)
+
+
+def _routed_stub() -> types.ModuleType:
+    """A generation by the cell's model, then a judgment by the judge named 'critic'."""
+    module = _stub()
+    module.followup = lambda item, answers, kind, options=None: [
+        {**_request(item, "judge", "judge it"), "route": "critic"}]
+    module.routes = lambda options: ["critic"]
+    return module
+
+
+def test_requests_routed_to_a_judge_are_answered_by_that_judge_and_stored_in_the_cell(tmp_path, monkeypatch):
+    calls = []
+
+    def answer(requests, model, log=print):
+        calls.append((model.name, sorted(r["request_id"] for r in requests)))
+        for r in requests:
+            yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
+                   "variant": r["variant"], "text": f"{model.name} on {r['variant']}", "error": None}
+
+    monkeypatch.setattr(pipeline, "answer_requests", answer)
+    monkeypatch.setitem(sys.modules, "benchmarks.rounds_stub", _routed_stub())
+    bench = BenchmarkConfig(name="stub", module="rounds_stub", data=["unused"], bootstrap_resamples=0)
+    critic = ModelConfig(name="critic", path="q", kind="generative")
+    model = ModelConfig(name="judge", path="p", kind="generative")
+    root = RunRoot(str(tmp_path), "run")
+    pipeline._evaluate(root, SimpleNamespace(attempts=1), bench, model, 2, print, judges={"critic": critic})
+    assert calls == [("judge", [f"stub/{i}#generate" for i in range(3)]),
+                     ("critic", [f"stub/{i}#judge" for i in range(3)])]
+    row = next(r for r in root.read_rows("predictions", "stub", "judge") if r["item_id"] == "stub/1")
+    assert row["texts"] == {"generate": "judge on generate", "judge": "critic on judge"}
+    assert len(root.read_rows("requests", "stub", "judge")) == 6  # the judge's answers belong to the cell
+    with pytest.raises(PreflightError, match=r"did not name as judges \(critic\)"):
+        pipeline._evaluate(RunRoot(str(tmp_path), "other"), SimpleNamespace(attempts=1), bench, model, 2, print)
+
+
+def test_route_models_find_judges_in_the_sweep_then_the_registry_and_name_the_bad_ones():
+    bench = BenchmarkConfig(name="gen", module="mtrag_generation", data=["unused"], options={
+        "judges": {"rb_llm": ["self", "gpt_4o_mini", "nobody", "tiny_classifier"], "idk": "mine", "ragas": "self"}})
+    mine = ModelConfig(name="mine", path="p", kind="generative")
+    judges, problems = pipeline.route_models(bench, {"mine": mine})
+    assert list(judges) == ["gpt_4o_mini", "mine"] and judges["mine"] is mine
+    assert judges["gpt_4o_mini"].engine == "http"  # conf/models/gpt_4o_mini.yaml
+    assert problems == ["benchmark 'gen': judge 'nobody' is neither a model of the sweep nor a conf/models entry",
+                        "benchmark 'gen': judge 'tiny_classifier' is a discriminative model, not a generative judge"]
+    # a judge's identity is part of what the cell's answers depend on
+    model = ModelConfig(name="m", path="p", kind="generative")
+    other = ModelConfig(name="mine", path="other", kind="generative")
+    assert pipeline.answers_hash(bench, model, {"mine": mine}) != pipeline.answers_hash(bench, model, {"mine": other})
+    assert pipeline.answers_hash(bench, model, {"mine": mine}) != pipeline.answers_hash(bench, model)

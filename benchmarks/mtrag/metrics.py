@@ -1,8 +1,8 @@
 """mtRAG generation scores on one response (seeds/mtrag.txt sections 6.3, 8 and Appendix F; PROTOCOLS.md 3).
 
 Pure functions: the judges' texts come in already answered, the BERTScore encoder runs elsewhere (an actor
-stage) and hands its rescaled numbers to `rb_alg`. Where the authors' script (IBM/mt-rag-benchmark,
-scripts/evaluation) and PROTOCOLS.md differ, PROTOCOLS.md wins and the difference is said in the docstring.
+stage, actors.bertscore, rescaling through the bert-score package) and hands its numbers to `rb_alg`. Where
+the authors' script (IBM/mt-rag-benchmark, scripts/evaluation) and PROTOCOLS.md differ, PROTOCOLS.md wins and the difference is said in the docstring.
 """
 from __future__ import annotations
 
@@ -21,13 +21,6 @@ EXPECT_IDK = ("UNANSWERABLE", "CONVERSATIONAL")
 EXPECT_ANSWER = ("ANSWERABLE", "PARTIAL")
 UNDERSPECIFIED = "UNDERSPECIFIED"  # MTRAG-UN only: neither row; reported on its own (PROTOCOLS.md 3)
 ANSWERABILITY = EXPECT_ANSWER + EXPECT_IDK + (UNDERSPECIFIED,)
-
-# BERTScore's rescale baselines (P, R, F) as the bert-score package ships them
-# (bert_score/rescale_baseline/en/<model>.tsv, the row of the layer used). The authors' setting is
-# microsoft/deberta-xlarge-mnli at layer 40, bert-score's default layer for that model.
-BERTSCORE_BASELINES: dict[tuple[str, int], tuple[float, float, float]] = {
-    ("microsoft/deberta-xlarge-mnli", 40): (0.5169066, 0.5170288, 0.5150192),
-}
 
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
@@ -63,12 +56,6 @@ def rb_alg(bert_recall: float, rouge_l: float, bert_kprec_max: float | None) -> 
     if r == 0 or rouge_l == 0 or e == 0:
         return 0.0
     return 3.0 * r * rouge_l * e / (r * rouge_l + r * e + rouge_l * e)
-
-
-def rescale_with_baseline(value: float, baseline: float) -> float:
-    """BERTScore's rescaling: (value - baseline) / (1 - baseline), the baseline being the score of unrelated
-    sentence pairs for the model and layer (BERTSCORE_BASELINES), so unrelated text scores about 0."""
-    return (value - baseline) / (1.0 - baseline)
 
 
 def max_kprec(values: Iterable[float | None]) -> float | None:

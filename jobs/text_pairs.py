@@ -1,0 +1,62 @@
+"""The encoder stage: text pairs a benchmark names for its rows (e.g. mtRAG's response vs reference and vs each
+passage) scored by BERTScore in a Ray Data actor pool, then written back into the rows by the benchmark.
+
+It runs after the judges, on the item rows, and stores nothing of its own: the scores are a pure function of
+the rows and the encoder, recomputed when a finished cell is aggregated again.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from jobs.preflight import PreflightError
+
+
+def encoder_settings(module: ModuleType, options: dict[str, Any], bench_name: str) -> dict[str, Any] | None:
+    """The benchmark's encoder settings, checked before any engine starts (a rescale baseline that cannot be
+    found fails the cell here, not after the judges ran); None when the benchmark has no encoder stage."""
+    hook = getattr(module, "text_pair_encoder", None)
+    encoder = hook(options) if hook else None
+    if encoder is None:
+        return None
+    from actors.bertscore import baseline_file
+
+    try:
+        baseline_file(encoder)
+    except FileNotFoundError as e:
+        raise PreflightError(f"benchmark '{bench_name}': options.bertscore: {e}") from None
+    return encoder
+
+
+def with_text_pair_scores(module: ModuleType, items: list[dict[str, Any]], rows: list[dict[str, Any]],
+                          options: dict[str, Any], encoder: dict[str, Any],
+                          log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """`rows` with their pairs' scores filled in by module.add_text_pair_scores."""
+    from actors.bertscore import encoder_label
+
+    by_id = {item["item_id"]: item for item in items}
+    pairs = [pair for row in rows if row["item_id"] in by_id
+             for pair in module.text_pairs(by_id[row["item_id"]], row, options)]
+    label = encoder_label(encoder)
+    log(f"encoder stage ({label}): {len(pairs)} text pairs")
+    scores = score_pairs(pairs, encoder) if pairs else {}
+    return [module.add_text_pair_scores(row, scores, label) for row in rows]
+
+
+def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders."""
+    import ray
+
+    from actors.bertscore import BertScoreStage
+
+    ds = ray.data.from_items(pairs).map_batches(
+        BertScoreStage, fn_constructor_kwargs={"encoder": encoder},
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=int(encoder["actors"])),
+        batch_size=int(encoder["batch_size"]), num_cpus=1, num_gpus=encoder["num_gpus"])
+    scores: dict[str, dict[str, float]] = {}
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        for row in batch.to_pylist():
+            scores[row["pair_id"]] = {key: float("nan") if row[key] is None else row[key]
+                                      for key in ("precision", "recall", "f1")}
+    return scores

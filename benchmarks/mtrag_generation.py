@@ -297,10 +297,6 @@ def _full_path(path: str) -> Path:
     return Path(path) if os.path.isabs(path) else PROJECT_ROOT / path
 
 
-
-
-
-
 # ---- loading
 
 
@@ -869,6 +865,11 @@ def table_text(metrics: list[dict[str, Any]]) -> str:
     then counts (tasks, errors, NaN RL_F, unknown IDK). Two decimals like the paper; '-' where there is no
     value (RB_alg stays '-' until the encoder stage has filled it)."""
     settings_present = _ordered(SETTINGS, {s for m in metrics for s in m.get("settings", {})})
+    several = len({m.get("config") for m in metrics}) > 1  # e.g. the sample and the mini config of one run
+
+    def _model(m: dict[str, Any]) -> str:
+        name = str(m.get("model") or "?")
+        return f"{name} ({m['config']})" if several and m.get("config") else name
 
     def by_setting(title: str, columns: Sequence[tuple[str, str]]) -> str:
         header = ["Model"] + [f"{name} {SETTING_TITLES.get(s, s)}" for name, _ in columns for s in settings_present]
@@ -897,11 +898,6 @@ def table_text(metrics: list[dict[str, Any]]) -> str:
     sections.append(grid("Counts over the paper's classes", ["Model [setting]", "tasks", "errors", "RL_F NaN",
                                                               "IDK unknown", "judge failed"], rows))
     return "\n\n".join(sections)
-
-
-
-def _model(m: dict[str, Any]) -> str:
-    return str(m.get("model") or "?")
 
 
 def _num(value: float | None) -> str:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from importlib import metadata
 from itertools import islice
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from benchmarks import benchmark_module
@@ -329,7 +328,8 @@ def _evaluate(root: RunRoot, manifest: Manifest, bench: BenchmarkConfig, model: 
     if bad:
         root.write_rows("errors", bench.name, model.name, bad, part="0")
     metrics = aggregate(module, rows, resamples=bench.bootstrap_resamples)
-    metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=len(items) - len(good))
+    metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=len(items) - len(good),
+                   config=bench.name)
     return metrics
 
 

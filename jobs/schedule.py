@@ -30,6 +30,13 @@ def cell_demand(model: ModelConfig) -> Demand:
             "GPU": model.min_actors * ranks * per_rank_gpus}
 
 
+def rounds_demand(models: Sequence[ModelConfig]) -> Demand:
+    """A cell whose rounds go to several engines one after another (the cell's model generates, then its
+    judges answer): the most any one of them holds."""
+    needs = [cell_demand(model) for model in models]
+    return {r: max(need[r] for need in needs) for r in ("CPU", "GPU")}
+
+
 def fits(demand: Demand, running: Sequence[Demand], capacity: Demand) -> bool:
     """Whether `demand` fits beside the running cells' demands in the cluster's capacity."""
     return all(demand.get(r, 0.0) + sum(d.get(r, 0.0) for d in running) <= capacity.get(r, 0.0) + 1e-9

@@ -5,7 +5,7 @@ import threading
 import time
 
 from jobs.config import ModelConfig
-from jobs.schedule import STAGE_CPUS, cell_demand, fits, next_cell, run_concurrently
+from jobs.schedule import STAGE_CPUS, cell_demand, fits, next_cell, rounds_demand, run_concurrently
 
 
 def model(**kw) -> ModelConfig:
@@ -59,3 +59,13 @@ def test_cells_run_side_by_side_up_to_the_capacity_and_results_keep_their_order(
     run_concurrently(cells, lambda c: {"CPU": 0.0, "GPU": 0.0}, run, lambda: {"CPU": 4.0, "GPU": 0.0},
                      max_concurrent=3)
     assert state["peak"] == 3  # the configured limit binds before the resources do
+
+
+def test_a_cell_with_judges_holds_the_most_any_of_its_engines_needs():
+    generator = ModelConfig(name="g", path="p", kind="generative", engine="vllm", num_gpus=1, num_cpus=2)
+    judge = ModelConfig(name="j", path="q", kind="generative", engine="vllm", num_gpus=1, tensor_parallel_size=4)
+    api = ModelConfig(name="a", path="gpt", kind="api", engine="http", num_cpus=1)
+    # rounds run one engine after another: generator (2 CPUs + stages, 1 GPU), judge (4 ranks: 4 GPUs, 4 CPUs)
+    assert rounds_demand([generator, judge]) == {"CPU": STAGE_CPUS + 4, "GPU": 4.0}
+    assert rounds_demand([generator, api]) == cell_demand(generator)
+    assert rounds_demand([generator]) == cell_demand(generator)

@@ -102,7 +102,7 @@ DEFAULTS: dict[str, Any] = {
     # rescaled with bert-score's baseline. null: no encoder stage (RB_alg stays empty).
     "bertscore": {"model": "microsoft/deberta-xlarge-mnli", "num_layers": 40, "lang": "en",
                   "rescale_with_baseline": True, "baseline_path": None, "batch_size": 64, "actors": 1,
-                  "num_gpus": 0},
+                  "num_cpus": 1, "num_gpus": 0},
 }
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ROUTE = re.compile(r"^[A-Za-z0-9_.:/\-]+$")  # a model name; no '#', '@' or spaces (they build request ids)
@@ -200,9 +200,10 @@ def _bertscore_problems(encoder: Any) -> list[str]:
     for key in ("model", "lang"):
         if not isinstance(values[key], str) or not values[key].strip():
             problems.append(f"options.bertscore.{key}: expected text")
-    for key, least in (("num_layers", 1), ("batch_size", 1), ("actors", 1), ("num_gpus", 0)):
-        if not (is_number(values[key]) and values[key] >= least and (key == "num_gpus" or is_int(values[key]))):
-            problems.append(f"options.bertscore.{key}: expected {'a number' if key == 'num_gpus' else 'an integer'}"
+    for key, least in (("num_layers", 1), ("batch_size", 1), ("actors", 1), ("num_cpus", 0), ("num_gpus", 0)):
+        fraction = key in ("num_cpus", "num_gpus")  # Ray resources may be fractions
+        if not (is_number(values[key]) and values[key] >= least and (fraction or is_int(values[key]))):
+            problems.append(f"options.bertscore.{key}: expected {'a number' if fraction else 'an integer'}"
                             f" >= {least}")
     if not isinstance(values["rescale_with_baseline"], bool):
         problems.append("options.bertscore.rescale_with_baseline: expected true or false")

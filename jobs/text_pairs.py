@@ -12,6 +12,10 @@ from typing import Any
 
 from jobs.preflight import PreflightError
 
+# Encoder batches per Ray Data batch: a row's pairs share its response, and bert-score encodes each distinct
+# text once per call and sorts by length, so larger calls encode less and pad less.
+PAIRS_BATCHES = 8
+
 
 def encoder_settings(module: ModuleType, options: dict[str, Any], bench_name: str) -> dict[str, Any] | None:
     """The benchmark's encoder settings, checked before any engine starts (a rescale baseline that cannot be
@@ -45,7 +49,8 @@ def with_text_pair_scores(module: ModuleType, items: list[dict[str, Any]], rows:
 
 
 def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders."""
+    """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders, each
+    on `num_cpus` CPUs (Ray sets an actor's torch threads to its CPUs) and `num_gpus` GPUs."""
     import ray
 
     from actors.bertscore import BertScoreStage
@@ -53,7 +58,8 @@ def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[st
     ds = ray.data.from_items(pairs).map_batches(
         BertScoreStage, fn_constructor_kwargs={"encoder": encoder},
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=int(encoder["actors"])),
-        batch_size=int(encoder["batch_size"]), num_cpus=1, num_gpus=encoder["num_gpus"])
+        batch_size=int(encoder["batch_size"]) * PAIRS_BATCHES, num_cpus=encoder["num_cpus"],
+        num_gpus=encoder["num_gpus"])
     scores: dict[str, dict[str, float]] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         for row in batch.to_pylist():

@@ -336,7 +336,7 @@ def test_bertscore_options_are_checked_and_filled_in():
                                               "baseline_path": "no/such.tsv"}})
     assert problems == [
         ("options.bertscore.modle: unknown key (known: model, num_layers, lang, rescale_with_baseline, "
-         "baseline_path, batch_size, actors, num_gpus)"),
+         "baseline_path, batch_size, actors, num_cpus, num_gpus)"),
         "options.bertscore.model: expected text", "options.bertscore.num_layers: expected an integer >= 1",
         "options.bertscore.batch_size: expected an integer >= 1", "options.bertscore.num_gpus: expected a number >= 0",
         "options.bertscore.rescale_with_baseline: expected true or false",

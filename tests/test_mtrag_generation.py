@@ -572,6 +572,20 @@ def test_rag_settings_take_retrieved_passages_from_the_task(tmp_path):
     assert generation["messages"][0]["content"].endswith("PASSAGE 1\nPassage d2.\n\nPASSAGE 2\nPassage r1.")
 
 
+def test_a_run_written_by_the_retrieval_flow_feeds_the_rag_settings(tmp_path):
+    from benchmarks.mtrag.retrieval import run_row, write_jsonl as write_run
+
+    corpus = {"d2": {"title": "France", "text": "France is in Europe."},
+              "r1": {"title": "", "text": "Lyon is a city."}, "r2": {"title": "", "text": "Nice is warm."}}
+    path = str(tmp_path / "runs" / "run.jsonl")
+    write_run(path, [run_row("c1::2", "clapnq", [("r1", 9.0), ("d2", 8.0), ("r2", 7.0)], corpus)])
+    item = item_of(tmp_path, task())
+    full = g.setting_passages(item, {"setting": "full_rag", "retrieved_file": path, "top_k": 2})
+    assert [(p["document_id"], p["text"]) for p in full] == [("r1", "Lyon is a city."), ("d2", "France is in Europe.")]
+    both = g.setting_passages(item, {"setting": "reference_rag", "retrieved_file": path, "top_k": 3})
+    assert [p["document_id"] for p in both] == ["d1", "d2", "r1"]  # d2 is a reference already: not twice
+
+
 def test_rag_settings_read_a_run_file_and_report_what_is_missing(tmp_path):
     run = write_jsonl(tmp_path / "run.jsonl", [
         {"task_id": "c1::2", "Collection": "mt-rag-clapnq-elser-512-100-20240503",

@@ -573,7 +573,8 @@ def test_rag_settings_take_retrieved_passages_from_the_task(tmp_path):
 
 
 def test_a_run_written_by_the_retrieval_flow_feeds_the_rag_settings(tmp_path):
-    from benchmarks.mtrag.retrieval import run_row, write_jsonl as write_run
+    from benchmarks.mtrag.retrieval import run_row
+    from benchmarks.mtrag.retrieval import write_jsonl as write_run
 
     corpus = {"d2": {"title": "France", "text": "France is in Europe."},
               "r1": {"title": "", "text": "Lyon is a city."}, "r2": {"title": "", "text": "Nice is warm."}}

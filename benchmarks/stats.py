@@ -19,12 +19,13 @@ def stable_seed(*parts: str) -> int:
 def bootstrap_ci(
     values: Sequence[float], seed_key: str, resamples: int = 1000, level: float = 0.95
 ) -> list[float] | None:
-    """Percentile interval of the mean, items resampled with replacement; None for no items.
+    """Percentile interval of the mean, items resampled with replacement; None for no items, or with
+    `resamples` 0 (a config's bootstrap_resamples: 0 turns intervals off).
 
     The caller passes values in a canonical order (sorted by item id), so the interval does not depend on the
     order in which shards finished.
     """
-    if len(values) == 0:
+    if len(values) == 0 or resamples <= 0:
         return None
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(stable_seed(seed_key))

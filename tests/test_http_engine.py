@@ -220,3 +220,52 @@ def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
     assert len(rows) == 6 and all(r["correct"] in (0.0, 0.5, 1.0) for r in rows)
     stored = b"".join(p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file())
     assert KEY.encode() not in stored and b"RAGJUDGE_TEST_API_KEY" in stored  # the name, never the value
+
+
+@pytest.mark.integration
+def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
+        vllm_server, scripted, ray_session, tmp_path, monkeypatch):
+    """The cell's model (a scripted API that always says "Choose 2") answers the requests routed to "self";
+    everything routed to the judge goes to `vllm serve` over HTTP, and is stored with the cell."""
+    from types import SimpleNamespace
+
+    from shared_data import SHARED, needs_shared
+
+    from benchmarks.mtrag.metrics import parse_rating
+    from jobs import pipeline
+    from jobs.config import BenchmarkConfig, ModelConfig
+    from jobs.storage import RunRoot
+
+    if SHARED is None:
+        pytest.skip(needs_shared.kwargs["reason"])
+    base, state = scripted()
+    monkeypatch.setenv("RAGJUDGE_TEST_SCRIPTED_BASE", base)
+    monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
+    monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)
+    tasks = ["dd6b6ffd177f2b311abe676261279d2f::2", "5b2404d71f9ff7edabddb3b1a8b329e7::1"]
+    bench = BenchmarkConfig(
+        name="mtrag_generation_sample", module="mtrag_generation",
+        data=[str(SHARED / "data" / "mtrag" / "generation" / "sample_responses_10.jsonl")], bootstrap_resamples=0,
+        options={"responses": "given", "task_ids": tasks, "bertscore": None,
+                 "judges": {"rb_llm": ["self", "smollm2_api"], "idk": "smollm2_api", "ragas": "smollm2_api"},
+                 "max_tokens": {"rb_llm": 48, "idk": 4, "statements": 96, "verdicts": 96}})
+    api = {"kind": "api", "engine": "http", "api_key_env": "RAGJUDGE_TEST_API_KEY", "max_concurrency": 4,
+           "num_cpus": 0.25}
+    cell = ModelConfig(name="scripted", path="scripted", api_base_env="RAGJUDGE_TEST_SCRIPTED_BASE", **api)
+    judge = ModelConfig(name="smollm2_api", path="smollm2", api_base_env="RAGJUDGE_TEST_API_BASE", **api)
+    root = RunRoot(str(tmp_path / "results"), "routed")
+    metrics = pipeline._evaluate(root, SimpleNamespace(attempts=1), bench, cell, 4, print,
+                                 judges={"smollm2_api": judge})
+    answers = [(a["request_id"].split("#", 1)[1], a) for a in root.read_rows("requests", bench.name, "scripted")]
+    assert state["seen"] == 2  # the two rb_llm@self requests, nothing else
+    assert sorted((k, a["text"]) for k, a in answers if k.endswith("@self")) == [("rb_llm@self", "Choose 2")] * 2
+    routed = [(k, a) for k, a in answers if k.endswith("@smollm2_api")]
+    assert len(routed) == len(answers) - 2 and all(a["error"] is None and a["text"] for _, a in routed)
+    assert sorted(k for k, _ in routed if not k.startswith("verdicts")) == sorted(
+        ["rb_llm@smollm2_api", "idk@smollm2_api", "statements@smollm2_api"] * 2)
+    rows = root.read_rows("predictions", bench.name, "scripted")
+    assert len(rows) == 2 and metrics["n"] == 2
+    for row in rows:
+        assert row["rb_llm_judges"] == ["self", "smollm2_api"] and row["rb_llm_ratings"][0] == parse_rating("Choose 2")
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file())
+    assert KEY.encode() not in stored

@@ -669,6 +669,9 @@ def test_summarize_table5_and_breakdowns_on_hand_made_rows():
         assert overall[measure]["mean"] == (None if mean is None else pytest.approx(mean)), measure
     assert overall["rb_llm_idk"]["ci95"] == bootstrap_ci([0.8, 0.0, 1.0], "mtrag_generation/reference/overall/"
                                                          "rb_llm_idk", 200)
+    # bootstrap_resamples: 0 turns intervals off; the means stay
+    quiet = aggregate(g, ROWS, resamples=0)["settings"]["reference"]["overall"]
+    assert quiet["rb_llm_idk"] == {**overall["rb_llm_idk"], "ci95": None}
     by = ref["by_answerability"]
     assert list(by) == ["ANSWERABLE", "PARTIAL", "UNANSWERABLE", "UNDERSPECIFIED"]
     assert by["ANSWERABLE"]["rb_llm_idk"]["mean"] == pytest.approx(0.4)

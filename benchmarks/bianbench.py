@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.options import is_int, is_number
+from benchmarks.options import is_int, is_number, unknown_keys
 from benchmarks.records import read_items
 from benchmarks.stats import bootstrap_ci, stable_seed
 from benchmarks.tables import grid
@@ -120,8 +120,7 @@ def settings(options: Mapping[str, Any] | None = None) -> dict[str, Any]:
 def check_options(options: Mapping[str, Any] | None) -> list[str]:
     """Problems with the benchmark options, each naming its key; [] when fine."""
     options = dict(options or {})
-    unknown = [f"options.{key}: unknown key (known: {', '.join(DEFAULT_OPTIONS)})"
-               for key in options if key not in DEFAULT_OPTIONS]
+    unknown = unknown_keys(options, DEFAULT_OPTIONS, "options")
     merged = {**DEFAULT_OPTIONS, **options}
     checks = {
         "runs": (lambda v: is_int(v) and v >= 1, "a whole number >= 1"),

@@ -61,7 +61,7 @@ from benchmarks.mtrag.metrics import (
     rouge_l,
 )
 from benchmarks.mtrag.retrieval import domain, read_run, task_id
-from benchmarks.options import is_int, is_number, plain
+from benchmarks.options import is_int, is_number, plain, unknown_keys
 from benchmarks.records import read_items
 from benchmarks.stats import bootstrap_ci
 from benchmarks.tables import grid
@@ -136,7 +136,7 @@ def check_options(options: Mapping[str, Any] | None) -> list[str]:
     options = plain(options or {})
     if not isinstance(options, dict):
         return ["options: expected a mapping"]
-    problems = [f"options.{key}: unknown key (known: {', '.join(DEFAULTS)})" for key in options if key not in DEFAULTS]
+    problems = unknown_keys(options, DEFAULTS, "options")
     values = {**DEFAULTS, **options}
     choices = {"setting": SETTINGS, "responses": ("generate", "given"), "prompt_role": ("system", "user")}
     problems += [f"options.{key}: {values[key]!r} is not one of {', '.join(allowed)}"
@@ -173,8 +173,7 @@ def check_options(options: Mapping[str, Any] | None) -> list[str]:
 def _judge_problems(judges: Any) -> list[str]:
     if not isinstance(judges, dict):
         return ["options.judges: expected a mapping {rb_llm: [names], idk: name, ragas: name}"]
-    problems = [f"options.judges.{key}: unknown key (known: {', '.join(DEFAULTS['judges'])})"
-                for key in judges if key not in DEFAULTS["judges"]]
+    problems = unknown_keys(judges, DEFAULTS["judges"], "options.judges")
     merged = {**DEFAULTS["judges"], **judges}
     names = merged[RB_LLM]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and _ROUTE.match(n) for n in names):
@@ -194,8 +193,7 @@ def _bertscore_problems(encoder: Any) -> list[str]:
     if not isinstance(encoder, dict):
         return ["options.bertscore: expected a mapping (model, num_layers, ...) or null"]
     known = DEFAULTS["bertscore"]
-    problems = [f"options.bertscore.{key}: unknown key (known: {', '.join(known)})" for key in encoder
-                if key not in known]
+    problems = unknown_keys(encoder, known, "options.bertscore")
     values = {**known, **encoder}
     for key in ("model", "lang"):
         if not isinstance(values[key], str) or not values[key].strip():
@@ -233,8 +231,7 @@ def text_pair_encoder(options: Mapping[str, Any] | None = None) -> dict[str, Any
 def _max_tokens_problems(max_tokens: Any) -> list[str]:
     if not isinstance(max_tokens, dict):
         return [f"options.max_tokens: expected a mapping with keys among {', '.join(VARIANTS)}"]
-    problems = [f"options.max_tokens.{key}: unknown key (known: {', '.join(VARIANTS)})"
-                for key in max_tokens if key not in VARIANTS]
+    problems = unknown_keys(max_tokens, VARIANTS, "options.max_tokens")
     return problems + [f"options.max_tokens.{key}: expected an integer >= 1" for key, value in max_tokens.items()
                        if key in VARIANTS and not (is_int(value) and value >= 1)]
 

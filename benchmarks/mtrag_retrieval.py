@@ -29,6 +29,7 @@ from benchmarks.mtrag.retrieval import (
     queries_path,
     turn_group,
 )
+from benchmarks.options import unknown_keys
 
 BENCHMARK = "mtrag_retrieval"
 KINDS = ("retriever",)
@@ -73,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
 def check_options(options: Mapping[str, Any] | None) -> list[str]:
     """Each problem with the benchmark's options, naming the key."""
     options = dict(options or {})
-    problems = [f"options.{key}: unknown key (known: {', '.join(DEFAULTS)})" for key in options if key not in DEFAULTS]
+    problems = unknown_keys(options, DEFAULTS, "options")
     merged = {**DEFAULTS, **options}
     for name in merged["domains"] or []:
         try:

@@ -14,6 +14,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+def unknown_keys(given: Mapping[str, Any], known: Sequence[str] | Mapping[str, Any], where: str) -> list[str]:
+    """One problem per key of `given` (the mapping at `where`, e.g. "options.judges") that `known` lacks."""
+    return [f"{where}.{key}: unknown key (known: {', '.join(known)})" for key in given if key not in known]
+
+
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.options import is_int, plain
+from benchmarks.options import is_int, plain, unknown_keys
 from benchmarks.records import read_records
 from benchmarks.stats import bootstrap_ci, stable_seed
 from benchmarks.tables import aligned
@@ -118,7 +118,7 @@ def check_options(options: Mapping[str, Any] | None) -> list[str]:
     options = plain(options or {})
     if not isinstance(options, dict):
         return ["options: expected a mapping"]
-    problems = [f"options.{key}: unknown key (known: {', '.join(DEFAULTS)})" for key in options if key not in DEFAULTS]
+    problems = unknown_keys(options, DEFAULTS, "options")
     values = {**DEFAULTS, **options}
     prompts = values["prompts"]
     if not isinstance(prompts, dict):

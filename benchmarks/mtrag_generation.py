@@ -710,11 +710,14 @@ def text_pairs(item: Mapping[str, Any], row: Mapping[str, Any],
     each passage of the setting (Bert-KPrec); [] for a row without a response."""
     if row.get("error") or row.get("response") is None:
         return []
-    pairs = [{"pair_id": f"{row['item_id']}#bert_recall", "candidate": row["response"],
-              "reference": item["reference"]}]
-    pairs += [{"pair_id": f"{row['item_id']}#bert_kprec/{i}", "candidate": row["response"], "reference": p["text"]}
-              for i, p in enumerate(setting_passages(item, options))]
-    return pairs
+    references = [item["reference"]] + [p["text"] for p in setting_passages(item, options)]
+    return [{"pair_id": _pair_id(row, i), "candidate": row["response"], "reference": reference}
+            for i, reference in enumerate(references)]
+
+
+def _pair_id(row: Mapping[str, Any], index: int) -> str:
+    """Pair 0 is the response against the reference (Bert-Rec); pair i > 0 against passage i (Bert-KPrec)."""
+    return f"{row['item_id']}#bert_recall" if index == 0 else f"{row['item_id']}#bert_kprec/{index - 1}"
 
 
 def add_text_pair_scores(row: dict[str, Any], scores: Mapping[str, Mapping[str, float]],
@@ -723,8 +726,8 @@ def add_text_pair_scores(row: dict[str, Any], scores: Mapping[str, Mapping[str, 
     empty side) read into `add_bert_scores`."""
     if row.get("error") or row.get("response") is None:
         return dict(row)
-    recall = scores[f"{row['item_id']}#bert_recall"]["recall"]
-    kprecs = [scores[f"{row['item_id']}#bert_kprec/{i}"]["precision"] for i in range(row["n_passages"])]
+    recall = scores[_pair_id(row, 0)]["recall"]
+    kprecs = [scores[_pair_id(row, i)]["precision"] for i in range(1, row["n_passages"] + 1)]
     return add_bert_scores(row, None if math.isnan(recall) else recall,
                            [None if math.isnan(v) else v for v in kprecs], encoder)
 

@@ -152,11 +152,12 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     gpus = largest_gpu_node()
     problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     bench_problems = {name: _option_problems(bench) for name, bench in sweep.benchmarks.items()}
-    judges = {}
-    for name, bench in sweep.benchmarks.items():
-        judges[name], route_problems = route_models(bench, sweep.models)
-        bench_problems[name] += route_problems + [p for judge in judges[name].values()
-                                                  for p in problems.get(judge.name) or model_problems(judge, gpus)]
+    judges: dict[str, dict[str, ModelConfig]] = {}
+    for name, bench in sweep.benchmarks.items():  # bad options fail the cells before any routing
+        judges[name], route_problems = ({}, []) if bench_problems[name] else route_models(bench, sweep.models)
+        bench_problems[name] += route_problems + [
+            p for judge in judges[name].values()
+            for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))]
     cells = [(bench, model) for bench in sweep.benchmarks.values() for model in sweep.models.values()]
 
     def run(cell: tuple[BenchmarkConfig, ModelConfig]) -> CellOutcome:
@@ -197,12 +198,13 @@ def applies(bench: BenchmarkConfig, model: ModelConfig) -> bool:
 
 
 def route_models(bench: BenchmarkConfig, models: dict[str, ModelConfig]) -> tuple[dict[str, ModelConfig], list[str]]:
-    """The judges a benchmark routes requests to (module.routes), each a model of the sweep or else a
-    conf/models entry, and the problems of those that cannot judge (unknown, or not a generative judge)."""
+    """The judges a benchmark with valid options routes requests to (module.routes), each a model of the sweep
+    or else a conf/models entry, and the problems of those that cannot judge (unknown, or not a generative
+    judge)."""
     from jobs.registry import list_models
 
     hook = getattr(benchmark_module(bench.module), "routes", None)
-    names = hook(bench.options) if hook and not _option_problems(bench) else []
+    names = hook(bench.options) if hook else []
     if not names:
         return {}, []
     registry = {m.name: m for m in list_models(Path(__file__).resolve().parent.parent / "conf")}
@@ -385,9 +387,9 @@ def answer_requests(requests: list[dict[str, Any]], model: ModelConfig, log=prin
     if model.shared:
         started = serve_judge.deploy(resolved)
         log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
-        return merge_parts(_rows(serve_judge.answer(ds, resolved)))
+        return merge_parts(dataset_rows(serve_judge.answer(ds, resolved)))
     if model.engine == "vllm":
-        return merge_parts(_rows(vllm_stage.answer(ds, resolved)))
+        return merge_parts(dataset_rows(vllm_stage.answer(ds, resolved)))
     if model.engine == "http":
         actor, kwargs = HttpJudge, {"model": resolved, **api_credentials(resolved)}
     else:
@@ -400,10 +402,10 @@ def answer_requests(requests: list[dict[str, Any]], model: ModelConfig, log=prin
         num_cpus=model.num_cpus,
         num_gpus=model.num_gpus,
     )
-    return merge_parts(_rows(ds))
+    return merge_parts(dataset_rows(ds))
 
 
-def _rows(ds) -> Iterator[dict[str, Any]]:
+def dataset_rows(ds) -> Iterator[dict[str, Any]]:
     """Stream a dataset's rows to the driver as plain dicts, without materializing it."""
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         yield from batch.to_pylist()

@@ -169,11 +169,9 @@ def search(rows: list[dict[str, Any]], model: ModelConfig, resolved: dict[str, A
         QuerySearcher, fn_constructor_kwargs={"model": resolved, "cache": cache, "indexes": folders, "top_k": top_k},
         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
-    out = {}
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for row in batch.to_pylist():
-            out[(row["strategy"], row["task_id"])] = row
-    return out
+    from jobs.pipeline import dataset_rows  # imported here: jobs.pipeline imports this module when it runs
+
+    return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
 
 
 def rewriter_config(spec: Any, conf: Path = CONF) -> ModelConfig:

@@ -54,15 +54,12 @@ def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[st
     import ray
 
     from actors.bertscore import BertScoreStage
+    from jobs.pipeline import dataset_rows  # imported here: jobs.pipeline imports this module
 
     ds = ray.data.from_items(pairs).map_batches(
         BertScoreStage, fn_constructor_kwargs={"encoder": encoder},
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=int(encoder["actors"])),
         batch_size=int(encoder["batch_size"]) * PAIRS_BATCHES, num_cpus=encoder["num_cpus"],
         num_gpus=encoder["num_gpus"])
-    scores: dict[str, dict[str, float]] = {}
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        for row in batch.to_pylist():
-            scores[row["pair_id"]] = {key: float("nan") if row[key] is None else row[key]
-                                      for key in ("precision", "recall", "f1")}
-    return scores
+    return {row["pair_id"]: {key: float("nan") if row[key] is None else row[key]
+                             for key in ("precision", "recall", "f1")} for row in dataset_rows(ds)}

@@ -2,7 +2,8 @@
 
 Pure functions: the judges' texts come in already answered, the BERTScore encoder runs elsewhere (an actor
 stage, actors.bertscore, rescaling through the bert-score package) and hands its numbers to `rb_alg`. Where
-the authors' script (IBM/mt-rag-benchmark, scripts/evaluation) and PROTOCOLS.md differ, PROTOCOLS.md wins and the difference is said in the docstring.
+the authors' script (IBM/mt-rag-benchmark, scripts/evaluation) and PROTOCOLS.md differ, PROTOCOLS.md wins
+and the difference is said in the docstring.
 """
 from __future__ import annotations
 

@@ -5,13 +5,14 @@ row, so rows are yielded with their (source, row) position instead of being read
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-SUFFIXES = (".jsonl", ".json", ".parquet")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def read_records(path: str) -> Iterator[Record]:
     for source in data_files(path):
         if source.endswith(".parquet"):
             yield from _parquet_records(source)
-        elif source.endswith(".jsonl"):
+        elif source.endswith((".jsonl", ".jsonl.gz")):
             yield from _jsonl_records(source)
         else:
             yield from _json_records(source)
@@ -75,7 +76,8 @@ def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], lis
 
 
 def _jsonl_records(source: str) -> Iterator[Record]:
-    with open(source, encoding="utf-8") as f:
+    opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
+    with opener(source, "rt", encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue

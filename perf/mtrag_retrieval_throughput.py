@@ -1,6 +1,6 @@
 """Index build time and queries per second of mtRAG retrieval: our Ray cells vs plain one-process libraries.
 
-Both sides index the same pooled corpus files (shared/data/mtrag/corpus) and answer the same released queries
+Both sides index the same pooled corpus files (data/mtrag/corpus) and answer the same released queries
 (lastturn and rewrite of every task of the chosen domains), in one run, so the ratios compare like with like
 on this machine:
 - BM25: our cell (index built in a Ray task, cached; queries through a Ray Data actor pool) vs bm25s called
@@ -27,9 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-_CANDIDATES = [Path(os.environ["RAGJUDGE_SHARED"])] if os.environ.get("RAGJUDGE_SHARED") else []
-_CANDIDATES += [ROOT / "shared", ROOT.parent / "shared", ROOT.parent.parent / "shared"]
-SHARED = next((p for p in _CANDIDATES if (p / "data" / "mtrag").is_dir()), None)
+DATA = ROOT / "data"  # bundled: data/README.md
 STRATEGIES = ["lastturn", "rewrite"]
 SWEEP = """
 name: perf
@@ -51,7 +49,7 @@ def _data(domains: list[str]):
     from benchmarks import mtrag_retrieval as mr
     from benchmarks.mtrag.retrieval import load_corpus
 
-    corpus_dir, retrieval_dir = str(SHARED / "data/mtrag/corpus"), str(SHARED / "data/mtrag/retrieval")
+    corpus_dir, retrieval_dir = str(DATA / "mtrag/corpus"), str(DATA / "mtrag/retrieval")
     for domain in domains:
         corpus = load_corpus(mr.corpus_file([corpus_dir], domain)).data
         rows, _ = mr.query_rows(retrieval_dir, domain, STRATEGIES)
@@ -132,7 +130,7 @@ def pipeline(folder: Path, model: str, domains: list[str]) -> dict:
 
     sweep_file = folder / "conf" / "sweeps" / "perf.yaml"
     sweep_file.parent.mkdir(parents=True, exist_ok=True)
-    sweep_file.write_text(SWEEP.format(corpus=SHARED / "data/mtrag/corpus", retrieval=SHARED / "data/mtrag/retrieval",
+    sweep_file.write_text(SWEEP.format(corpus=DATA / "mtrag/corpus", retrieval=DATA / "mtrag/retrieval",
                                        domains=json.dumps(domains), strategies=json.dumps(STRATEGIES),
                                        model=model, root=folder / "results"))
     sweep = load_sweep(sweep_file)
@@ -180,8 +178,6 @@ def main() -> None:
     parser.add_argument("--skip", choices=["bm25", "dense"], action="append", default=[])
     parser.add_argument("--only", choices=["bm25", "dense"], help=argparse.SUPPRESS)  # child process mode
     args = parser.parse_args()
-    if SHARED is None:
-        sys.exit(f"shared/data/mtrag not found in {_CANDIDATES}")
     if args.only == "bm25":
         print(json.dumps(baseline_bm25(args.bm25_domains)))
         return

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+SAMPLE = ROOT / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """
 name: perf
 benchmarks:

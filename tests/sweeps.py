@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "rag_rewardbench_appendix_d.jsonl"
 
 
 def write_sweep(folder: Path, name: str, models: list[str], storage: str = "", data: str | Path = SAMPLE,

@@ -21,7 +21,7 @@ from actors.transformers_engine import TransformersEngine
 from benchmarks.rag_rewardbench import VERDICT_PREFILL, VERDICT_TOKENS, expand, load_items
 
 GREEDY_1 = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0, "seed": 0}
-DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "rag_rewardbench_appendix_d.jsonl"
 
 
 def _short_items(n: int = 2, chars: int = 400) -> list[dict]:

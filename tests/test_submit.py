@@ -29,7 +29,7 @@ import yaml
 from jobs.cli import main
 from jobs.submit import REPO, SubmitError, SubmitOptions, render, submit
 
-DATA = REPO / "benchmarks" / "data" / "rag_rewardbench_appendix_d.jsonl"
+DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """
 name: submit
 benchmarks:

@@ -16,10 +16,7 @@ from benchmarks.utility.prompts import answer_prompt
 from jobs.reducers import aggregate
 
 ROOT = Path(__file__).resolve().parents[1]
-# The shared data folder lies beside the project (main checkout, CI clone) or beside the worktrees' folder.
-SHARED = next((p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if (p / "data").is_dir()),
-              ROOT.parent / "shared")
-REAL = SHARED / "data" / "utility" / "candidate_passages.jsonl"
+REAL = ROOT / "data" / "utility" / "candidate_passages.jsonl"  # bundled: data/README.md
 LOG2_3 = math.log2(3)
 
 
@@ -393,7 +390,7 @@ def test_benchmark_configs_carry_valid_options():
         conf = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "benchmarks" / f"{name}.yaml"))
         assert conf["module"] == "utility" and ut.check_options(conf["options"]) == []
     sample = OmegaConf.load(ROOT / "conf" / "benchmarks" / "utility_sample.yaml")
-    assert sample.data == ["../shared/data/utility/candidate_passages.jsonl"]  # relative to the project root
+    assert sample.data == ["data/utility/candidate_passages.jsonl"]  # relative to the project root
     assert REAL.is_file()
 
 

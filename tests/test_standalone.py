@@ -1,0 +1,73 @@
+"""The repository stands alone: what the demo and the tests read is inside it (data/, tests/data/), so a clone
+with nothing beside it loads every benchmark of the demo sweep."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUTSIDE = ("../shared", "RAGJUDGE_SHARED")
+# Loads the demo sweep from the copy and reads each benchmark's data the way its cell does (retrieval: corpora,
+# qrels and queries; the others: load_items), printing counts as JSON.
+LOAD_DEMO = """
+import json
+from benchmarks import benchmark_module
+from benchmarks.mtrag.retrieval import load_corpus, load_qrels, qrels_path
+from jobs.config import load_sweep
+from jobs.pipeline import load_items
+
+sweep = load_sweep("conf/sweeps/demo.yaml")
+out = {}
+for name, bench in sweep.benchmarks.items():
+    module = benchmark_module(bench.module)
+    if bench.module == "mtrag_retrieval":
+        options = module.settings(bench.options)
+        n, bad = 0, 0
+        for domain in options["domains"]:
+            corpus = load_corpus(module.corpus_file(bench.data, domain))
+            retrieval = module.retrieval_root(bench.data, domain)
+            qrels = load_qrels(qrels_path(retrieval, domain))
+            rows, problems = module.query_rows(retrieval, domain, options["strategies"], bench.limit)
+            n += len(rows) * bool(corpus.data) * bool(qrels.data)
+            bad += len(corpus.problems) + len(qrels.problems) + len(problems)
+    else:
+        items = load_items(bench)
+        n, bad = sum(not i.get("error") for i in items), sum(bool(i.get("error")) for i in items)
+    out[name] = {"n": n, "bad": bad, "data": bench.data}
+print(json.dumps(out))
+"""
+
+
+def _tracked_files() -> list[str]:
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    return [name for name in listed if name and (REPO / name).is_file()]
+
+
+def test_nothing_reads_beside_the_repository():
+    here = Path(__file__).relative_to(REPO).as_posix()
+    found = [f"{name}: {word}" for name in _tracked_files() if name != here
+             and name.split("/")[0] in ("benchmarks", "actors", "jobs", "conf", "tests", "perf", "Makefile", ".ci")
+             for word in OUTSIDE if word in (REPO / name).read_text(encoding="utf-8", errors="replace")]
+    assert found == []
+
+
+def test_demo_loads_from_a_copy_of_the_repository_alone(tmp_path):
+    copy = tmp_path / "alone" / "repo"  # nothing beside it
+    for name in _tracked_files():
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, copy / name)
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    done = subprocess.run([sys.executable, "-c", LOAD_DEMO], cwd=copy, env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(loaded) == {"rag_rewardbench", "bianbench", "utility", "mtrag_generation_mini", "mtrag_retrieval"}
+    for name, counts in loaded.items():
+        assert counts["n"] > 0 and counts["bad"] == 0, (name, counts)
+        assert all(path.startswith(str(copy)) for path in counts["data"]), (name, counts["data"])
+    assert loaded["mtrag_generation_mini"]["n"] == 507  # task_ids pick 8 of them when requests are expanded

@@ -1,8 +1,11 @@
-"""Checking a benchmark's `options`: the YAML may hand over OmegaConf containers, and YAML booleans are ints."""
+"""A benchmark's `options`: typed through its frozen dataclass (typed_options), plus the small checks its
+cross-field rules use (the YAML may hand over OmegaConf containers, and YAML booleans are ints)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def plain(value: Any) -> Any:
@@ -25,3 +28,23 @@ def is_int(value: Any) -> bool:
 
 def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class OptionsError(ValueError):
+    """An option the schema rejects; `key` is its dotted path under `options`."""
+
+    def __init__(self, key: str, reason: str):
+        super().__init__(f"options.{key}: {reason}" if key else f"options: {reason}")
+        self.key, self.reason = key, reason
+
+
+def typed_options(schema: type[T], raw: Mapping[str, Any] | None) -> T:
+    """A benchmark's options as its frozen dataclass: OmegaConf merges the config's mapping into the schema,
+    so an unknown key, a wrong type or a value outside a Literal fails here with its key named."""
+    from omegaconf import OmegaConf  # a core dependency; imported here to keep plain() and friends light
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain(raw or {})))
+    except OmegaConfBaseException as e:
+        raise OptionsError(e.full_key or "", str(e).splitlines()[0]) from None

@@ -29,7 +29,7 @@ class ModelConfig:
     # discriminative | generative | implicit | api (a generative judge behind an HTTP API) | retriever
     kind: str = MISSING
     # vllm | transformers (for heads vLLM cannot load) | http (kind api, and only it) | bm25 and
-    # sentence_transformers (kind retriever, and only they)
+    # sentence_transformers (kind retriever, and only they) | stand_in (instant echo answers: tests, dry runs)
     engine: str = "vllm"
     revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
     params_b: Optional[float] = None  # parameters in billions, for `ragjudge plan`
@@ -177,7 +177,7 @@ def _from_root(root: Path, path: str) -> str:
 
 def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
     choices = {"kind": ("discriminative", "generative", "implicit", "api", "retriever"),
-               "engine": ("vllm", "transformers", "http", "bm25", "sentence_transformers"),
+               "engine": ("vllm", "transformers", "http", "stand_in", "bm25", "sentence_transformers"),
                "verdict": ("logprob", "text")}
     retrieval_engines = ("bm25", "sentence_transformers")
     for name, model in sweep.models.items():

@@ -24,6 +24,7 @@ from typing import Any
 
 from benchmarks import benchmark_module
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, to_dict
+from jobs.engines import RUN_SETTINGS, answer_requests
 from jobs.preflight import PreflightError, largest_gpu_node, model_problems
 from jobs.reducers import aggregate
 from jobs.schedule import rounds_demand, run_concurrently
@@ -52,11 +53,6 @@ def load_items(bench: BenchmarkConfig) -> list[dict[str, Any]]:
     return items
 
 
-# Settings that change how a cell runs, not what it answers: changing them keeps stored answers.
-_RUN_SETTINGS = {"batch_size", "min_actors", "max_actors", "num_cpus", "num_gpus", "kv_cache_gib", "enforce_eager",
-                 "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note",
-                 "params_b", "shared", "min_replicas", "max_replicas", "target_ongoing_requests",
-                 "downscale_delay_s"}
 # Benchmark settings that change which items are scored or how metrics are computed, not any answer.
 _METRIC_SETTINGS = {"limit", "bootstrap_resamples"}
 _PLAN_SETTINGS = {"size", "plan_sample"}  # read by `ragjudge plan` only
@@ -69,7 +65,7 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
     Data on object storage is not read here (only local files are hashed); its path is in the settings.
     """
     settings = [{k: v for k, v in to_dict(bench).items() if k not in _METRIC_SETTINGS | _PLAN_SETTINGS},
-                *({k: v for k, v in to_dict(m).items() if k not in _RUN_SETTINGS}
+                *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS}
                   for m in [model, *(judges or {}).values()])]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:
@@ -367,72 +363,3 @@ def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
 def protocol_kind(model: ModelConfig) -> str:
     """The kind a benchmark's protocol sees: an API model is a generative judge that happens to be remote."""
     return "generative" if model.kind == "api" else model.kind
-
-
-def answer_requests(requests: list[dict[str, Any]], model: ModelConfig, log=print):
-    """Stream the model's answers to `requests` as plain dict rows."""
-    import ray
-
-    from actors import serve_judge, vllm_stage
-    from actors.http_engine import HttpJudge, api_credentials
-    from actors.model_store import resolve_model
-    from actors.scorers import RequestScorer
-
-    resolved = to_dict(model)
-    ds = ray.data.from_items(requests)
-    if model.engine != "http":
-        resolved["path"] = resolve_model(model.path)
-        if model.reference:
-            resolved["reference"] = resolve_model(model.reference)
-    if model.shared:
-        started = serve_judge.deploy(resolved)
-        log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
-        return merge_parts(dataset_rows(serve_judge.answer(ds, resolved)))
-    if model.engine == "vllm":
-        return merge_parts(dataset_rows(vllm_stage.answer(ds, resolved)))
-    if model.engine == "http":
-        actor, kwargs = HttpJudge, {"model": resolved, **api_credentials(resolved)}
-    else:
-        actor, kwargs = RequestScorer, {"model": resolved}
-    ds = ds.map_batches(
-        actor,
-        fn_constructor_kwargs=kwargs,
-        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
-        batch_size=model.batch_size,
-        num_cpus=model.num_cpus,
-        num_gpus=model.num_gpus,
-    )
-    return merge_parts(dataset_rows(ds))
-
-
-def dataset_rows(ds) -> Iterator[dict[str, Any]]:
-    """Stream a dataset's rows to the driver as plain dicts, without materializing it."""
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        yield from batch.to_pylist()
-
-
-def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """Engine rows -> one answer per request: an engine that split a request (`n_parts`) is merged back.
-
-    The parts carry different answer columns; a batch that mixes them fills the other part's columns with
-    None, so a value is never overwritten by None, flags are or-ed and token counts take the maximum.
-    """
-    pending: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        row.pop("part", None)
-        n_parts = row.pop("n_parts", None)
-        if not n_parts:
-            yield row
-            continue
-        parts = pending.setdefault(row["request_id"], [])
-        parts.append(row)
-        if len(parts) < n_parts:
-            continue
-        merged: dict[str, Any] = {}
-        for part in pending.pop(row["request_id"]):
-            for key, value in part.items():
-                if key == "n_tokens":
-                    merged[key] = max(merged.get(key) or 0, value or 0)
-                elif merged.get(key) in (None, False):
-                    merged[key] = value
-        yield merged

@@ -31,6 +31,7 @@ from benchmarks import benchmark_module
 from benchmarks.mtrag.ir_metrics import evaluate
 from benchmarks.mtrag.retrieval import load_corpus, load_qrels, qrels_path, run_row
 from jobs.config import BenchmarkConfig, ModelConfig, to_dict
+from jobs.engines import RUN_SETTINGS, answer_requests, dataset_rows
 from jobs.storage import RunRoot, partition_value
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
@@ -169,8 +170,6 @@ def search(rows: list[dict[str, Any]], model: ModelConfig, resolved: dict[str, A
         QuerySearcher, fn_constructor_kwargs={"model": resolved, "cache": cache, "indexes": folders, "top_k": top_k},
         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
-    from jobs.pipeline import dataset_rows  # imported here: jobs.pipeline imports this module when it runs
-
     return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
 
 
@@ -198,13 +197,12 @@ def llm_rewrites(root: RunRoot, rows: list[dict[str, Any]], options: dict[str, A
     model's answer-relevant settings and the prompt, so a rerun or another retriever asks nothing again.
     """
     from benchmarks.mtrag_retrieval import clean_rewrite, rewrite_messages
-    from jobs.pipeline import _RUN_SETTINGS, answer_requests
 
     if not rows:
         return {}
     model = rewriter_config(options["rewriter"])
     prompt, max_tokens = options["rewrite_prompt"], int(options["rewrite_max_tokens"])
-    settings = {k: v for k, v in to_dict(model).items() if k not in _RUN_SETTINGS}
+    settings = {k: v for k, v in to_dict(model).items() if k not in RUN_SETTINGS}
     key = hashlib.sha256(json.dumps([settings, prompt, max_tokens], sort_keys=True).encode()).hexdigest()[:16]
     cache, name = root.sibling(REWRITE_CACHE), f"{partition_value(model.name)}-{key}.jsonl"
     stored = {}

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from jobs.engines import dataset_rows
 from jobs.preflight import PreflightError
 
 # Encoder batches per Ray Data batch: a row's pairs share its response, and bert-score encodes each distinct
@@ -54,7 +55,6 @@ def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[st
     import ray
 
     from actors.bertscore import BertScoreStage
-    from jobs.pipeline import dataset_rows  # imported here: jobs.pipeline imports this module
 
     ds = ray.data.from_items(pairs).map_batches(
         BertScoreStage, fn_constructor_kwargs={"encoder": encoder},

@@ -1,0 +1,173 @@
+"""The benchmark contract as code: what jobs/ may call on a benchmark, and the registry of benchmarks.
+
+Two kinds of benchmark exist. A `Benchmark` is judged request by request: its items expand into requests,
+an engine answers them (in rounds, when a later request needs an earlier answer), and its rows are reduced to
+metrics. A `RetrievalBenchmark` is scored on rankings: a retriever indexes corpora and answers queries, and
+the rankings are scored against qrels. Each class lists the methods a benchmark must write (abstract: a
+benchmark that misses one fails when the registry loads it, naming the method) and the hooks it may write
+(no-op defaults here). Every benchmark names its options as a frozen dataclass (`Options`), whose defaults are
+the paper's protocol; benchmarks.options turns a config's mapping into it.
+
+Adding a benchmark: one package in benchmarks/ with a class here-derived, one line in BENCHMARKS, one YAML in
+conf/benchmarks/ whose `module:` is the line's key.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+Item = dict[str, Any]  # one benchmark item: item_id, subset, the benchmark's own fields; error names a bad row
+Request = dict[str, Any]  # request_id, item_id, subset, variant, messages (or texts), sampling settings, route
+Answer = dict[str, Any]  # an engine's answer row: request_id, item_id, variant, text / log-probs / score, error
+Row = dict[str, Any]  # one prediction row: item_id, subset, correct, error, the benchmark's own columns
+Groups = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> group -> [(row key, value)], sorted by key
+
+
+class _Contract(ABC):
+    name: ClassVar[str]  # the benchmark's name in item ids and results
+    kinds: ClassVar[tuple[str, ...]]  # the model kinds it has a protocol for
+    Options: ClassVar[type]  # a frozen dataclass of its options
+
+    def problems(self, options: Any) -> list[str]:
+        """Cross-field checks the option types cannot say (e.g. a list that must not be empty); each problem
+        names its key, e.g. "options.k: must be at least 1"."""
+        return []
+
+    @abstractmethod
+    def table_text(self, metrics: list[dict[str, Any]]) -> str:
+        """The paper's table for the metrics.json of one or more models."""
+
+    def table_html(self, metrics: list[dict[str, Any]]) -> str | None:
+        """An HTML table for the report; None: the report shows table_text."""
+        return None
+
+
+class Benchmark(_Contract):
+    """A benchmark judged request by request: load -> expand -> (answers) -> followup rounds -> combine ->
+    measures -> summarize -> table."""
+
+    @abstractmethod
+    def load_items(self, path: str) -> Iterator[Item]:
+        """Every item of a file or folder; a bad row is an item with `error` naming the file, row and field."""
+
+    @abstractmethod
+    def expand(self, item: Item, kind: str, options: Any) -> list[Request]:
+        """The first round of requests for one item, adjacent so they share a batch and a prefix cache."""
+
+    @abstractmethod
+    def combine(self, item: Item, answers: Iterable[Answer], kind: str, options: Any,
+                verdict: str | None = None) -> Row | list[Row]:
+        """The item's prediction row(s) from all its answers. `verdict` (logprob | text) overrides the
+        benchmark's own reading of a generative judge's verdict; None keeps it."""
+
+    @abstractmethod
+    def measures(self, row: Row) -> dict[str, float | None]:
+        """The values one row adds to the reducer (None: not counted)."""
+
+    @abstractmethod
+    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
+        """metrics.json from the reduced measures: the paper's layout, with n and intervals."""
+
+    def check_items(self, items: Sequence[Item], options: Any) -> list[str]:
+        """Problems of the loaded items under these options that would fail every request (e.g. no prompt for
+        a language the data has); found before any engine starts."""
+        return []
+
+    def followup(self, item: Item, answers: Iterable[Answer], kind: str, options: Any) -> list[Request]:
+        """Requests the answers so far make possible (generate, then judge); the pipeline answers rounds until
+        this returns nothing new. Default: one round."""
+        return []
+
+    def routes(self, options: Any) -> list[str]:
+        """Model names other than the cell's own that requests are routed to (their `route`)."""
+        return []
+
+    def text_pair_encoder(self, options: Any) -> dict[str, Any] | None:
+        """Settings of the encoder stage (BERTScore) the rows need, or None for no encoder stage."""
+        return None
+
+    def text_pairs(self, item: Item, row: Row, options: Any) -> list[dict[str, str]]:
+        """The (pair_id, candidate, reference) text pairs one row needs scored by the encoder stage."""
+        return []
+
+    def add_text_pair_scores(self, row: Row, scores: Mapping[str, Mapping[str, float]], label: str) -> Row:
+        """The row with its pairs' encoder scores (pair id -> precision, recall, f1) filled in."""
+        return row
+
+    def group_key(self, row: Row) -> str:
+        """The reducer group of a row."""
+        return row.get("subset") or ""
+
+    def row_key(self, row: Row) -> str:
+        """What identifies one value in a group (a resumed run that saw a row twice counts it once)."""
+        return row["item_id"]
+
+
+class RetrievalBenchmark(_Contract):
+    """A benchmark scored on rankings: corpora are indexed once, queries are answered by a retriever, runs are
+    scored against qrels (jobs.retrieval runs the flow)."""
+
+    kinds: ClassVar[tuple[str, ...]] = ("retriever",)
+
+    @abstractmethod
+    def domains(self, options: Any) -> list[str]:
+        """The corpora (one index each) this run covers."""
+
+    @abstractmethod
+    def corpus(self, data: Sequence[str], domain: str) -> tuple[str, dict[str, dict[str, str]], list[str]]:
+        """(corpus file, {passage id: {title, text}}, problems) of one domain."""
+
+    @abstractmethod
+    def qrels(self, data: Sequence[str], domain: str) -> tuple[dict[str, dict[str, int]], list[str]]:
+        """({query id: {passage id: grade}}, problems) of one domain."""
+
+    @abstractmethod
+    def queries(self, data: Sequence[str], domain: str, options: Any, limit: int | None = None
+                ) -> tuple[list[dict[str, Any]], list[str]]:
+        """(query rows, problems): one row per (task, strategy) with item_id, task_id, domain, strategy, query."""
+
+    @abstractmethod
+    def score(self, run: list[dict[str, Any]], qrels: Mapping[str, Mapping[str, int]]
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """(per-query scores, metrics) of one strategy's run."""
+
+    @abstractmethod
+    def prediction_rows(self, per_query: Iterable[Mapping[str, Any]], rankings: Mapping[str, Mapping[str, Any]],
+                        strategy: str) -> list[Row]:
+        """One prediction row per query of a strategy."""
+
+
+# config `module:` -> "package:Class". A new benchmark adds its line here.
+BENCHMARKS: dict[str, str] = {
+    "rag_rewardbench": "benchmarks.rag_rewardbench:RagRewardBench",
+    "bianbench": "benchmarks.bianbench:BianBench",
+    "utility": "benchmarks.utility:UtilityJudgments",
+    "mtrag_generation": "benchmarks.mtrag.generation:MtragGeneration",
+    "mtrag_retrieval": "benchmarks.mtrag.retrieval:MtragRetrieval",
+}
+
+_loaded: dict[str, Benchmark | RetrievalBenchmark] = {}
+
+
+class UnknownBenchmark(LookupError):
+    """A config names a benchmark module the registry does not know, or one that breaks the contract."""
+
+
+def benchmark(name: str) -> Benchmark | RetrievalBenchmark:
+    """The registered benchmark `name`, loaded once; a class that misses a required method fails here."""
+    if name in _loaded:
+        return _loaded[name]
+    if name not in BENCHMARKS:
+        raise UnknownBenchmark(f"unknown benchmark module '{name}' (known: {', '.join(sorted(BENCHMARKS))})")
+    module_name, _, class_name = BENCHMARKS[name].partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    missing += [attr for attr in ("name", "kinds", "Options") if not hasattr(cls, attr)]
+    if missing or not inspect.isclass(cls) or not issubclass(cls, (Benchmark, RetrievalBenchmark)):
+        raise UnknownBenchmark(f"benchmark module '{name}' ({BENCHMARKS[name]}) does not implement the benchmark "
+                               f"protocol: missing {', '.join(missing) or 'a Benchmark base class'}")
+    _loaded[name] = cls()
+    return _loaded[name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -196,6 +197,27 @@ def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
                               f"{'kind retriever' if model.kind == 'retriever' else f'engine {model.engine}'}: "
                               f"kind retriever runs on engine {' or '.join(retrieval_engines)}, and they run "
                               "only kind retriever")
+
+
+PROJECT_CONF = Path(__file__).resolve().parent.parent / "conf"  # the project's own benchmarks, models, sweeps
+
+
+def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Path] = (PROJECT_CONF,)
+               ) -> ModelConfig:
+    """One validated model: a name (conf/models/<name>.yaml in the first of `conf_dirs` that has it) or a
+    mapping given inline at `where` (e.g. "options.rewriter")."""
+    if isinstance(spec, str):
+        source = next((d / "models" / f"{spec}.yaml" for d in conf_dirs if (d / "models" / f"{spec}.yaml").exists()),
+                      Path(conf_dirs[0]) / "models" / f"{spec}.yaml")
+        node, where = _structured(ModelConfig, _load_yaml(source), str(source)), str(source)
+    else:
+        node = _structured(ModelConfig, dict(spec), where)
+    try:
+        model: ModelConfig = OmegaConf.to_object(node)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{where}: key '{e.full_key}': {_reason(e)}") from None
+    _check_choices(SweepConfig(name="model", models={model.name: model}), Path(where))
+    return model
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

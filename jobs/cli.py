@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.records import read_records
+from jobs.config import PROJECT_CONF
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -34,19 +35,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    if args.benchmark == "mtrag_retrieval":  # a run of rankings scored against qrels, not judge verdicts
-        return _aggregate_retrieval(args)
-    from benchmarks import benchmark_module
-    from jobs.reducers import aggregate
+    from benchmarks.protocol import RetrievalBenchmark, benchmark
 
-    module = benchmark_module(args.benchmark)
+    spec = benchmark(args.benchmark)
+    if isinstance(spec, RetrievalBenchmark):  # a run of rankings scored against qrels, not judge verdicts
+        return _aggregate_retrieval(spec, args)
+    from jobs.reducers import aggregate, row_problem
+
     rows: list[dict[str, Any]] = []
     for record in read_records(args.predictions):
-        if record.data is None:
-            print(f"skipped {record.source}: row {record.row}: {record.problem}", file=sys.stderr)
+        problem = record.problem if record.data is None else row_problem(spec, record.data)
+        if problem:  # named and left out; the good rows are still scored
+            print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
         else:
             rows.append(record.data)
-    metrics = aggregate(module, rows)
+    metrics = aggregate(spec, rows)
     text = json.dumps(metrics, indent=2, ensure_ascii=False)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -55,14 +58,12 @@ def _aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _aggregate_retrieval(args: argparse.Namespace) -> int:
-    from benchmarks.mtrag.ir_metrics import aggregate_files
-
+def _aggregate_retrieval(spec: Any, args: argparse.Namespace) -> int:
     if not args.qrels:
-        print("ragjudge aggregate: --benchmark mtrag_retrieval needs --qrels QRELS.tsv (once per file)",
+        print(f"ragjudge aggregate: --benchmark {args.benchmark} needs --qrels QRELS.tsv (once per file)",
               file=sys.stderr)
         return 2
-    metrics = aggregate_files(args.predictions, args.qrels, args.out)
+    metrics = spec.aggregate_files(args.predictions, args.qrels, args.out)
     for problem in metrics["problems"]:
         print(f"ragjudge aggregate: {problem}", file=sys.stderr)
     print(json.dumps({k: v for k, v in metrics.items() if k != "problems"}, indent=2))
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--efficiency", type=float, default=0.35, help="share of peak reached")
     plan.set_defaults(func=_plan)
     models = commands.add_parser("models", help="list the model registry")
-    models.add_argument("--conf", default=str(Path(__file__).resolve().parent.parent / "conf"),
+    models.add_argument("--conf", default=str(PROJECT_CONF),
                         help="the conf/ folder whose models/ to list")
     models.set_defaults(func=_models)
     args, extra = parser.parse_known_args(argv)
@@ -170,10 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides += extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    from benchmarks.protocol import UnknownBenchmark
     from jobs.config import ConfigError
 
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError) as e:
+    except (ConfigError, FileNotFoundError, UnknownBenchmark) as e:  # a user's mistake: one line, no traceback
         print(f"ragjudge: {e}", file=sys.stderr)
         return 2

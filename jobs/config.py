@@ -7,6 +7,7 @@ An unknown key or a value of the wrong type is a ConfigError that names the key 
 """
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,9 @@ from typing import Any, Optional
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from benchmarks.options import OptionsError, typed_options
+from benchmarks.protocol import UnknownBenchmark, benchmark
 
 
 class ConfigError(ValueError):
@@ -103,11 +107,26 @@ class SweepConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     max_concurrent_cells: int = 0  # cells running at once; 0: as many as the cluster's CPUs and GPUs hold
+    # Set by load_sweep: the conf folders names resolve in, first match wins (one beside the sweep, then the
+    # project's own); a routed judge that is no model of the sweep is looked up there too.
+    conf: list[str] = field(default_factory=list)
 
 
-def project_root(sweep_path: Path) -> Path:
-    """The folder that holds conf/: a sweep lives in conf/sweeps/, so two levels up."""
-    return sweep_path.resolve().parent.parent.parent
+PROJECT_CONF = Path(__file__).resolve().parent.parent / "conf"  # the project's own benchmarks, models, sweeps
+
+
+def own_conf(sweep_file: Path) -> Path | None:
+    """The sweep's own conf folder: the conf/ it lives in (conf/sweeps/x.yaml), else a conf/ beside it."""
+    here = sweep_file.resolve().parent
+    if here.name == "sweeps" and here.parent.name == "conf":
+        return here.parent
+    return here / "conf" if (here / "conf").is_dir() else None
+
+
+def conf_folders(sweep_file: Path) -> list[Path]:
+    """Where a sweep's names resolve, in order: its own conf folder, then the project's conf/."""
+    own = own_conf(sweep_file)
+    return list(dict.fromkeys([own, PROJECT_CONF] if own else [PROJECT_CONF]))
 
 
 def _structured(schema: type, data: Any, source: str) -> DictConfig:
@@ -130,30 +149,62 @@ def _load_yaml(path: Path) -> DictConfig:
     return loaded
 
 
-def _compose_entries(entries: Any, folder: Path, schema: type, sweep_file: Path, key: str) -> dict[str, Any]:
-    """Names become the files conf/<folder>/<name>.yaml; mappings are taken inline."""
+def _compose_entries(entries: Any, folder: str, schema: type, sweep_file: Path, key: str,
+                     confs: list[Path]) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Names become the file <conf>/<folder>/<name>.yaml of the first conf folder that has it; mappings are
+    taken inline. Returns the entries and, per name, the file it came from (the sweep for inline ones)."""
     out: dict[str, Any] = {}
+    sources: dict[str, Path] = {}
     for entry in entries or []:
         if isinstance(entry, str):
-            source = folder / f"{entry}.yaml"
+            source = next((c / folder / f"{entry}.yaml" for c in confs if (c / folder / f"{entry}.yaml").exists()),
+                          None)
+            if source is None:
+                raise ConfigError(f"{sweep_file}: {key}: '{entry}' is neither a mapping nor a file "
+                                  f"{folder}/{entry}.yaml in {' or '.join(str(c) for c in confs)}")
             node = _structured(schema, _load_yaml(source), str(source))
         else:
-            node = _structured(schema, entry, f"{sweep_file} ({key})")
+            source, node = sweep_file, _structured(schema, entry, f"{sweep_file} ({key})")
         if node.name in out:
             raise ConfigError(f"{sweep_file}: {key}: '{node.name}' appears twice")
-        out[node.name] = node
-    return out
+        out[node.name], sources[node.name] = node, source
+    return out, sources
+
+
+SHIPPED = "shipped:"  # a sweep carried inside a job's command line: "shipped:" + base64 of its composed YAML
+
+
+def ship_sweep(path: str | os.PathLike) -> str:
+    """The sweep at `path` composed into one self-contained YAML (every benchmark and model inline, data
+    paths inside the project relative to it), as a word for a job's command line that load_sweep reads back
+    on a machine without the file."""
+    sweep = load_sweep(path)
+    def shipped(p: str) -> str:
+        return str(Path(p).relative_to(PROJECT_CONF.parent)) if Path(p).is_relative_to(PROJECT_CONF.parent) else p
+    for bench in sweep.benchmarks.values():
+        bench.data = [shipped(p) for p in bench.data]
+        bench.plan_sample = bench.plan_sample and shipped(bench.plan_sample)
+    composed = to_dict(sweep)
+    composed.pop("conf")
+    composed["benchmarks"], composed["models"] = list(composed["benchmarks"].values()), list(composed["models"].values())
+    return SHIPPED + base64.urlsafe_b64encode(OmegaConf.to_yaml(composed).encode()).decode()
 
 
 def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> SweepConfig:
-    """Compose and validate a sweep; relative data paths become absolute against the project root."""
-    sweep_file = Path(path)
-    raw = _load_yaml(sweep_file)
-    conf_dir = sweep_file.resolve().parent.parent
+    """Compose and validate a sweep. A relative data path is relative to the folder that holds the conf/ of
+    the file that names it (the project root for the project's own benchmarks, and for a shipped sweep)."""
+    if str(path).startswith(SHIPPED):
+        sweep_file = PROJECT_CONF / "sweeps" / "shipped.yaml"  # names and paths resolve in the project
+        raw = OmegaConf.create(base64.urlsafe_b64decode(str(path)[len(SHIPPED):]).decode())
+    else:
+        sweep_file = Path(path)
+        raw = _load_yaml(sweep_file)
+    confs = conf_folders(sweep_file)
     composed = OmegaConf.to_container(raw, resolve=False)
-    composed["benchmarks"] = _compose_entries(raw.get("benchmarks"), conf_dir / "benchmarks", BenchmarkConfig,
-                                              sweep_file, "benchmarks")
-    composed["models"] = _compose_entries(raw.get("models"), conf_dir / "models", ModelConfig, sweep_file, "models")
+    composed["benchmarks"], bench_sources = _compose_entries(raw.get("benchmarks"), "benchmarks", BenchmarkConfig,
+                                                             sweep_file, "benchmarks", confs)
+    composed["models"], _ = _compose_entries(raw.get("models"), "models", ModelConfig, sweep_file, "models", confs)
+    composed["conf"] = [str(c) for c in confs]
     cfg = _structured(SweepConfig, composed, str(sweep_file))
     if overrides:
         try:
@@ -164,12 +215,30 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         sweep: SweepConfig = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as e:
         raise ConfigError(f"{sweep_file}: key '{e.full_key}': {_reason(e)}") from None
-    root = project_root(sweep_file)
-    for bench in sweep.benchmarks.values():
+    own = own_conf(sweep_file)
+    sweep_root = own.parent if own else sweep_file.resolve().parent
+    for name, bench in sweep.benchmarks.items():
+        source = bench_sources.get(name, sweep_file).resolve()
+        root = source.parent.parent.parent if source != sweep_file.resolve() else sweep_root
         bench.data = [_from_root(root, p) for p in bench.data]
         bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)
+        _check_options(bench, str(source), name)
     _check_choices(sweep, sweep_file)
     return sweep
+
+
+def _check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """The benchmark exists and its options type-check (its Options dataclass) and agree with each other."""
+    try:
+        spec = benchmark(bench.module)
+    except UnknownBenchmark as e:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.module': {e}") from None
+    try:
+        problems = spec.problems(typed_options(spec.Options, bench.options))
+    except OptionsError as e:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.{e}") from None
+    if problems:
+        raise ConfigError(f"{source}: benchmark '{name}': " + "; ".join(problems))
 
 
 def _from_root(root: Path, path: str) -> str:
@@ -197,9 +266,6 @@ def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
                               f"{'kind retriever' if model.kind == 'retriever' else f'engine {model.engine}'}: "
                               f"kind retriever runs on engine {' or '.join(retrieval_engines)}, and they run "
                               "only kind retriever")
-
-
-PROJECT_CONF = Path(__file__).resolve().parent.parent / "conf"  # the project's own benchmarks, models, sweeps
 
 
 def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Path] = (PROJECT_CONF,)

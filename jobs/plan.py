@@ -13,9 +13,11 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from benchmarks import benchmark_module
+from benchmarks.options import typed_options
+from benchmarks.protocol import Benchmark, benchmark
+from jobs.cell import load, protocol_kind
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig
-from jobs.pipeline import applies, load_items, protocol_kind
+from jobs.pipeline import applies
 
 
 @dataclass
@@ -53,25 +55,26 @@ def _local_templater(model: ModelConfig):
     return templater(local, model.chat_template, model.revision) if os.path.isdir(local) else None
 
 
-def _items(bench: BenchmarkConfig) -> tuple[list[dict[str, Any]], float, str]:
+def _items(bench: BenchmarkConfig, spec: Benchmark) -> tuple[list[dict[str, Any]], float, str]:
     """The items to count, and the factor that scales them to the benchmark's size."""
     if all(os.path.exists(p) for p in bench.data):
-        items = [i for i in load_items(bench) if not i.get("error")]
+        items = [i for i in load(bench, spec) if not i.get("error")]
         return items, 1.0, f"{bench.name}: {len(items)} items from the data"
     if bench.size is None or bench.plan_sample is None:
         raise ValueError(f"benchmarks.{bench.name}.data: {bench.data} is not on this machine; set `size` and "
                          "`plan_sample` to plan without it")
     sample = replace(bench, data=[bench.plan_sample], limit=None)
-    items = [i for i in load_items(sample) if not i.get("error")]
+    items = [i for i in load(sample, spec) if not i.get("error")]
     return items, bench.size / len(items), (f"{bench.name}: {bench.size} items (size), lengths from "
                                             f"{len(items)} items of {os.path.basename(bench.plan_sample)}")
 
 
 def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec) -> CellPlan:
-    module = benchmark_module(bench.module)
+    spec = benchmark(bench.module)
+    options = typed_options(spec.Options, bench.options)
     kind = protocol_kind(model)
-    items, scale, items_from = _items(bench)
-    requests = [r for item in items for r in module.expand(item, kind, bench.options)]
+    items, scale, items_from = _items(bench, spec)
+    requests = [r for item in items for r in spec.expand(item, kind, options)]
     tpl = _local_templater(model) if model.kind != "api" else None
     if tpl is not None:
         ids = tpl.opened if kind == "generative" else tpl.closed
@@ -110,7 +113,8 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
         for model in sweep.models.values():
             if not applies(bench, model):
                 continue  # the sweep skips this cell too
-            if model.kind == "retriever":  # no prompts or generated tokens: its cost is encoding the corpus
+            if not isinstance(benchmark(bench.module), Benchmark):  # no prompts or generated tokens: its cost
+                # is encoding the corpus
                 plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
                                       problem="retrieval cells are not planned in tokens; see "
                                               "perf/mtrag_retrieval_throughput.py for index and query rates"))

@@ -3,16 +3,17 @@
 The pipeline feeds item rows in as they complete, `ragjudge aggregate` feeds stored predictions, and partial
 states from shards merge, so every path computes the same numbers. A benchmark says what to track per item
 (`measures`) and how to lay the result out (`summarize`); the reducer only groups values by measure and
-group. The group is the row's `subset` unless the module defines `group_key(row)` (e.g. split/task/subset);
-the key that identifies one value is the row's `item_id` unless the module defines `row_key(row)` (e.g.
-item and run, when each item is judged several times). Keys are kept beside the values because the
+group. The group is the benchmark's `group_key(row)` (the row's `subset` unless it says otherwise, e.g.
+split/task/subset); the key that identifies one value is its `row_key(row)` (the `item_id`, or e.g. item and
+run when each item is judged several times). Keys are kept beside the values because the
 bootstrap resamples items and must see them in a canonical order, whatever order the shards finished in.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from types import ModuleType
 from typing import Any
+
+from benchmarks.protocol import Benchmark
 
 State = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> subset -> [(item_id, value)]
 
@@ -56,7 +57,28 @@ class SubsetReducer:
         return self.finalize(state)
 
 
-def aggregate(module: ModuleType, rows: Iterable[dict[str, Any]], resamples: int = 1000) -> dict[str, Any]:
+def aggregate(spec: Benchmark, rows: Iterable[dict[str, Any]], resamples: int = 1000) -> dict[str, Any]:
     """Metrics from item rows: the same reducer and layout online (pipeline) and offline (`ragjudge aggregate`)."""
-    reducer = SubsetReducer(module.measures, getattr(module, "group_key", None), getattr(module, "row_key", None))
-    return module.summarize(reducer.reduce(rows), resamples=resamples)
+    reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
+    return spec.summarize(reducer.reduce(rows), resamples=resamples)
+
+
+def row_problem(spec: Benchmark, row: dict[str, Any]) -> str | None:
+    """Why a stored prediction row cannot be reduced (a missing item_id, `correct` outside [0, 1], a measure
+    that is no number), naming the key; None for a good row."""
+    if not isinstance(row.get("item_id"), str):
+        return "key 'item_id': missing or not text"
+    correct = row.get("correct")
+    if correct is not None and (isinstance(correct, bool) or not isinstance(correct, (int, float))
+                                or not 0.0 <= correct <= 1.0):
+        return f"key 'correct': {correct!r} is not a number in [0, 1]"
+    try:
+        values = spec.measures(row)
+    except (TypeError, ValueError, KeyError) as e:
+        return f"not a {spec.name} prediction row ({type(e).__name__}: {e})"
+    for name, value in values.items():
+        try:
+            value is None or float(value)
+        except (TypeError, ValueError):
+            return f"key '{name}': {value!r} is not a number"
+    return None

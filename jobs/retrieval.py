@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.retrievers import BM25Index, DenseIndex, engine_settings, passage_text, store_index
-from benchmarks import benchmark_module
+from benchmarks.protocol import benchmark
 from benchmarks.mtrag.ir_metrics import evaluate
 from benchmarks.mtrag.retrieval import load_corpus, load_qrels, qrels_path, run_row
 from jobs.config import BenchmarkConfig, ModelConfig, to_dict
@@ -253,7 +253,7 @@ def evaluate_retrieval(root: RunRoot, bench: BenchmarkConfig, model: ModelConfig
     """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
     from actors.model_store import resolve_model
 
-    module = benchmark_module(bench.module)
+    module = benchmark(bench.module)
     options = module.settings(bench.options)
     resolved = to_dict(model)
     if model.engine != "bm25":

@@ -27,8 +27,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-Kind = Literal["predictions", "requests", "errors"]
-KINDS: tuple[str, ...] = ("predictions", "requests", "errors")
+# The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
+Table = Literal["predictions", "requests", "errors"]
+TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
 
 _SECRET_NAMES = {"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
                  "OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
@@ -165,11 +166,11 @@ class RunRoot:
         """See `partition_value`."""
         return partition_value(name)
 
-    def partition(self, kind: str, benchmark: str, model: str) -> str:
-        """Relative folder of one (kind, benchmark, model) partition."""
-        if kind not in KINDS and kind != "metrics":
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        return f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
+    def partition(self, table: str, benchmark: str, model: str) -> str:
+        """Relative folder of one (table, benchmark, model) partition."""
+        if table not in TABLES and table != "metrics":
+            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+        return f"{table}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
 
     def metrics_path(self, benchmark: str, model: str) -> str:
         """Relative path of a cell's metrics.json."""
@@ -237,7 +238,7 @@ class RunRoot:
         return None if data is None else json.loads(data)
 
     # -- partitions of rows --------------------------------------------------------------------------------
-    def write_rows(self, kind: Kind, benchmark: str, model: str, rows: list[dict[str, Any]],
+    def write_rows(self, table: Table, benchmark: str, model: str, rows: list[dict[str, Any]],
                    part: str) -> str | None:
         """Store rows as ONE Parquet file `part-<part>.parquet` of the partition, atomically; returns its URI.
 
@@ -255,12 +256,12 @@ class RunRoot:
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
             stored.append(_scrub(row, secrets) if secrets else row)
-        relpath = f"{self.partition(kind, benchmark, model)}/part-{part}.parquet"
+        relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
         self._write_bytes(self.path(relpath), table=_table(stored))
         return self.uri(relpath)
 
-    def _part_files(self, kind: str, benchmark: str, model: str) -> list[tuple[str, str]]:
-        folder = self.path(self.partition(kind, benchmark, model))
+    def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
+        folder = self.path(self.partition(table, benchmark, model))
         infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
         parts = []
         for info in infos:
@@ -269,18 +270,18 @@ class RunRoot:
                 parts.append((name[len("part-"):-len(".parquet")], info.path))
         return sorted(parts)
 
-    def list_parts(self, kind: Kind, benchmark: str, model: str) -> list[str]:
+    def list_parts(self, table: Table, benchmark: str, model: str) -> list[str]:
         """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
-        return [name for name, _ in self._part_files(kind, benchmark, model)]
+        return [name for name, _ in self._part_files(table, benchmark, model)]
 
-    def read_rows(self, kind: Kind, benchmark: str, model: str) -> list[dict[str, Any]]:
+    def read_rows(self, table: Table, benchmark: str, model: str) -> list[dict[str, Any]]:
         """All rows of a partition, part by part in part-name order; [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
         """
         tables = []
-        for _, path in self._part_files(kind, benchmark, model):
+        for _, path in self._part_files(table, benchmark, model):
             with self.filesystem.open_input_file(path) as f:
                 tables.append(pq.read_table(f))
         names = list(dict.fromkeys(name for table in tables for name in table.column_names))
@@ -292,21 +293,28 @@ class RunRoot:
             rows.extend(part_rows)
         return rows
 
-    def read_dataset(self, kind: Kind):
-        """A Ray Dataset over every partition of `kind` (e.g. all predictions of the run), read in parallel.
+    def read_dataset(self, table: Table):
+        """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
 
         partitioning=None: the rows carry the original `benchmark` and `model` names; Hive partitioning would
         overwrite them with the sanitised folder values (`org__name`).
         """
         import ray
 
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        return ray.data.read_parquet(self.path(kind), filesystem=self.filesystem, partitioning=None,
+        if table not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+        return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, partitioning=None,
                                      file_extensions=["parquet"])
 
-    def clear(self, kind: Kind, benchmark: str, model: str) -> None:
+    def write_cell(self, benchmark: str, model: str, predictions: list[dict[str, Any]],
+                   errors: list[dict[str, Any]]) -> None:
+        """A finished cell's item rows and bad rows, each replacing what an earlier attempt stored."""
+        for table, rows in (("predictions", predictions), ("errors", errors)):
+            self.clear(table, benchmark, model)
+            self.write_rows(table, benchmark, model, rows, part="0")
+
+    def clear(self, table: Table, benchmark: str, model: str) -> None:
         """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
-        folder = self.path(self.partition(kind, benchmark, model))
+        folder = self.path(self.partition(table, benchmark, model))
         if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
             self.filesystem.delete_dir(folder)

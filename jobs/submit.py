@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.config import ConfigError, SweepConfig, load_sweep
+from jobs.config import ConfigError, SweepConfig, load_sweep, ship_sweep
 from jobs.storage import redact
 
 REPO = Path(__file__).resolve().parent.parent  # the project: what a Ray job ships as its working_dir
@@ -81,14 +81,13 @@ def secret_names(sweep: SweepConfig) -> list[str]:
     return sorted(set(names))
 
 
-def sweep_command(sweep_path: str | os.PathLike, overrides: list[str], python: str = "python",
-                  project: Path = REPO) -> list[str]:
-    """`python -m jobs run SWEEP k=v ...`, the sweep relative to the project when it lies inside it."""
+def sweep_command(sweep_path: str | os.PathLike, overrides: list[str], python: str = "python") -> list[str]:
+    """`python -m jobs run SWEEP k=v ...` as the job runs it from the project's root: a sweep inside the
+    project by its path relative to the project (the same in any copy of it), one outside shipped in the
+    command itself (`shipped:` and its composition, jobs.config.ship_sweep), since the cluster cannot see
+    the submitting machine's files."""
     path = Path(sweep_path).resolve()
-    try:
-        shown = str(path.relative_to(project))
-    except ValueError:
-        shown = str(path)  # outside the project: the cluster must see this path (a shared filesystem)
+    shown = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else ship_sweep(path)
     return [python, "-m", "jobs", "run", shown, *overrides]
 
 
@@ -140,8 +139,7 @@ def render(sweep_path: str | os.PathLike, overrides: list[str], target: str,
         raise ValueError(f"render: target must be one of {', '.join(TEMPLATES)}, not {target!r}")
     options = options or SubmitOptions()
     sweep = load_sweep(sweep_path, overrides)
-    project = Path(options.project_dir or REPO) if target == "slurm" else REPO
-    command = sweep_command(sweep_path, list(overrides), options.python, project)
+    command = sweep_command(sweep_path, list(overrides), options.python)
     template = _Template((DEPLOY / TEMPLATES[target]).read_text(encoding="utf-8"))
     text = template.substitute(_fields(sweep, command, target, options))
     return _refuse_secrets(text, f"the rendered {TEMPLATES[target]}")

@@ -7,9 +7,9 @@ the rows and the encoder, recomputed when a finished cell is aggregated again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
+from benchmarks.protocol import Benchmark
 from jobs.engines import dataset_rows
 from jobs.preflight import PreflightError
 
@@ -18,11 +18,10 @@ from jobs.preflight import PreflightError
 PAIRS_BATCHES = 8
 
 
-def encoder_settings(module: ModuleType, options: dict[str, Any], bench_name: str) -> dict[str, Any] | None:
+def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str, Any] | None:
     """The benchmark's encoder settings, checked before any engine starts (a rescale baseline that cannot be
     found fails the cell here, not after the judges ran); None when the benchmark has no encoder stage."""
-    hook = getattr(module, "text_pair_encoder", None)
-    encoder = hook(options) if hook else None
+    encoder = spec.text_pair_encoder(options)
     if encoder is None:
         return None
     from actors.bertscore import baseline_file
@@ -34,19 +33,19 @@ def encoder_settings(module: ModuleType, options: dict[str, Any], bench_name: st
     return encoder
 
 
-def with_text_pair_scores(module: ModuleType, items: list[dict[str, Any]], rows: list[dict[str, Any]],
-                          options: dict[str, Any], encoder: dict[str, Any],
+def with_text_pair_scores(spec: Benchmark, items: list[dict[str, Any]], rows: list[dict[str, Any]],
+                          options: Any, encoder: dict[str, Any],
                           log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """`rows` with their pairs' scores filled in by module.add_text_pair_scores."""
+    """`rows` with their pairs' scores filled in by the benchmark's add_text_pair_scores."""
     from actors.bertscore import encoder_label
 
     by_id = {item["item_id"]: item for item in items}
     pairs = [pair for row in rows if row["item_id"] in by_id
-             for pair in module.text_pairs(by_id[row["item_id"]], row, options)]
+             for pair in spec.text_pairs(by_id[row["item_id"]], row, options)]
     label = encoder_label(encoder)
     log(f"encoder stage ({label}): {len(pairs)} text pairs")
     scores = score_pairs(pairs, encoder) if pairs else {}
-    return [module.add_text_pair_scores(row, scores, label) for row in rows]
+    return [spec.add_text_pair_scores(row, scores, label) for row in rows]
 
 
 def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[str, dict[str, float]]:

@@ -1,40 +1,47 @@
-"""An instant stand-in for the engines, for tests of protocols with rounds (test_rounds.py, test_gtu.py): it
-replaces jobs.pipeline.answer_requests, so jobs.pipeline._evaluate runs a cell's rounds without Ray or a model."""
+"""The registered stand-in engine (jobs.engines, engine `stand_in`) with a test's own replies: a cell runs its
+rounds through jobs.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from jobs import pipeline
-from jobs.config import BenchmarkConfig, ModelConfig
+from jobs import engines
+from jobs.cell import Cell, CellOutcome, run_cell
+from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.manifest import Manifest
 from jobs.storage import RunRoot
 
 
-def echo(request: dict[str, Any]) -> str:
-    """The default reply: 'answer to <the first message>'."""
-    return f"answer to {request['messages'][0]['content']}"
+def echo(request: dict[str, Any], model: ModelConfig) -> str:
+    """The stand-in's own reply: 'answer to <the first message>'."""
+    return engines.stand_in_reply(request)
 
 
-def stand_in_engine(monkeypatch: pytest.MonkeyPatch, reply: Callable[[dict[str, Any]], str] = echo
-                    ) -> list[list[str]]:
-    """Answers each request with reply(request); returns the request ids of each engine call (one a round)."""
+def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
+                    reply: Callable[[dict[str, Any], ModelConfig], str] = echo) -> list[list[str]]:
+    """Answers each request with reply(request, model); returns the request ids of each engine call."""
     calls: list[list[str]] = []
 
     def answer(requests, model, log=print):
         calls.append([r["request_id"] for r in requests])
         for r in requests:
             yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
-                   "variant": r["variant"], "text": reply(r), "error": None}
+                   "variant": r["variant"], "text": reply(r, model), "error": None}
 
-    monkeypatch.setattr(pipeline, "answer_requests", answer)
+    monkeypatch.setitem(engines.ENGINES, "stand_in", answer)
     return calls
 
 
-def evaluate(tmp_path, bench: BenchmarkConfig, model_name: str = "judge") -> tuple[RunRoot, dict[str, Any]]:
-    """One cell through jobs.pipeline._evaluate (answers stored two at a time), as a sweep would run it."""
-    model = ModelConfig(name=model_name, path="p", kind="generative")
-    root = RunRoot(str(tmp_path), "run")
-    return root, pipeline._evaluate(root, SimpleNamespace(attempts=1), bench, model, flush_every=2, log=print)
+def stand_in_model(name: str = "judge") -> ModelConfig:
+    return ModelConfig(name=name, path="p", kind="generative", engine="stand_in")
+
+
+def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
+        judges: dict[str, ModelConfig] | None = None) -> tuple[RunRoot, CellOutcome]:
+    """One cell through jobs.cell.run_cell (answers stored two at a time), as a sweep runs it."""
+    root = RunRoot(str(tmp_path), run_name)
+    manifest = Manifest(root, SweepConfig(name="test", storage=StorageConfig(run=run_name, root=str(tmp_path))))
+    cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {})
+    return root, run_cell(cell)

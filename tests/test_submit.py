@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from jobs.cli import main
-from jobs.submit import REPO, SubmitError, SubmitOptions, render, submit
+from jobs.config import PROJECT_CONF, load_sweep, to_dict
+from jobs.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
 
 DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """
@@ -159,12 +160,27 @@ def test_rendered_slurm_script_is_valid_bash_and_runs_the_sweep(sweep_file, tmp_
     script = tmp_path / "job.sbatch"
     script.write_text(text)
     subprocess.run(["bash", "-n", str(script)], check=True)
-    assert f"python -m jobs run {sweep_file} storage.run=r2 models.tiny.batch_size=4" in text
+    # the sweep lies outside the project: it travels in the command, composed, not as this machine's path
+    command = re.search(r"python -m jobs run (shipped:\S+) storage.run=r2 models.tiny.batch_size=4", text)
+    assert command and str(tmp_path) not in command.group(0).replace(str(DATA), "")
+    assert to_dict(load_sweep(command.group(1))) == {**to_dict(load_sweep(sweep_file)),
+                                                       "conf": [str(PROJECT_CONF)]}
     for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00"):
         assert f"#SBATCH {directive}" in text
     assert not re.search(r"@\{[a-z_]+\}", text)  # every field filled
     cpu_only = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
     assert "--gpus-per-node" not in cpu_only  # no GRES request on a CPU partition
+
+
+def test_a_sweep_inside_the_project_is_named_by_its_relative_path_in_every_target():
+    sweep = REPO / "conf" / "sweeps" / "demo.yaml"
+    options = SubmitOptions(nodes=1, gpus_per_node=0, project_dir="/cluster/home/ragjudge")
+    slurm = render(sweep, ["storage.run=x"], "slurm", options)
+    k8s = render(sweep, ["storage.run=x"], "k8s")
+    entrypoint = ray_job(sweep, ["storage.run=x"])["entrypoint"]
+    for text in (slurm, k8s, entrypoint):
+        assert "python -m jobs run conf/sweeps/demo.yaml storage.run=x" in text
+    assert str(REPO) not in slurm + k8s + entrypoint  # no path of the submitting machine
 
 
 # ---- (d) dry runs print and submit nothing; real runs call the tool with the rendered file ----

@@ -158,7 +158,7 @@ def test_category_averages_are_micro_averages_over_pairs():
               "abstain-y": [0], "conflict-z": [1]}
     rows = [{"item_id": f"{s}/{i}", "subset": s, "correct": v} for s, vs in values.items() for i, v in enumerate(vs)]
     rows.append({"item_id": "e", "subset": "reason-b", "correct": None, "error": "boom", "truncated": True})
-    m = aggregate(rb, rows, resamples=200)
+    m = aggregate(rb.RagRewardBench(), rows, resamples=200)
     c = m["columns"]
     assert c["helpful"] == pytest.approx(2 / 3) and c["reason"] == 0.5 and c["citation"] == 0.5
     assert c["helpful_avg"] == pytest.approx(3.5 / 6)  # micro; the macro mean of columns would be 0.5556
@@ -168,7 +168,7 @@ def test_category_averages_are_micro_averages_over_pairs():
     assert m["subsets"]["reason-b"]["n"] == 2 and m["subsets"]["reason-b"]["truncated_rate"] == pytest.approx(1 / 3)
     lo, hi = m["subsets"]["helpful-a"]["ci95"]
     assert 0.0 <= lo <= 2 / 3 <= hi <= 1.0
-    assert m == aggregate(rb, list(reversed(rows)), resamples=200)  # order-independent, seeded
+    assert m == aggregate(rb.RagRewardBench(), list(reversed(rows)), resamples=200)  # order-independent, seeded
 
 
 def test_cli_aggregate_contract(tmp_path, capsys):

@@ -1,0 +1,48 @@
+"""RAG-RewardBench (seeds/rag_rewardbench.txt; rules in PROTOCOLS.md 1) against the benchmark protocol.
+
+1,485 preference pairs in 18 subsets. A reward model is right on a pair when it prefers `chosen` to `reject`.
+Three kinds of RM see a pair differently, so `expand` turns one pair into the requests its kind needs and
+`combine` turns the answered requests back into one item row with `correct` in [0, 1].
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.protocol import Answer, Benchmark, Groups, Item, Request, Row
+from benchmarks.rag_rewardbench import load, metrics, requests, rows, tables
+
+
+@dataclass(frozen=True)
+class RagRewardBenchOptions:
+    """The paper's protocol has no knobs: the prompt, both orders and the verdict reading are fixed (a judge
+    model's `verdict` setting picks log-probs or text)."""
+
+
+class RagRewardBench(Benchmark):
+    name = load.BENCHMARK
+    kinds = requests.KINDS
+    Options = RagRewardBenchOptions
+
+    def load_items(self, path: str) -> Iterator[Item]:
+        return load.load_items(path)
+
+    def expand(self, item: Item, kind: str, options: RagRewardBenchOptions) -> list[Request]:
+        return requests.expand(item, kind)
+
+    def combine(self, item: Item, answers: Iterable[Answer], kind: str, options: RagRewardBenchOptions,
+                verdict: str | None = None) -> Row:
+        return rows.combine(item, answers, kind, verdict or "logprob")
+
+    def measures(self, row: Row) -> dict[str, float | None]:
+        return metrics.measures(row)
+
+    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
+        return metrics.summarize(groups, resamples)
+
+    def table_text(self, metrics: list[dict[str, Any]]) -> str:
+        return tables.table_text(metrics)
+
+    def table_html(self, metrics: list[dict[str, Any]]) -> str:
+        return tables.table_html(metrics)

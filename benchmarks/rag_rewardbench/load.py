@@ -1,0 +1,52 @@
+"""Loading RAG-RewardBench pairs: JSONL/JSON/Parquet files or a folder of them (the released files are one per
+category), each pair an item with a stable id; bad rows come out as error items in place."""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+from benchmarks.records import Record, error_item, read_items
+
+BENCHMARK = "rag_rewardbench"
+REQUIRED_FIELDS = ("prompt", "chosen", "reject", "subset")
+OPTIONAL_FIELDS = ("chosen_model", "reject_model")
+DUPLICATE = "duplicate of {} (same id, or same subset, prompt, chosen and reject)"
+
+
+def category(subset: str) -> str:
+    """The Table 2 column of a subset: its prefix before the first '-' (e.g. 'reason-hotpotqa' -> 'reason')."""
+    return subset.split("-", 1)[0]
+
+
+def item_id(row: dict[str, Any]) -> str:
+    """A stable id: the row's own `id` when it has one, else a hash of the pair (independent of file order)."""
+    if row.get("id") not in (None, ""):
+        return f"{BENCHMARK}/{row['id']}"
+    text = "\0".join(str(row.get(field) or "") for field in ("subset", "prompt", "chosen", "reject"))
+    return f"{BENCHMARK}/{hashlib.sha1(text.encode('utf-8')).hexdigest()[:16]}"
+
+
+def read_pair(record: Record) -> tuple[dict[str, Any], list[str]]:
+    """One row's item, and its first problem (a required field missing, empty or not text)."""
+    row = record.data or {}
+    subset = row.get("subset") if isinstance(row.get("subset"), str) else ""
+    problems = [f"field '{field}' " + ("missing" if row.get(field) is None else "empty or not text")
+                for field in REQUIRED_FIELDS if not isinstance(row.get(field), str) or not row[field].strip()]
+    item = {"item_id": item_id(row), "benchmark": BENCHMARK, "subset": subset,
+            **{field: row.get(field) for field in ("prompt", "chosen", "reject")},
+            **{field: str(row.get(field) or "") for field in OPTIONAL_FIELDS}}
+    return item, problems[:1]
+
+
+def load_items(path: str) -> Iterator[dict[str, Any]]:
+    """Every pair under `path`. A bad row keeps its own id unless a good pair already has it (a duplicate),
+    then it gets a positional one."""
+    good: set[str] = set()
+    for record, item, problem in read_items(path, read_pair, DUPLICATE):
+        if problem is None:
+            good.add(item["item_id"])
+            yield item
+        else:
+            own = item.get("item_id") if record.data is not None and item.get("item_id") not in good else None
+            yield error_item(BENCHMARK, record, problem, item.get("subset", ""), own)

@@ -1,0 +1,223 @@
+"""One (benchmark, model) cell, in named steps a reader can follow top-down:
+
+    load -> answer_rounds -> combine_rows -> score_text_pairs -> write_cell -> aggregate
+
+Answered requests stream back to the driver and are stored in parts of `flush_every` rows while the cell runs,
+so a killed run resumes without asking the model again; the item rows, the errors and the metrics are written
+when the cell completes. A retrieval benchmark's cell is indexed and searched instead (jobs.retrieval).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from benchmarks.options import typed_options
+from benchmarks.protocol import Answer, Benchmark, Item, Request, RetrievalBenchmark, Row, benchmark
+from jobs.config import BenchmarkConfig, ModelConfig, to_dict
+from jobs.engines import RUN_SETTINGS, answer_requests
+from jobs.manifest import Manifest
+from jobs.preflight import PreflightError
+from jobs.reducers import aggregate
+from jobs.retrieval import evaluate_retrieval
+from jobs.storage import RunRoot, redact
+from jobs.text_pairs import encoder_settings, with_text_pair_scores
+
+MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
+# Benchmark settings that change which items are scored or how metrics are computed, not any answer.
+METRIC_SETTINGS = frozenset({"limit", "bootstrap_resamples"})
+PLAN_SETTINGS = frozenset({"size", "plan_sample"})  # read by `ragjudge plan` only
+
+
+@dataclass
+class CellOutcome:
+    benchmark: str
+    model: str
+    status: str  # done | cached | failed | skipped
+    metrics: dict[str, Any] | None
+    seconds: float
+    message: str = ""
+
+
+@dataclass
+class Cell:
+    """What the steps of one cell share: where it stores, what it runs, who answers."""
+
+    root: RunRoot
+    manifest: Manifest
+    bench: BenchmarkConfig
+    model: ModelConfig
+    flush_every: int
+    log: Callable[[str], None] = print
+    judges: dict[str, ModelConfig] = field(default_factory=dict)  # route name -> the model that answers it
+
+
+def protocol_kind(model: ModelConfig) -> str:
+    """The kind a benchmark's protocol sees: an API model is a generative judge that happens to be remote."""
+    return "generative" if model.kind == "api" else model.kind
+
+
+def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, ModelConfig] | None = None) -> str:
+    """What changes the cell's answers: the identity and prompt settings of its model and of the judges its
+    requests are routed to, the protocol, the data bytes.
+
+    Data on object storage is not read here (only local files are hashed); its path is in the settings.
+    """
+    settings = [{k: v for k, v in to_dict(bench).items() if k not in METRIC_SETTINGS | PLAN_SETTINGS},
+                *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS}
+                  for m in [model, *(judges or {}).values()])]
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for path in bench.data:
+        for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
+            if file.is_file():
+                h.update(file.name.encode())
+                h.update(hashlib.sha256(file.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def cell_hash(bench: BenchmarkConfig, answers: str) -> str:
+    """What changes a cell's results: its answers and the metric settings."""
+    metric = {k: v for k, v in to_dict(bench).items() if k in METRIC_SETTINGS}
+    return hashlib.sha256(json.dumps([answers, metric], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
+    """One cell, unless it finished before with the same hash; `problems` found before it (preflight, routing)
+    fail it before any engine starts. A failure is recorded in the manifest and never stops the sweep."""
+    root, bench, model = cell.root, cell.bench, cell.model
+    start = time.time()
+    key = f"{bench.name}/{model.name}"
+    answers = answers_hash(bench, model, cell.judges)
+    digest = cell_hash(bench, answers)
+    previous = cell.manifest.cell(key)
+    metrics_path = root.metrics_path(bench.name, model.name)
+    if previous.get("status") == "done" and previous.get("hash") == digest:
+        return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
+    if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: answers are stale
+        for table in ("requests", "predictions", "errors"):
+            root.clear(table, bench.name, model.name)
+    stamp = {"hash": digest, "answers_hash": answers}
+    cell.manifest.set_cell(key, {"status": "running", **stamp, "started_at": round(start, 3)})
+    try:
+        if problems := list(problems):
+            raise PreflightError("; ".join(problems))
+        metrics = evaluate(cell)
+    except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
+        message = redact(f"{type(e).__name__}: {e}")
+        cell.manifest.set_cell(key, {"status": "failed", **stamp, "error": message})
+        return CellOutcome(bench.name, model.name, "failed", None, time.time() - start, f": {message}")
+    root.write_json(metrics_path, metrics)
+    cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
+                                 "started_at": round(start, 3), "finished_at": round(time.time(), 3),
+                                 "seconds": round(time.time() - start, 1)})
+    return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)
+
+
+def evaluate(cell: Cell) -> dict[str, Any]:
+    """The cell's metrics, its rows stored on the way."""
+    spec = benchmark(cell.bench.module)
+    if isinstance(spec, RetrievalBenchmark):  # rankings scored against qrels, not requests answered one by one
+        return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log)
+    options = typed_options(spec.Options, cell.bench.options)
+    items = load(cell.bench, spec)
+    good = [item for item in items if not item.get("error")]
+    if problems := spec.check_items(good, options):  # e.g. a (task, language) without a prompt
+        raise PreflightError(f"benchmark '{cell.bench.name}': " + "; ".join(problems))
+    encoder = encoder_settings(spec, options, cell.bench.name)
+    answered = answer_rounds(cell, spec, options, good)
+    rows = combine_rows(cell, spec, options, good, answered)
+    if encoder is not None:
+        rows = with_text_pair_scores(spec, good, rows, options, encoder, cell.log)
+    for row in rows:
+        row["model"] = cell.model.name
+    bad = [{**item, "model": cell.model.name, "correct": None} for item in items if item.get("error")]
+    bad += [{"item_id": r["item_id"], "benchmark": cell.bench.name, "model": cell.model.name, "subset": r["subset"],
+             "error": r["error"]} for r in rows if r.get("error")]
+    cell.root.write_cell(cell.bench.name, cell.model.name, rows, bad)
+    metrics = aggregate(spec, rows, resamples=cell.bench.bootstrap_resamples)
+    metrics.update(model=cell.model.name, kind=cell.model.kind, note=cell.model.note,
+                   n_bad_rows=len(items) - len(good), config=cell.bench.name)
+    return metrics
+
+
+def load(bench: BenchmarkConfig, spec: Benchmark) -> list[Item]:
+    """Every item of the benchmark's data paths (the first `limit` of each), error items included."""
+    return [item for path in bench.data for item in islice(spec.load_items(path), bench.limit)]
+
+
+def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) -> list[Answer]:
+    """Every answer the protocol needs: the stored ones, then round after round of new requests (the
+    benchmark's followup builds each round from the answers so far) until none is new. Each part of answers is
+    stored as it arrives, so a resumed cell asks nothing twice."""
+    bench, model, root = cell.bench, cell.model, cell.root
+    kind = protocol_kind(model)
+    answered = root.read_rows("requests", bench.name, model.name)
+    done = {row["request_id"] for row in answered}
+    requests = [r for item in items for r in spec.expand(item, kind, options)]
+    cell.log(f"{bench.name} x {model.name}: {len(items)} items, {len(done)} requests already answered, "
+             f"{sum(r['request_id'] not in done for r in requests)} to go")
+    for round_ in range(MAX_ROUNDS):
+        todo = [r for r in requests if r["request_id"] not in done]
+        if unknown := sorted({str(r["route"]) for r in todo if _routed(r) and r["route"] not in cell.judges}):
+            raise PreflightError(f"benchmark '{bench.name}': requests for models it did not name as judges "
+                                 f"({', '.join(unknown)})")
+        if todo and round_:
+            cell.log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
+        for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
+            answerer = cell.judges[route] if route else model
+            for part in _batched(answer_requests(part_todo, answerer, cell.log), cell.flush_every):
+                root.write_rows("requests", bench.name, model.name, part,
+                                part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
+                answered.extend(part)
+                done.update(row["request_id"] for row in part)
+        by_item = _by_item(answered)
+        requests = [r for item in items for r in spec.followup(item, by_item[item["item_id"]], kind, options)]
+        if all(r["request_id"] in done for r in requests):
+            return answered
+    raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
+
+
+def combine_rows(cell: Cell, spec: Benchmark, options: Any, items: list[Item], answered: list[Answer]) -> list[Row]:
+    """One prediction row per item, or several (e.g. one per sampled run), from all of its answers."""
+    kind = protocol_kind(cell.model)
+    # An HTTP API cannot prefill, so its verdict can only be read from the text.
+    verdict = ("text" if cell.model.engine == "http" else cell.model.verdict) if kind == "generative" else None
+    by_item = _by_item(answered)
+    rows: list[Row] = []
+    for item in items:
+        combined = spec.combine(item, by_item[item["item_id"]], kind, options, verdict=verdict)
+        rows.extend(combined if isinstance(combined, list) else [combined])
+    return rows
+
+
+def _routed(request: Request) -> bool:
+    """Whether a request names a judge to answer it; without `route`, or with "self", the cell's model does."""
+    return request.get("route") not in (None, "self")
+
+
+def _by_route(requests: list[Request]) -> list[tuple[str | None, list[Request]]]:
+    """Requests grouped by who answers them: None (the cell's model) first, then judges by name."""
+    groups: dict[str | None, list[Request]] = defaultdict(list)
+    for request in requests:
+        groups[str(request["route"]) if _routed(request) else None].append(request)
+    return sorted(groups.items(), key=lambda group: (group[0] is not None, group[0] or ""))
+
+
+def _by_item(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
+    by_item: dict[str, list[Answer]] = defaultdict(list)
+    for row in answers:
+        by_item[row["item_id"]].append(row)
+    return by_item
+
+
+def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """Answers in parts of `size` rows as they stream in: each part is stored before the next is awaited."""
+    iterator = iter(rows)
+    while part := list(islice(iterator, size)):
+        yield part

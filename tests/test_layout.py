@@ -1,0 +1,117 @@
+"""The layout the architecture promises (docs/ARCHITECTURE.md), read from the source with ast: layers import
+downwards only, no module imports another's private name, no import cycles, small files, and jobs/ reaches a
+benchmark through its protocol methods, never by probing a module."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("benchmarks", "actors", "jobs")
+# Who may import whom: benchmarks are pure; actors wrap engines (and may use a benchmark's pure scoring rules);
+# jobs wire everything.
+ALLOWED = {"benchmarks": {"benchmarks"}, "actors": {"actors", "benchmarks"}, "jobs": set(LAYERS)}
+MAX_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for layer in LAYERS:
+        for path in sorted((REPO / layer).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> list[tuple[str, str, int]]:
+    """(imported project module, imported name or "", line) for every import, in functions too."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, "", node.lineno) for alias in node.names if alias.name.split(".")[0] in LAYERS]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in LAYERS:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.append((submodule, "", node.lineno) if submodule in MODULES
+                             else (node.module, alias.name, node.lineno))
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {module: {target for target, _, _ in _imports(path) if target in MODULES}
+            for module, path in MODULES.items()}
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    wrong = [f"{module} imports {target} (line {line})" for module, path in MODULES.items()
+             for target, _, line in _imports(path)
+             if target.split(".")[0] not in ALLOWED[module.split(".")[0]]]
+    assert wrong == []
+
+
+def test_no_module_imports_a_private_name_of_another():
+    private = [f"{module} imports {name} from {target} (line {line})" for module, path in MODULES.items()
+               for target, name, line in _imports(path) if name.startswith("_") and target != module]
+    assert private == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan), or a module importing itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph[node]:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_there_is_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_source_files_stay_small(module):
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{MODULES[module].relative_to(REPO)}: {lines} lines"
+
+
+def test_jobs_never_probe_a_module_for_hooks():
+    probes = [f"{path.relative_to(REPO)}:{number}" for path in sorted((REPO / "jobs").rglob("*.py"))
+              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+              if "getattr(module" in line or "hasattr(module" in line or "benchmark_module" in line]
+    assert probes == []

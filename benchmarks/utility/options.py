@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import itertools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -78,12 +79,13 @@ def problems(options: Options) -> list[str]:
     """What the option types cannot say, each problem naming its key; [] when the options are fine."""
     prompts = merged(default_prompts(), options.prompts)
     out = prompt_problems(prompts)
-    wordings = tuple(prompts.get("wordings") or ())
     for key in ("forms", "wordings", "orders", "requirements"):
         if not getattr(options, key):
             out.append(f"options.{key}: expected a non-empty list")
-    out += [f"options.wordings: {w!r} is not one of {', '.join(wordings)}" for w in options.wordings
-            if w not in wordings]
+    wordings = prompts.get("wordings")
+    if isinstance(wordings, Mapping) and wordings:  # else prompt_problems has said the prompt data lacks them
+        out += [f"options.wordings: {w!r} is not one of {', '.join(wordings)}" for w in options.wordings
+                if w not in wordings]
     if options.k < 1:
         out.append("options.k: expected an integer >= 1")
     for key in ("max_pairs", "max_tokens", "answer_m"):

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.formatting import mean
 from benchmarks.stats import bootstrap_ci
 from benchmarks.utility.metrics import bleu, exact_match, rouge_l, token_f1, top_m
 from benchmarks.utility.prompts import SET_FORMS, answer_prompt
@@ -166,15 +167,15 @@ def summarize_qa(groups: dict[str, dict[str, list[tuple[str, float]]]], subsets_
             cell_key = f"{condition}|{subset}"
             correct = _values(groups, "correct", cell_key)
             cell: dict[str, Any] = {
-                "n": len(correct), "correct": _mean(correct),
+                "n": len(correct), "correct": mean(correct),
                 "correct_ci95": bootstrap_ci(correct, f"{seed}/{cell_key}/correct", resamples)}
             for name in (*FACTOID_METRICS, *NON_FACTOID_METRICS):
                 if scores := _values(groups, name, cell_key):
-                    cell[name] = _mean(scores)
+                    cell[name] = mean(scores)
                     cell[f"{name}_ci95"] = bootstrap_ci(scores, f"{seed}/{cell_key}/{name}", resamples)
             for name in ("error", "truncated"):
-                cell[f"{name}_rate"] = _mean(_values(groups, name, cell_key))
-            cell["evidence_size"] = _mean(_values(groups, "evidence_size", cell_key))
+                cell[f"{name}_rate"] = mean(_values(groups, name, cell_key))
+            cell["evidence_size"] = mean(_values(groups, "evidence_size", cell_key))
             cells[subset] = cell
         out[source] = {"subsets": cells}
     return out
@@ -190,10 +191,6 @@ def _source_order(condition: str) -> tuple[int, str]:
     """none, dense, ground_truth, then the judgment conditions alphabetically (Table 4 order, roughly)."""
     source = condition[len(CONDITION):]
     return (FIXED_SOURCES.index(source) if source in FIXED_SOURCES else len(FIXED_SOURCES), source)
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 # ---------------------------------------------------------------------------------------------- tables

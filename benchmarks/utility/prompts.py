@@ -6,17 +6,20 @@ import copy
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
 PROMPTS_FILE = Path(__file__).with_name("prompts.yaml")
-FORMS = ("pointwise", "pairwise", "listwise_set", "listwise_rank")
+Form = Literal["pointwise", "pairwise", "listwise_set", "listwise_rank"]
+Order = Literal["question_first", "passages_first"]
+Requirement = Literal["none", "cot", "reasoning", "answer_first"]
+FORMS: tuple[str, ...] = get_args(Form)
 SET_FORMS = ("pointwise", "listwise_set")  # the judge answers with a set of passages
 RANK_FORMS = ("pairwise", "listwise_rank")  # ... with a ranking
 LISTWISE = ("listwise_set", "listwise_rank")  # ... after seeing all passages at once
-ORDERS = ("question_first", "passages_first")
-REQUIREMENTS = ("none", "cot", "reasoning", "answer_first")
+ORDERS: tuple[str, ...] = get_args(Order)
+REQUIREMENTS: tuple[str, ...] = get_args(Requirement)
 # The placeholders each template may use besides the wording's slots.
 _FORM_FIELDS = {
     "pointwise": {"question", "passage", "instruction"},

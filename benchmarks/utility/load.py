@@ -1,0 +1,90 @@
+"""Loading GTI/GTU rows (question, passage[n], ground_truth_label[n]; optional id, passages_types, answers,
+dataset) through benchmarks.records.read_items: a bad row becomes an error item in place, naming file, row and
+field."""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from benchmarks.options import is_int
+from benchmarks.records import Record, read_items
+from benchmarks.utility.options import BENCHMARK
+
+DEFAULT_SUBSET = "GTI"  # the subset of rows without a dataset
+DUPLICATE = "duplicate of {} (same id, or same question)"
+
+
+def load_items(path: str) -> Iterator[dict[str, Any]]:
+    """GTI/GTU rows from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items,
+    in place. An error item keeps the row's own id unless a good row has it (a duplicate): then, like a row
+    that cannot have an id, it is named by file and row, so error items keep distinct ids."""
+    good: set[str] = set()
+    for record, item, problem in read_items(path, read_row, DUPLICATE):
+        if problem is None:
+            good.add(item["item_id"])
+            yield item
+            continue
+        key = item.get("item_id")
+        yield {"item_id": key if key and key not in good else fallback_id(record), "benchmark": BENCHMARK,
+               "subset": item.get("subset", DEFAULT_SUBSET), "source": record.source, "row": record.row,
+               "error": problem}
+
+
+def read_row(record: Record) -> tuple[dict[str, Any], list[str]]:
+    """One raw row as an item, or its id and subset with the first thing wrong with it."""
+    row = record.data or {}
+    key = item_id(row) if isinstance(row.get("question"), str) or row.get("id") else fallback_id(record)
+    subset = row["dataset"] if isinstance(row.get("dataset"), str) and row["dataset"] else DEFAULT_SUBSET
+    problem = row_problem(row)
+    if problem:
+        return {"item_id": key, "subset": subset}, [problem]
+    answers = row.get("answers")
+    return {
+        "item_id": key, "benchmark": BENCHMARK, "subset": subset,
+        "question": row["question"], "passages": list(row["passage"]),
+        "labels": [int(label) for label in row["ground_truth_label"]],
+        "passages_types": list(row["passages_types"]) if row.get("passages_types") is not None else None,
+        "answers": [answers] if isinstance(answers, str) else list(answers or []),
+        "dataset": row.get("dataset"),
+    }, []
+
+
+def item_id(row: Mapping[str, Any]) -> str:
+    """A stable id: the row's own `id` when it has one, else a hash of the question."""
+    if row.get("id") not in (None, ""):
+        return f"{BENCHMARK}/{row['id']}"
+    return f"{BENCHMARK}/{hashlib.sha1(str(row.get('question')).encode('utf-8')).hexdigest()[:16]}"
+
+
+def fallback_id(record: Record) -> str:
+    """An id for rows that cannot have their own: file and row."""
+    return f"{BENCHMARK}/{record.source}:{record.row}"
+
+
+def row_problem(row: Mapping[str, Any]) -> str | None:
+    """The first thing wrong with a raw row, naming its field; None for a good row."""
+    question, passages, labels = row.get("question"), row.get("passage"), row.get("ground_truth_label")
+    if not isinstance(question, str) or not question.strip():
+        return "field 'question' " + ("missing" if question is None else "empty or not text")
+    if not isinstance(passages, list) or not passages:
+        return "field 'passage' " + ("missing" if passages is None else "not a non-empty list")
+    bad = next((i for i, p in enumerate(passages) if not isinstance(p, str) or not p.strip()), None)
+    if bad is not None:
+        return f"field 'passage': passage {bad} empty or not text"
+    if not isinstance(labels, list):
+        return "field 'ground_truth_label' " + ("missing" if labels is None else "not a list")
+    if len(labels) != len(passages):
+        return f"field 'ground_truth_label': {len(labels)} labels for {len(passages)} passages"
+    if not all(is_int(label) and label in (0, 1) for label in labels):
+        return "field 'ground_truth_label': labels must be 0 or 1"
+    types = row.get("passages_types")
+    if types is not None and (not isinstance(types, list) or len(types) != len(passages)):
+        return f"field 'passages_types': expected a list of {len(passages)}"
+    answers = row.get("answers")
+    if answers is not None and not isinstance(answers, str) and (
+            not isinstance(answers, list) or not all(isinstance(a, str) for a in answers)):
+        return "field 'answers': expected a list of strings"
+    if row.get("dataset") is not None and not isinstance(row["dataset"], str):
+        return "field 'dataset': not text"
+    return None

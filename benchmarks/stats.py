@@ -7,11 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def mean(values: Sequence[float]) -> float | None:
-    """The plain mean; None for no values (a metric nothing counted for is absent, not 0)."""
-    return sum(values) / len(values) if len(values) else None
-
-
 def stable_seed(*parts: str) -> int:
     """A seed derived from names (item ids, group names), identical across processes and Python versions.
 

@@ -13,8 +13,3 @@ def grid(title: str, header: list[str], rows: list[list[str]]) -> str:
     """A titled table whose first column holds the labels."""
     return f"{title}\n{aligned([header, *rows])}"
 
-
-def percent(value: float | None, width: int = 0, missing: str = "-") -> str:
-    """A share as a percentage with one decimal (0.853 -> '85.3'), right-aligned to `width`; `missing` for
-    None."""
-    return missing if value is None else f"{100 * value:{width}.1f}"

@@ -6,7 +6,8 @@ from typing import Any
 
 from benchmarks.rag_rewardbench.load import BENCHMARK, category
 from benchmarks.rag_rewardbench.requests import ORDERS
-from benchmarks.stats import bootstrap_ci, mean
+from benchmarks.formatting import mean
+from benchmarks.stats import bootstrap_ci
 
 # Table 2 columns: the subset prefix of each, in the paper's order.
 HELPFUL_COLUMNS = ("helpful", "reason", "citation")

@@ -5,7 +5,7 @@ import html
 from typing import Any
 
 from benchmarks.rag_rewardbench.metrics import COLUMN_TITLES
-from benchmarks.tables import percent
+from benchmarks.formatting import pct
 
 KIND_MARK = {"discriminative": "D", "generative": "G", "implicit": "I", "api": "A"}  # A: generative judge behind an API
 
@@ -15,7 +15,7 @@ def _interval(ci: list[float] | None) -> str:
 
 
 def _pct(value: float | None) -> str:
-    return percent(value, width=5, missing="  -  ")
+    return "  -  " if value is None else f"{pct(value):>5}"
 
 
 def ranked(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,16 +1,16 @@
-"""GTU answer generation (utility benchmark, Section 5 / Table 4) through the pipeline: the two rounds through
-jobs.pipeline._evaluate with the instant stand-in engine (stand_in.py) on a small fixture in the GTU schema
+"""GTU answer generation (utility benchmark, Section 5 / Table 4) through the pipeline: the two rounds of a cell
+(jobs.cell.run_cell) with the registered stand-in engine (stand_in.py) on a small fixture in the GTU schema
 (tests/data/utility_gtu.jsonl; the real GTU data is not reachable here). The pure GTU tests are in
 tests/benchmarks/utility/test_utility_gtu.py."""
 from pathlib import Path
 
 import pytest
-from stand_in import evaluate, stand_in_engine
+from stand_in import run, stand_in_engine
 
 from benchmarks.utility import metrics as um
 from jobs.config import BenchmarkConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "utility_gtu.jsonl"
 CONDITIONS = {"pointwise": "pointwise/utility/q_first/reasoning", "pairwise": "pairwise/utility/q_first/none",
               "listwise_set": "listwise_set/utility/q_first/answer_first",
@@ -41,7 +41,7 @@ def pipeline_reply(requests):
                 return answer
         return "unknown"
 
-    def answer(request):
+    def answer(request, model):
         requests.append(request)
         return text(request)
 
@@ -54,7 +54,8 @@ def test_two_rounds_through_the_pipeline_on_the_gtu_fixture(tmp_path, monkeypatc
     options = {"k": 3, "max_tokens": 64}
     bench = BenchmarkConfig(name="utility_gtu", module="utility", data=[str(FIXTURE)], bootstrap_resamples=50,
                             options=options)
-    root, m = evaluate(tmp_path, bench)
+    root, outcome = run(tmp_path, bench)
+    m = outcome.metrics
     # round 0: 5 items x (4 pointwise + 12 pairwise + 3 + 3 listwise); round 1: the 4 GTU items' sources
     # (8 each; the Canberra row has no labelled passage: no ground_truth request); the HotpotQA row (GTI) none
     assert [len(call) for call in calls] == [5 * 22, 8 + 8 + 7 + 8]
@@ -83,5 +84,6 @@ def test_two_rounds_through_the_pipeline_on_the_gtu_fixture(tmp_path, monkeypatc
         um.rouge_l("The paleo diet is based on foods from the Paleolithic era.", gold))
     assert m["conditions"][CONDITIONS["listwise_set"]]["subsets"]["HotpotQA"]["f1"] == 0.5  # {1,3} vs {0,1}
     calls.clear()
-    _, again = evaluate(tmp_path, bench)
-    assert calls == [] and again == m  # resumed: nothing asked twice, the same metrics
+    root.write_json("manifest.json", {"run": "run", "cells": {}, "attempts": 1})  # not done: resume
+    _, again = run(tmp_path, bench)
+    assert calls == [] and again.metrics == m  # resumed: nothing asked twice, the same metrics

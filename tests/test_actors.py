@@ -154,6 +154,7 @@ def test_response_span_is_the_assistant_text_and_its_end_of_turn(smollm2_path, p
 
 # ---- transformers engine ------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_classifier_returns_raw_logits(hf_classifier, pairs):
     import torch
 
@@ -166,6 +167,7 @@ def test_classifier_returns_raw_logits(hf_classifier, pairs):
     assert len({round(r["score"], 6) for r in rows}) == len(rows), "every row should pool its own last token"
 
 
+@pytest.mark.integration
 def test_response_logprobs_mask_the_prompt(hf_policy, pairs):
     import torch
 
@@ -182,6 +184,7 @@ def test_response_logprobs_mask_the_prompt(hf_policy, pairs):
         assert row["logp_mean"] == pytest.approx(row["logp_sum"] / row["n_response_tokens"])
 
 
+@pytest.mark.integration
 def test_verdict_logprobs_are_the_next_token_distribution(hf_policy, judge_prompts):
     rows = hf_policy.verdict_logprobs(judge_prompts, VERDICT_PREFILL, list(VERDICT_TOKENS))
     for row in rows:
@@ -189,6 +192,7 @@ def test_verdict_logprobs_are_the_next_token_distribution(hf_policy, judge_promp
         assert row["error"] is None and 0 < p1 + p2 <= 1 + 1e-6
 
 
+@pytest.mark.integration
 def test_context_overflow_is_an_error_row(hf_classifier, hf_policy, pairs, long_conversation):
     batch = [pairs[0], long_conversation, pairs[1]]
     for name, (ok1, bad, ok2) in {"classify": hf_classifier.classify(batch),
@@ -198,6 +202,7 @@ def test_context_overflow_is_an_error_row(hf_classifier, hf_policy, pairs, long_
         assert ok1["error"] is None and ok2["error"] is None and not ok1["truncated"], name
 
 
+@pytest.mark.integration
 def test_engine_arguments_are_checked(hf_classifier, pairs):
     with pytest.raises(ValueError, match="task must be"):
         TransformersEngine("x", task="embed")
@@ -205,6 +210,7 @@ def test_engine_arguments_are_checked(hf_classifier, pairs):
         hf_classifier.generate(pairs, [GREEDY_1] * len(pairs))
 
 
+@pytest.mark.integration
 def test_response_logprobs_wants_an_assistant_turn_last(hf_policy, pairs):
     row = hf_policy.response_logprobs([pairs[0][:1]])[0]
     assert row["logp_sum"] is None and "assistant" in row["error"]
@@ -248,6 +254,7 @@ def test_sampled_request_keeps_its_parameters_and_needs_no_verdict_part(smollm2_
     assert text_sampling({}, _model()) == {"max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 0}
 
 
+@pytest.mark.integration
 def test_sampled_generation_is_reproducible_from_its_seed(hf_policy, pairs):
     conversation = [pairs[0][0]]
     sampled = {"max_tokens": 12, "temperature": 1.0, "top_p": 0.95}

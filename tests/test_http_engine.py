@@ -140,6 +140,7 @@ def _user(text: str) -> dict:
 
 # ---- against vllm serve -------------------------------------------------------------------------
 
+@pytest.mark.integration
 def test_greedy_text_equals_transformers(vllm_server):
     requests = _judge_requests(1)
     out = HttpJudge(_model(), vllm_server, Secret(KEY))(_batch(requests))

@@ -198,6 +198,7 @@ def test_no_object_on_the_bucket_and_no_pickle_or_repr_holds_a_credential(s3_ser
         assert secret not in text and key_id not in text
 
 
+@pytest.mark.integration
 def test_ray_data_reads_the_predictions_tree_on_s3(ray_session, s3_server):
     root = RunRoot(f"s3://{s3_server['bucket']}/runs", "raydata")
     root.write_rows("predictions", "rag_rewardbench", "org/judge-1", ROWS, part="0")

@@ -75,6 +75,14 @@ def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], lis
         yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
 
 
+def error_item(benchmark: str, source: str, row: int, problem: str, subset: str = "",
+               item_id: str | None = None) -> dict[str, Any]:
+    """The item a bad row becomes: it keeps its place (file, row) and its subset so reports can count it, and
+    `error` says what is wrong; its id is `item_id`, else <benchmark>/<file>:<row>."""
+    return {"item_id": item_id or f"{benchmark}/{source}:{row}", "benchmark": benchmark, "subset": subset,
+            "source": source, "row": row, "error": problem}
+
+
 def _jsonl_records(source: str) -> Iterator[Record]:
     opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
     with opener(source, "rt", encoding="utf-8") as f:

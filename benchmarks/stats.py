@@ -33,3 +33,8 @@ def bootstrap_ci(
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [tail, 1.0 - tail])
     return [float(lo), float(hi)]
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """The arithmetic mean; None for no values (a metric with nothing to average is reported as missing)."""
+    return sum(values) / len(values) if len(values) else None

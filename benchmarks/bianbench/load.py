@@ -17,7 +17,7 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
 
     A row's split is its `split` field when it has one, else its file name's ending (_en, _zh, _cf).
     """
-    for record, item, problem in read_items(path, lambda r: read_row(r.data, r.source),
+    for record, item, problem in read_items(path, lambda r: _read_row(r.data, r.source),
                                             "duplicate of {} (same split and id)"):
         if problem is None:
             yield item
@@ -27,7 +27,7 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
             yield error_item(BENCHMARK, record.source, record.row, problem, subset)
 
 
-def read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
+def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
     """One row's item fields, and what is wrong with it (each problem names its field)."""
     problems: list[str] = []
 

@@ -1,8 +1,8 @@
-"""Small helpers every benchmark's summary and tables share: a mean that tolerates no values, and the
-percentages (with 95% intervals) the paper tables print."""
+"""Small helpers every benchmark's summary and tables share: a mean that tolerates no values, the percentages
+(with 95% intervals) the paper tables print, and names in the paper's order."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 
@@ -12,7 +12,7 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def pct(value: float | None) -> str:
-    """A share as a percentage with one decimal; '-' for none."""
+    """A share as a percentage with one decimal, as the papers print them; '-' for none."""
     return "-" if value is None else f"{100 * value:.1f}"
 
 
@@ -22,3 +22,8 @@ def pct_ci(cell: Mapping[str, Any], name: str) -> str:
         return "-"
     ci = cell.get(f"{name}_ci95")
     return pct(cell[name]) + (f" [{pct(ci[0])}, {pct(ci[1])}]" if ci else "")
+
+
+def ordered(known: Sequence[str], present: Collection[str]) -> list[str]:
+    """`present` in the paper's order (`known`), the names it does not know after, sorted."""
+    return [k for k in known if k in present] + sorted(set(present) - set(known))

@@ -11,17 +11,23 @@ from statistics import mean
 import pytest
 from reference import smollm2_first_token_logprobs
 
-from benchmarks import bianbench as bb
 from benchmarks import utility as ut
+from benchmarks.bianbench import BianBench, parse_reasoning, parse_verdict
+from benchmarks.options import typed_options
 from benchmarks.utility import metrics as utility_metrics
 from benchmarks.utility import parsing
 
 pytestmark = pytest.mark.integration
 JUDGE = "smollm2_judge"
+bb = BianBench()
 
 
 def _items(module, sweep, name):
     return [i for path in sweep.benchmarks[name].data for i in module.load_items(path)]
+
+
+def _bian_options(sweep):
+    return typed_options(BianBench.Options, sweep.benchmarks["bianbench"].options)
 
 
 # ---- Bi'anBench ---------------------------------------------------------------------------------------
@@ -29,15 +35,15 @@ def _items(module, sweep, name):
 def test_bianbench_predictions_carry_reasoning_verdict_and_correctness_for_every_run(demo):
     sweep, run, _ = demo
     items = _items(bb, sweep, "bianbench")
-    runs = bb.settings(sweep.benchmarks["bianbench"].options)["runs"]
+    runs = _bian_options(sweep).sampling.runs
     predictions = run.read_rows("predictions", "bianbench", JUDGE)
     assert sorted((p["item_id"], p["run"]) for p in predictions) == sorted(
         (i["item_id"], r) for i in items for r in range(runs))
     assert {p["split"] for p in predictions} == {"en", "zh"}
     for p in predictions:
         assert p["error"] is None and p["text"], p
-        assert p["prediction"] == bb.parse_verdict(p["text"])
-        assert p["reasoning"] == bb.parse_reasoning(p["text"])
+        assert p["prediction"] == parse_verdict(p["text"])
+        assert p["reasoning"] == parse_reasoning(p["text"])
         assert p["correct"] == float(p["prediction"] == p["label"])  # ERROR counts wrong
         assert p["logprob_prediction"] in ("PASS", "FAIL")
 
@@ -50,8 +56,8 @@ def test_bianbench_runs_are_sampled_with_their_own_seeds(demo):
         texts[p["item_id"]].add(p["text"])
     assert any(len(t) > 1 for t in texts.values()), texts
     seeds = {r["seed"] for i in _items(bb, sweep, "bianbench")
-             for r in bb.expand(i, "generative", sweep.benchmarks["bianbench"].options)}
-    assert len(seeds) == len(texts) * bb.settings(sweep.benchmarks["bianbench"].options)["runs"]
+             for r in bb.expand(i, "generative", _bian_options(sweep))}
+    assert len(seeds) == len(texts) * _bian_options(sweep).sampling.runs
 
 
 def test_bianbench_metrics_are_macro_averages_of_the_stored_predictions(demo):
@@ -69,7 +75,7 @@ def test_bianbench_metrics_are_macro_averages_of_the_stored_predictions(demo):
 
 def test_bianbench_parse_free_verdict_equals_a_direct_transformers_computation(demo):
     sweep, run, _ = demo
-    options = sweep.benchmarks["bianbench"].options
+    options = _bian_options(sweep)
     answers = {a["request_id"]: a for a in run.read_rows("requests", "bianbench", JUDGE)}
     for language in ("en", "zh"):
         item = next(i for i in _items(bb, sweep, "bianbench") if i["language"] == language)

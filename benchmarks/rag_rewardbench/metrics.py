@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchmarks.formatting import mean
 from benchmarks.rag_rewardbench.load import BENCHMARK, category
 from benchmarks.rag_rewardbench.requests import ORDERS
-from benchmarks.formatting import mean
 from benchmarks.stats import bootstrap_ci
 
 # Table 2 columns: the subset prefix of each, in the paper's order.

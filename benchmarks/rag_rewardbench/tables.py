@@ -4,8 +4,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from benchmarks.rag_rewardbench.metrics import COLUMN_TITLES
 from benchmarks.formatting import pct
+from benchmarks.rag_rewardbench.metrics import COLUMN_TITLES
 
 KIND_MARK = {"discriminative": "D", "generative": "G", "implicit": "I", "api": "A"}  # A: generative judge behind an API
 

@@ -1,0 +1,87 @@
+"""Reading Bi'anBench rows (Table 10's schema) into items; a bad row becomes an error item in its place."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bianbench.fields import BENCHMARK, LANGUAGES, SPLITS, TASKS, label_of, task_name
+from benchmarks.records import error_item, read_items
+
+_SPLIT_IN_NAME = re.compile(r"(?:^|[_\-. ])(en|zh|cf)$", re.IGNORECASE)
+
+
+def load_items(path: str) -> Iterator[dict[str, Any]]:
+    """Items from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items, in place.
+
+    A row's split is its `split` field when it has one, else its file name's ending (_en, _zh, _cf).
+    """
+    for record, item, problem in read_items(path, lambda r: _read_row(r.data, r.source),
+                                            "duplicate of {} (same split and id)"):
+        if problem is None:
+            yield item
+        else:
+            data = record.data or {}
+            subset = data.get("source_ds") if isinstance(data.get("source_ds"), str) else ""
+            yield error_item(BENCHMARK, record, problem, subset)
+
+
+def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
+    """One row's item fields, and what is wrong with it (each problem names its field)."""
+    problems: list[str] = []
+
+    def text(field: str, required: bool = True) -> str:
+        value = row.get(field)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if required:
+                problems.append(f"field '{field}' " + ("missing" if value is None else "empty"))
+            return ""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            problems.append(f"field '{field}' is not text")
+            return ""
+        return str(value)
+
+    source_id = text("id")
+    split = str(row.get("split") or "").strip().lower()
+    if not split:
+        named = _SPLIT_IN_NAME.search(Path(source).name.split(".")[0])
+        split = named.group(1).lower() if named else ""
+        if not named:
+            problems.append(f"field 'split' missing (and the file name {Path(source).name} does not end in "
+                            "_en, _zh or _cf)")
+    elif split not in SPLITS:
+        problems.append(f"field 'split': {row.get('split')!r} is not one of {', '.join(SPLITS)}")
+    task = task_name(row.get("task"))
+    if task is None:
+        problems.append("field 'task' missing" if row.get("task") is None else
+                        f"field 'task': {row.get('task')!r} is not Question Answering, Summarization, Data-to-Text"
+                        f" or Machine Translation (or {', '.join(TASKS)})")
+    context = row.get("context")
+    if isinstance(context, list) and all(isinstance(p, str) for p in context):
+        context = "\n\n".join(context)  # passages as given, headings such as "新闻【1】:" included
+    if context is None:
+        problems.append("field 'context' missing")
+    elif not isinstance(context, str):
+        problems.append("field 'context' is neither text nor a list of texts")
+    elif not context.strip():
+        problems.append("field 'context' empty")
+    question = text("question", required=task == "qa")
+    answer = text("answer")
+    label = label_of(row)
+    if label is None:
+        problems.append("field 'label' missing" if row.get("label") is None else
+                        f"field 'label': {row.get('label')!r} is not PASS, FAIL, 通过 or 失败")
+    subset = text("source_ds")
+    kind = text("type", required=False)
+    language = split if split in LANGUAGES else ""
+    if split == "cf":
+        stated = str(row.get("language") or "").strip().lower()
+        if stated and stated not in LANGUAGES:
+            problems.append(f"field 'language': {row.get('language')!r} is not en or zh")
+        raw_label = str(row.get("label") or "").strip()
+        language = stated or ("zh" if raw_label in ("通过", "失败") else "en")
+    item = {"item_id": f"{BENCHMARK}/{split}/{source_id}", "benchmark": BENCHMARK, "id": source_id,
+            "split": split, "language": language, "task": task, "subset": subset, "type": kind, "label": label,
+            "context": context, "question": question, "answer": answer}
+    return item, problems

@@ -56,13 +56,13 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 
 def _aggregate_retrieval(args: argparse.Namespace) -> int:
-    from benchmarks.mtrag.ir_metrics import aggregate_files
+    from benchmarks.protocol import benchmark
 
     if not args.qrels:
         print("ragjudge aggregate: --benchmark mtrag_retrieval needs --qrels QRELS.tsv (once per file)",
               file=sys.stderr)
         return 2
-    metrics = aggregate_files(args.predictions, args.qrels, args.out)
+    metrics = benchmark(args.benchmark).aggregate_files(args.predictions, args.qrels, args.out)
     for problem in metrics["problems"]:
         print(f"ragjudge aggregate: {problem}", file=sys.stderr)
     print(json.dumps({k: v for k, v in metrics.items() if k != "problems"}, indent=2))

@@ -231,7 +231,7 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
 
     from bundled_data import GENERATION
 
-    from benchmarks.mtrag.metrics import parse_rating
+    from benchmarks.mtrag.generation.scores import parse_rating
     from jobs import pipeline
     from jobs.config import BenchmarkConfig, ModelConfig
     from jobs.storage import RunRoot

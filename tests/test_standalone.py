@@ -15,25 +15,24 @@ OUTSIDE = ("../shared", "RAGJUDGE_SHARED")
 # qrels and queries; the others: load_items), printing counts as JSON.
 LOAD_DEMO = """
 import json
-from benchmarks import benchmark_module
-from benchmarks.mtrag.retrieval import load_corpus, load_qrels, qrels_path
+from benchmarks.options import typed_options
+from benchmarks.protocol import benchmark
 from jobs.config import load_sweep
 from jobs.pipeline import load_items
 
 sweep = load_sweep("conf/sweeps/demo.yaml")
 out = {}
 for name, bench in sweep.benchmarks.items():
-    module = benchmark_module(bench.module)
     if bench.module == "mtrag_retrieval":
-        options = module.settings(bench.options)
+        retrieval = benchmark(bench.module)
+        options = typed_options(type(retrieval).Options, bench.options)
         n, bad = 0, 0
-        for domain in options["domains"]:
-            corpus = load_corpus(module.corpus_file(bench.data, domain))
-            retrieval = module.retrieval_root(bench.data, domain)
-            qrels = load_qrels(qrels_path(retrieval, domain))
-            rows, problems = module.query_rows(retrieval, domain, options["strategies"], bench.limit)
-            n += len(rows) * bool(corpus.data) * bool(qrels.data)
-            bad += len(corpus.problems) + len(qrels.problems) + len(problems)
+        for domain in retrieval.domains(options):
+            _, corpus, corpus_problems = retrieval.corpus(bench.data, domain)
+            qrels, qrels_problems = retrieval.qrels(bench.data, domain)
+            rows, problems = retrieval.queries(bench.data, domain, options, bench.limit)
+            n += len(rows) * bool(corpus) * bool(qrels)
+            bad += len(corpus_problems) + len(qrels_problems) + len(problems)
     else:
         items = load_items(bench)
         n, bad = sum(not i.get("error") for i in items), sum(bool(i.get("error")) for i in items)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 Item = dict[str, Any]  # one benchmark item: item_id, subset, the benchmark's own fields; error names a bad row
 Request = dict[str, Any]  # request_id, item_id, subset, variant, messages (or texts), sampling settings, route
 Answer = dict[str, Any]  # an engine's answer row: request_id, item_id, variant, text / log-probs / score, error
-Query = dict[str, Any]  # one retrieval query row: item_id, task_id, domain, strategy, query (None: to rewrite)
+Query = dict[str, Any]  # a retrieval query row: item_id, task_id, domain, strategy, query (None: to rewrite)
 Row = dict[str, Any]  # one prediction row: item_id, subset, correct, error, the benchmark's own columns
 Groups = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> group -> [(row key, value)], sorted by key
 
@@ -121,7 +121,7 @@ class SearchSettings:
 class RetrievalBenchmark(_Contract):
     """A benchmark scored on rankings. jobs.retrieval runs the flow:
 
-    1. one index per domain in `domains`, over the passages of `corpus` (how deep and how exact: search_settings);
+    1. one index per domain in `domains`, over the passages of `corpus` (how deep, how exact: search_settings);
     2. the query rows of each domain (`queries`); a row whose `query` is None is first asked of the `rewriter`
        model (`rewrite_request`) and filled in from its answer (`rewritten`);
     3. the retriever ranks every query; per strategy in `strategies`, one `run_row` per query makes the run,
@@ -145,7 +145,7 @@ class RetrievalBenchmark(_Contract):
 
     @abstractmethod
     def corpus(self, data: Sequence[str], domain: str) -> tuple[str, dict[str, dict[str, str]], list[str]]:
-        """(corpus file, {passage id: {title, text}}, problems) of one domain; the file's bytes key the index."""
+        """(corpus file, {passage id: {title, text}}, problems) of one domain; its bytes key the index."""
 
     @abstractmethod
     def qrels(self, data: Sequence[str], domain: str) -> tuple[dict[str, dict[str, int]], list[str]]:
@@ -180,7 +180,7 @@ class RetrievalBenchmark(_Contract):
     @abstractmethod
     def score(self, run: list[dict[str, Any]], qrels: Mapping[str, Mapping[str, int]]
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """(per-query scores, metrics) of one strategy's run."""
+        """(per-query scores, metrics) of one strategy's run; the metrics count the queries scored in `n`."""
 
     @abstractmethod
     def prediction_rows(self, per_query: Iterable[Mapping[str, Any]], rankings: Mapping[str, Mapping[str, Any]],
@@ -189,7 +189,8 @@ class RetrievalBenchmark(_Contract):
         (query, document_ids, scores)."""
 
     @abstractmethod
-    def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None) -> dict[str, Any]:
+    def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None
+                        ) -> dict[str, Any]:
         """`ragjudge aggregate`: metrics of a run file against qrels files (with `problems`: its unusable
         lines); with `out`, also written there as the flow writes them."""
 

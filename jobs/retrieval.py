@@ -245,7 +245,8 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print) -> dict[str, Any]:
+def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print
+                       ) -> dict[str, Any]:
     """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
     from actors.model_store import resolve_model
 
@@ -300,8 +301,8 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
                              corpora[r["domain"]][1]) for r in mine]
         per_query, metrics = bench.score(run, qrels)
         metrics |= {"n_errors": len(problems), "problems": problems}  # as aggregate_files writes it
-        where = {name: strategy_path(root, kind, bench_config.name, model.name, strategy, name)
-                 for kind, name in (("runs", "run.jsonl"), ("runs", "per_query.jsonl"), ("metrics", "metrics.json"))}
+        where = {name: strategy_path(root, kind, bench_config.name, model.name, strategy, name) for kind, name
+                 in (("runs", "run.jsonl"), ("runs", "per_query.jsonl"), ("metrics", "metrics.json"))}
         root.write_text(where["run.jsonl"], _jsonl(run))
         root.write_text(where["per_query.jsonl"], _jsonl(per_query))
         root.write_json(where["metrics.json"], metrics)

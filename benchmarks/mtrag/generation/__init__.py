@@ -4,4 +4,5 @@ from benchmarks.mtrag.generation.options import BertScore, Judges, MaxTokens, Op
 from benchmarks.mtrag.generation.requests import request_id
 from benchmarks.mtrag.generation.summary import METRICS
 
-__all__ = ["METRICS", "BertScore", "Judges", "MaxTokens", "MtragGeneration", "Options", "Prompts", "request_id"]
+__all__ = ["METRICS", "BertScore", "Judges", "MaxTokens", "MtragGeneration", "Options", "Prompts",
+           "request_id"]

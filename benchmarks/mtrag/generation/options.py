@@ -82,9 +82,9 @@ class BertScore:
 class Options:
     setting: Literal["reference", "reference_rag", "full_rag"] = "reference"
     responses: Literal["generate", "given"] = "generate"  # given: score the task's predictions[0]
-    retrieved_file: str | None = None  # RAG settings: a run in the official task format; else retrieved_contexts
+    retrieved_file: str | None = None  # RAG settings: a run (official task format); else retrieved_contexts
     top_k: int = 5  # passages in the RAG settings
-    max_reference_passages: int | None = None  # e.g. 2: only tasks with at most 2 reference passages (the 426)
+    max_reference_passages: int | None = None  # e.g. 2: tasks with at most 2 reference passages (the 426)
     task_ids: list[str] | None = None  # only these tasks (either id spelling)
     judges: Judges = field(default_factory=Judges)
     prompt_role: Literal["system", "user"] = "system"  # where the D.2 instruction and passages go

@@ -1,5 +1,5 @@
-"""The requests of a task's rounds: generate (Appendix D.2), then the judges on the response (RB_llm per judge,
-IDK, RAGAS statements), then the RAGAS verdicts once the statements parsed. Every request is greedy, has its
+"""The requests of a task's rounds: generate (Appendix D.2), then the judges on the response (RB_llm per
+judge, IDK, RAGAS statements), then the RAGAS verdicts once the statements parsed. Every request is greedy, has its
 variant's max_tokens and a `route` ("self" or a judge model)."""
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from benchmarks.mtrag.generation.passages import selected, setting_passages
 from benchmarks.mtrag.generation.scores import parse_statements
 
 
-def requests(item: dict[str, Any], answers: Mapping[str, dict[str, Any]], options: Options) -> list[dict[str, Any]]:
+def requests(item: dict[str, Any], answers: Mapping[str, dict[str, Any]], options: Options
+             ) -> list[dict[str, Any]]:
     """Every request the answers so far (request id -> answer) make possible, answered or not; none for a task
     outside the run, or whose passages cannot be had (combine says why)."""
     if item.get("error") or not selected(item, options):

@@ -25,7 +25,8 @@ from benchmarks.mtrag.generation.scores import (
 )
 
 
-def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], options: Options) -> list[dict[str, Any]]:
+def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], options: Options
+            ) -> list[dict[str, Any]]:
     """The task's prediction row (a one-row list), or [] for a task outside the run.
 
     Every judgment is read from text. A failed judge request leaves its metric None and is named in

@@ -73,7 +73,8 @@ def _setting_metrics(parsed: Parsed, setting: str, keys: set[tuple[str, ...]], r
         return _cell(parsed, lambda k: k[0] == setting and keep(k), f"{BENCHMARK}/{setting}/{name}", resamples)
 
     out: dict[str, Any] = {"overall": cell("overall", paper), "by_answerability": {
-        a: cell(f"by_answerability/{a}", lambda k, a=a: k[1] == a) for a in ordered(ANSWERABILITY, {k[1] for k in keys})}}
+        a: cell(f"by_answerability/{a}", lambda k, a=a: k[1] == a)
+        for a in ordered(ANSWERABILITY, {k[1] for k in keys})}}
     for name, index in (("by_turn", 2), ("by_domain", 3), ("by_multi_turn", 5)):
         out[name] = {v: cell(f"{name}/{v}", lambda k, i=index, v=v: paper(k) and k[i] == v)
                      for v in ordered(BREAKDOWN_ORDER.get(name, ()), {k[index] for k in keys if paper(k)})}

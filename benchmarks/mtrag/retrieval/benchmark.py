@@ -54,7 +54,8 @@ class MtragRetrieval(RetrievalBenchmark):
         return strategies(options)
 
     def search_settings(self, options: Options) -> SearchSettings:
-        return SearchSettings(top_k=options.top_k, ann_threshold=options.ann_threshold, ann=asdict(options.ann))
+        return SearchSettings(top_k=options.top_k, ann_threshold=options.ann_threshold,
+                              ann=asdict(options.ann))
 
     def corpus(self, data: Sequence[str], domain: str) -> tuple[str, dict[str, dict[str, str]], list[str]]:
         path = corpus_file(data, domain)
@@ -91,7 +92,8 @@ class MtragRetrieval(RetrievalBenchmark):
                         strategy: str) -> list[Row]:
         return prediction_rows(per_query, rankings, strategy)
 
-    def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None) -> dict[str, Any]:
+    def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None
+                        ) -> dict[str, Any]:
         return aggregate_files(predictions, qrels, out)
 
     def table_text(self, metrics: list[dict[str, Any]]) -> str:

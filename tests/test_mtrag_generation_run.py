@@ -11,11 +11,11 @@ import math
 import pytest
 from omegaconf import OmegaConf
 from rouge_score import rouge_scorer
-from stand_in import evaluate, stand_in_engine
+from stand_in import run, stand_in_engine
 
-from benchmarks import mtrag_generation as g
-from benchmarks.mtrag import metrics as m
-from benchmarks.mtrag.retrieval import task_id
+from benchmarks.mtrag.common import task_id
+from benchmarks.mtrag.generation import METRICS, MtragGeneration, request_id
+from benchmarks.mtrag.generation import scores as m
 from jobs.config import BenchmarkConfig
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ def _bertscore(candidates: list[str], references: list[str]) -> tuple[list[float
     return precision.tolist(), recall.tolist()
 
 
-def _judge_reply(request: dict) -> str:
+def _judge_reply(request: dict, model) -> str:
     """Stand-in judges in the formats the prompts ask for: a rating of 7, IDK "no", two statements, one
     supported."""
     return {"rb_llm": "The response is mostly right.\nRating: [[7]]", "idk": "no",
@@ -54,7 +54,8 @@ def test_the_official_sample_in_responses_given_mode_gets_every_metric_for_every
         tmp_path, monkeypatch, ray_session):
     calls = stand_in_engine(monkeypatch, _judge_reply)
     bench = _config("mtrag_generation_sample")
-    root, metrics = evaluate(tmp_path, bench)
+    root, outcome = run(tmp_path, bench)
+    metrics = outcome.metrics
     raw = {task_id(row["task_id"]): row for row in map(json.loads, open(bench.data[0], encoding="utf-8"))}
     rows = {row["task_id"]: row for row in root.read_rows("predictions", bench.name, "judge")}
     assert sorted(rows) == sorted(raw) and len(rows) == 10
@@ -70,7 +71,7 @@ def test_the_official_sample_in_responses_given_mode_gets_every_metric_for_every
         assert row["rb_alg_idk"] == pytest.approx(m.condition_on_idk(row["rb_alg"], row["answerability"], 0.0))
     overall = metrics["settings"]["reference"]["overall"]
     assert overall["n"] == 10 and overall["judge_failed"] == 0 and overall["rl_f_nan"] == 0
-    for name in g.METRICS:
+    for name in METRICS:
         assert overall[name]["n"] == 10 and overall[name]["mean"] is not None, name
     # The encoder stage's numbers are bert-score's: recall against the target, precision against each passage.
     one = task_id("dd6b6ffd177f2b311abe676261279d2f::3")
@@ -90,7 +91,7 @@ def test_demo_generates_and_judges_tasks_of_every_answerability_class(demo):
     assert outcomes[BENCH, JUDGE].status == "done"
     assert {m: outcomes[BENCH, m].status for m in sweep.models if m != JUDGE} == {
         "tiny_classifier": "skipped", "smollm2_implicit": "skipped"}
-    items = {i["item_id"]: i for path in sweep.benchmarks[BENCH].data for i in g.load_items(path)}
+    items = {i["item_id"]: i for path in sweep.benchmarks[BENCH].data for i in MtragGeneration().load_items(path)}
     answers = {a["request_id"]: a for a in run.read_rows("requests", BENCH, JUDGE)}
     rows = run.read_rows("predictions", BENCH, JUDGE)
     assert sorted(r["answerability"] for r in rows) == sorted(
@@ -100,11 +101,11 @@ def test_demo_generates_and_judges_tasks_of_every_answerability_class(demo):
         generated = answers[f"{row['item_id']}#generation"]
         assert row["error"] is None and row["response"] == generated["text"].strip()
         assert row["rouge_l"] == _ROUGE.score(item["reference"], row["response"])["rougeL"].fmeasure
-        judged = {v: answers[g.request_id(item, v)]["text"] for v in ("rb_llm", "idk", "statements")}
+        judged = {v: answers[request_id(item, v)]["text"] for v in ("rb_llm", "idk", "statements")}
         assert row["rb_llm_ratings"] == [m.parse_rating(judged["rb_llm"])]
         assert row["idk"] == m.parse_idk(judged["idk"]) and row["idk_word"] == m.idk_word(judged["idk"])
         statements = m.parse_statements(judged["statements"])
-        assert (g.request_id(item, "verdicts") in answers) == bool(statements)
+        assert (request_id(item, "verdicts") in answers) == bool(statements)
         assert row["bert_encoder"] == MINILM_LABEL
         assert row["rb_alg"] == pytest.approx(m.rb_alg(row["bert_recall"], row["rouge_l"], row["bert_kprec"]))
         if row["rl_f"] is not None and not math.isnan(row["rl_f"]):

@@ -95,8 +95,8 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
 
 
 def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tmp_path):
-    from jobs.config import BenchmarkConfig, ModelConfig
     from jobs.cell import answers_hash, cell_hash
+    from jobs.config import BenchmarkConfig, ModelConfig
 
     data = tmp_path / "pairs.jsonl"
     data.write_text('{"id": 1}\n')

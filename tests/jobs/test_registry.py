@@ -11,7 +11,7 @@ import pytest
 from jobs.config import ConfigError, load_sweep, to_dict
 from jobs.registry import format_models, list_models
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 SWEEP = CONF / "sweeps" / "rag_rewardbench_45.yaml"
 DEMO = {"smollm2_judge", "smollm2_implicit", "tiny_classifier"}

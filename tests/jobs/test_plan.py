@@ -12,7 +12,7 @@ from benchmarks import rag_rewardbench as rb
 from jobs.config import load_sweep
 from jobs.plan import GpuSpec, plan_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _sweep(folder: Path, data: str, extra: str = "") -> Path:

@@ -1,0 +1,63 @@
+"""The benchmark contract as code: every registered benchmark implements it and every shipped config types
+against its Options; a class that misses a required method is refused when it loads, naming the method."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from benchmarks import protocol
+from benchmarks.options import OptionsError, typed_options
+from benchmarks.rag_rewardbench import RagRewardBench
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "benchmarks"
+
+
+@pytest.mark.parametrize("name", sorted(protocol.BENCHMARKS))
+def test_every_registered_benchmark_loads_with_its_options_defaults(name):
+    spec = protocol.benchmark(name)
+    assert isinstance(spec, (protocol.Benchmark, protocol.RetrievalBenchmark)) and spec.kinds
+    assert spec.problems(typed_options(spec.Options, {})) == []
+
+
+@pytest.mark.parametrize("path", sorted(CONF.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_benchmark_config_types_against_its_options(path):
+    config = OmegaConf.to_container(OmegaConf.load(path))
+    spec = protocol.benchmark(config["module"])
+    assert spec.problems(typed_options(spec.Options, config.get("options"))) == []
+
+
+def test_a_benchmark_missing_a_required_method_is_refused_by_name(monkeypatch):
+    class Partial(protocol.Benchmark):
+        name, kinds = "partial", ("generative",)
+
+        @dataclass(frozen=True)
+        class Options:
+            pass
+
+        def load_items(self, path):
+            return iter([])
+
+        def expand(self, item, kind, options):
+            return []
+
+    monkeypatch.setitem(protocol.BENCHMARKS, "partial", Partial)
+    with pytest.raises(protocol.UnknownBenchmark, match="missing combine, measures, summarize, table_text"):
+        protocol.benchmark("partial")
+    monkeypatch.setitem(protocol.BENCHMARKS, "not_one", dict)
+    with pytest.raises(protocol.UnknownBenchmark, match="is not a Benchmark or RetrievalBenchmark"):
+        protocol.benchmark("not_one")
+    with pytest.raises(protocol.UnknownBenchmark, match="unknown benchmark module 'nowhere'"):
+        protocol.benchmark("nowhere")
+
+
+def test_optional_hooks_default_to_one_round_no_judges_and_no_encoder():
+    spec, item = RagRewardBench(), {"item_id": "x", "subset": "helpful-a"}
+    options = typed_options(RagRewardBench.Options, {})
+    assert spec.followup(item, [], "generative", options) == []
+    assert spec.routes(options) == [] and spec.text_pair_encoder(options) is None
+    assert (spec.group_key(item), spec.row_key(item)) == ("helpful-a", "x")
+    with pytest.raises(OptionsError, match=r"options.anything: Key 'anything' not in"):
+        typed_options(RagRewardBench.Options, {"anything": 1})

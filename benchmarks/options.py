@@ -44,7 +44,16 @@ def typed_options(schema: type[T], raw: Mapping[str, Any] | None) -> T:
     from omegaconf import OmegaConf  # a core dependency; imported here to keep plain() and friends light
     from omegaconf.errors import OmegaConfBaseException
 
+    raw = plain(raw or {})
     try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain(raw or {})))
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), raw))
     except OmegaConfBaseException as e:
-        raise OptionsError(e.full_key or "", str(e).splitlines()[0]) from None
+        key = e.full_key or ""
+        # A merge of a word into a mapping (`bertscore: minilm`) names no key: find it one key at a time.
+        for name in [] if key else list(raw):
+            try:
+                OmegaConf.merge(OmegaConf.structured(schema), {name: raw[name]})
+            except OmegaConfBaseException:
+                key = name
+                break
+        raise OptionsError(key, str(e).splitlines()[0]) from None

@@ -61,3 +61,10 @@ def test_optional_hooks_default_to_one_round_no_judges_and_no_encoder():
     assert (spec.group_key(item), spec.row_key(item)) == ("helpful-a", "x")
     with pytest.raises(OptionsError, match=r"options.anything: Key 'anything' not in"):
         typed_options(RagRewardBench.Options, {"anything": 1})
+
+
+def test_a_word_where_a_mapping_belongs_is_named_by_its_key():
+    spec = protocol.benchmark("mtrag_generation")
+    with pytest.raises(OptionsError) as error:
+        typed_options(spec.Options, {"max_tokens": {"idk": 8}, "bertscore": "minilm"})
+    assert error.value.key == "bertscore" and str(error.value).startswith("options.bertscore: ")

@@ -3,20 +3,18 @@ wrong with them (found before a run, not per request)."""
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from benchmarks.bianbench.fields import TASKS
 from benchmarks.bianbench.options import Options
+from benchmarks.paths import project_path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # what a relative templates_file is read from
 # What each task's prompt is filled with: placeholder -> item field.
 PLACEHOLDERS = {
     "qa": {"question": "question", "document": "context", "answer": "answer"},
@@ -33,7 +31,7 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 @functools.lru_cache(maxsize=8)
 def _templates_file(path: str) -> dict[str, dict[str, str]]:
     """The `templates` mapping of a prompt file, read once per process (expand runs once per item)."""
-    full = Path(path) if os.path.isabs(path) else PROJECT_ROOT / path
+    full = project_path(path)
     try:
         loaded = yaml.safe_load(full.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:

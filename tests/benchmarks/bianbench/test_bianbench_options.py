@@ -6,8 +6,8 @@ from omegaconf import OmegaConf
 
 from benchmarks.bianbench import PAPER_PROMPTS, BianBench, Options, templates_in_force
 from benchmarks.bianbench.options import Sampling
-from benchmarks.bianbench.prompts import PROJECT_ROOT
 from benchmarks.options import OptionsError, typed_options
+from benchmarks.paths import PROJECT_ROOT
 from benchmarks.protocol import benchmark
 from jobs.config import BenchmarkConfig
 

@@ -6,7 +6,8 @@ metrics. A `RetrievalBenchmark` is scored on rankings: a retriever indexes corpo
 the rankings are scored against qrels. Each class lists the methods a benchmark must write (abstract: a
 benchmark that misses one fails when the registry loads it, naming the method) and the hooks it may write
 (no-op defaults here). Every benchmark names its options as a frozen dataclass (`Options`), whose defaults are
-the paper's protocol; benchmarks.options turns a config's mapping into it.
+the paper's protocol; benchmarks.options turns a config's mapping into it. A method that is a plain function of
+the benchmark's package is bound as `name = staticmethod(function)`.
 
 Adding a benchmark: one package in benchmarks/ with a class here-derived, one line in BENCHMARKS, one YAML in
 conf/benchmarks/ whose `module:` is the line's key.

@@ -7,8 +7,8 @@ CF (1,934, counterfactual QA in both languages). The paper samples every judgeme
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import ClassVar
 
 from benchmarks.bianbench.fields import BENCHMARK, KINDS
 from benchmarks.bianbench.load import load_items
@@ -18,7 +18,7 @@ from benchmarks.bianbench.prompts import check_items, template_problems
 from benchmarks.bianbench.requests import expand
 from benchmarks.bianbench.rows import combine
 from benchmarks.bianbench.tables import table_text
-from benchmarks.protocol import Answer, Benchmark, Groups, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Row
 
 
 class BianBench(Benchmark):
@@ -32,31 +32,17 @@ class BianBench(Benchmark):
         """Out-of-range values, an unreadable templates file, Table 12 prompts missing, bad placeholders."""
         return value_problems(options) + template_problems(options)
 
-    def load_items(self, path: str) -> Iterator[Item]:
-        return load_items(path)
-
-    def check_items(self, items: Sequence[Item], options: Options) -> list[str]:
-        return check_items(items, options)
-
-    def expand(self, item: Item, kind: str, options: Options) -> list[Request]:
-        return expand(item, kind, options)
+    load_items = staticmethod(load_items)
+    check_items = staticmethod(check_items)
+    expand = staticmethod(expand)
 
     def combine(self, item: Item, answers: Iterable[Answer], kind: str, options: Options,
                 verdict: str | None = None) -> list[Row]:
         """One row per run; None reads the verdict from the text, the paper's protocol."""
         return combine(item, answers, kind, options, verdict)
 
-    def measures(self, row: Row) -> dict[str, float | None]:
-        return measures(row)
-
-    def group_key(self, row: Row) -> str:
-        return group_key(row)
-
-    def row_key(self, row: Row) -> str:
-        return row_key(row)
-
-    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
-        return summarize(groups, resamples)
-
-    def table_text(self, metrics: list[dict[str, Any]]) -> str:
-        return table_text(metrics)
+    measures = staticmethod(measures)
+    group_key = staticmethod(group_key)
+    row_key = staticmethod(row_key)
+    summarize = staticmethod(summarize)
+    table_text = staticmethod(table_text)

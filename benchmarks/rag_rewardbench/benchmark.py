@@ -6,11 +6,10 @@ Three kinds of RM see a pair differently, so `expand` turns one pair into the re
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from benchmarks.protocol import Answer, Benchmark, Groups, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
 from benchmarks.rag_rewardbench import load, metrics, requests, rows, tables
 
 
@@ -25,8 +24,7 @@ class RagRewardBench(Benchmark):
     kinds = requests.KINDS
     Options = RagRewardBenchOptions
 
-    def load_items(self, path: str) -> Iterator[Item]:
-        return load.load_items(path)
+    load_items = staticmethod(load.load_items)
 
     def expand(self, item: Item, kind: str, options: RagRewardBenchOptions) -> list[Request]:
         return requests.expand(item, kind)
@@ -35,14 +33,7 @@ class RagRewardBench(Benchmark):
                 verdict: str | None = None) -> Row:
         return rows.combine(item, answers, kind, verdict or "logprob")
 
-    def measures(self, row: Row) -> dict[str, float | None]:
-        return metrics.measures(row)
-
-    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
-        return metrics.summarize(groups, resamples)
-
-    def table_text(self, metrics: list[dict[str, Any]]) -> str:
-        return tables.table_text(metrics)
-
-    def table_html(self, metrics: list[dict[str, Any]]) -> str:
-        return tables.table_html(metrics)
+    measures = staticmethod(metrics.measures)
+    summarize = staticmethod(metrics.summarize)
+    table_text = staticmethod(tables.table_text)
+    table_html = staticmethod(tables.table_html)

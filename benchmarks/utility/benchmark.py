@@ -17,10 +17,10 @@ source (form "qa"; Table 4; see gtu.py for the sources, the number of passages e
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import ClassVar
 
-from benchmarks.protocol import Answer, Benchmark, Groups, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
 from benchmarks.utility import gtu, summary, tables
 from benchmarks.utility.load import load_items
 from benchmarks.utility.options import BENCHMARK, Options, plan, problems
@@ -36,11 +36,8 @@ class UtilityJudgments(Benchmark):
     kinds: ClassVar[tuple[str, ...]] = ("generative",)
     Options: ClassVar[type] = Options
 
-    def problems(self, options: Options) -> list[str]:
-        return problems(options)
-
-    def load_items(self, path: str) -> Iterator[Item]:
-        return load_items(path)
+    problems = staticmethod(problems)
+    load_items = staticmethod(load_items)
 
     def expand(self, item: Item, kind: str, options: Options) -> list[Request]:
         """The requests of every condition of one item; each carries the permutation that maps its prompt
@@ -75,17 +72,8 @@ class UtilityJudgments(Benchmark):
         return rows + gtu.qa_rows(base, item, by_variant,
                                   gtu.evidence_sources(item, rows, options.k, options.answer_m))
 
-    def measures(self, row: Row) -> dict[str, float | None]:
-        return summary.measures(row)
-
-    def group_key(self, row: Row) -> str:
-        return summary.group_key(row)
-
-    def row_key(self, row: Row) -> str:
-        return summary.row_key(row)
-
-    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
-        return summary.summarize(groups, resamples=resamples)
-
-    def table_text(self, metrics: list[dict[str, Any]]) -> str:
-        return tables.table_text(metrics)
+    measures = staticmethod(summary.measures)
+    group_key = staticmethod(summary.group_key)
+    row_key = staticmethod(summary.row_key)
+    summarize = staticmethod(summary.summarize)
+    table_text = staticmethod(tables.table_text)

@@ -33,8 +33,8 @@ or conversational; None for UNDERSPECIFIED or an unknown IDK label), the paper's
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import ClassVar
 
 from benchmarks.mtrag.generation.load import load_items
 from benchmarks.mtrag.generation.options import (
@@ -49,7 +49,7 @@ from benchmarks.mtrag.generation.requests import requests
 from benchmarks.mtrag.generation.rows import add_text_pair_scores, combine, text_pairs
 from benchmarks.mtrag.generation.summary import group_key, measures, summarize
 from benchmarks.mtrag.generation.tables import table_text
-from benchmarks.protocol import Answer, Benchmark, Groups, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
 
 
 class MtragGeneration(Benchmark):
@@ -59,17 +59,10 @@ class MtragGeneration(Benchmark):
     kinds: ClassVar[tuple[str, ...]] = ("generative",)
     Options: ClassVar[type] = Options
 
-    def problems(self, options: Options) -> list[str]:
-        return option_problems(options)
-
-    def load_items(self, path: str) -> Iterator[Item]:
-        return load_items(path)
-
-    def check_items(self, items: Sequence[Item], options: Options) -> list[str]:
-        return check_items(items, options)
-
-    def routes(self, options: Options) -> list[str]:
-        return judge_routes(options)
+    problems = staticmethod(option_problems)
+    load_items = staticmethod(load_items)
+    check_items = staticmethod(check_items)
+    routes = staticmethod(judge_routes)
 
     def expand(self, item: Item, kind: str, options: Options) -> list[Request]:
         """Round 0: the generation request, or with responses given the judge requests."""
@@ -86,23 +79,10 @@ class MtragGeneration(Benchmark):
         """The task's row ([] outside the run); every judgment is read from text, whatever `verdict` says."""
         return combine(item, answers, options)
 
-    def text_pair_encoder(self, options: Options) -> dict[str, Any] | None:
-        return encoder_settings(options)
-
-    def text_pairs(self, item: Item, row: Row, options: Options) -> list[dict[str, str]]:
-        return text_pairs(item, row, options)
-
-    def add_text_pair_scores(self, row: Row, scores: Mapping[str, Mapping[str, float]], label: str) -> Row:
-        return add_text_pair_scores(row, scores, label)
-
-    def measures(self, row: Row) -> dict[str, float | None]:
-        return measures(row)
-
-    def group_key(self, row: Row) -> str:
-        return group_key(row)
-
-    def summarize(self, groups: Groups, resamples: int = 1000) -> dict[str, Any]:
-        return summarize(groups, resamples)
-
-    def table_text(self, metrics: list[dict[str, Any]]) -> str:
-        return table_text(metrics)
+    text_pair_encoder = staticmethod(encoder_settings)
+    text_pairs = staticmethod(text_pairs)
+    add_text_pair_scores = staticmethod(add_text_pair_scores)
+    measures = staticmethod(measures)
+    group_key = staticmethod(group_key)
+    summarize = staticmethod(summarize)
+    table_text = staticmethod(table_text)

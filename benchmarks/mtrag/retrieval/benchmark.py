@@ -34,7 +34,7 @@ from benchmarks.mtrag.retrieval.queries import query_rows, rewrite_messages, rew
 from benchmarks.mtrag.retrieval.rows import prediction_rows
 from benchmarks.mtrag.retrieval.scoring import aggregate_files, evaluate
 from benchmarks.mtrag.retrieval.tables import table_text
-from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings
+from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings
 
 
 class MtragRetrieval(RetrievalBenchmark):
@@ -44,14 +44,9 @@ class MtragRetrieval(RetrievalBenchmark):
     kinds: ClassVar[tuple[str, ...]] = ("retriever",)
     Options: ClassVar[type] = Options
 
-    def problems(self, options: Options) -> list[str]:
-        return option_problems(options)
-
-    def domains(self, options: Options) -> list[str]:
-        return short_domains(options)
-
-    def strategies(self, options: Options) -> list[str]:
-        return strategies(options)
+    problems = staticmethod(option_problems)
+    domains = staticmethod(short_domains)
+    strategies = staticmethod(strategies)
 
     def search_settings(self, options: Options) -> SearchSettings:
         return SearchSettings(top_k=options.top_k, ann_threshold=options.ann_threshold,
@@ -77,8 +72,7 @@ class MtragRetrieval(RetrievalBenchmark):
         return {"messages": rewrite_messages(query["turns"], rewrite_prompt(options)),
                 "max_tokens": options.rewrite_max_tokens}
 
-    def rewritten(self, query: Query, text: str | None) -> tuple[Query, bool]:
-        return rewritten(query, text)
+    rewritten = staticmethod(rewritten)
 
     def run_row(self, query: Query, ranking: Iterable[tuple[str, float]],
                 passages: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
@@ -88,13 +82,10 @@ class MtragRetrieval(RetrievalBenchmark):
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         return evaluate(run, dict(qrels))
 
-    def prediction_rows(self, per_query: Iterable[Mapping[str, Any]], rankings: Mapping[str, Mapping[str, Any]],
-                        strategy: str) -> list[Row]:
-        return prediction_rows(per_query, rankings, strategy)
+    prediction_rows = staticmethod(prediction_rows)
 
     def aggregate_files(self, predictions: str, qrels: Sequence[str], out: str | None = None
                         ) -> dict[str, Any]:
         return aggregate_files(predictions, qrels, out)
 
-    def table_text(self, metrics: list[dict[str, Any]]) -> str:
-        return table_text(metrics)
+    table_text = staticmethod(table_text)

@@ -57,30 +57,46 @@ def _data(domains: list[str]):
         yield domain, corpus, rows
 
 
+def _timed(domains: list[str], index, search) -> dict:
+    """One in-process baseline over every domain: index(passage texts) -> an index, timed as the build;
+    search(index, query texts) -> each query's top passage positions, timed as the search."""
+    from actors.retrievers import passage_text
+
+    build = search_s = 0.0
+    n_passages = n_queries = 0
+    rankings = {}
+    for _, corpus, rows in _data(domains):
+        ids = list(corpus)
+        start = time.perf_counter()
+        built_index = index([passage_text(corpus[p]["title"], corpus[p]["text"]) for p in ids])
+        built = time.perf_counter()
+        found = search(built_index, [r["query"] for r in rows])
+        done = time.perf_counter()
+        build, search_s = build + built - start, search_s + done - built
+        n_passages, n_queries = n_passages + len(ids), n_queries + len(rows)
+        for r, docs in zip(rows, found):
+            rankings[f"{r['strategy']}/{r['task_id']}"] = [ids[d] for d in docs]
+    return {"passages": n_passages, "queries": n_queries, "build_s": build, "search_s": search_s,
+            "rankings": rankings}
+
+
 def baseline_bm25(domains: list[str]) -> dict:
     """bm25s in this process: tokenise + index each domain, then `retrieve` every query at once."""
     import bm25s
 
-    from actors.retrievers import BM25_DEFAULTS, passage_text
+    from actors.retrievers import BM25_DEFAULTS
 
-    build = search = 0.0
-    n_passages = n_queries = 0
-    rankings = {}
-    for domain, corpus, rows in _data(domains):
-        ids = list(corpus)
-        start = time.perf_counter()
+    def index(texts: list[str]):
         retriever = bm25s.BM25(k1=BM25_DEFAULTS["k1"], b=BM25_DEFAULTS["b"], method=BM25_DEFAULTS["method"])
-        retriever.index(bm25s.tokenize([passage_text(corpus[p]["title"], corpus[p]["text"]) for p in ids],
-                                       stopwords="en", show_progress=False), show_progress=False)
-        built = time.perf_counter()
-        tokens = bm25s.tokenize([r["query"] for r in rows], stopwords="en", show_progress=False)
+        retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
+        return retriever
+
+    def search(retriever, queries: list[str]) -> list[list[int]]:
+        tokens = bm25s.tokenize(queries, stopwords="en", show_progress=False)
         found, scores = retriever.retrieve(tokens, k=10, show_progress=False, n_threads=0)
-        done = time.perf_counter()
-        build, search = build + built - start, search + done - built
-        n_passages, n_queries = n_passages + len(ids), n_queries + len(rows)
-        for r, docs, s in zip(rows, found, scores):
-            rankings[f"{r['strategy']}/{r['task_id']}"] = [ids[d] for d, v in zip(docs, s) if v > 0]
-    return {"passages": n_passages, "queries": n_queries, "build_s": build, "search_s": search, "rankings": rankings}
+        return [[d for d, v in zip(docs, s) if v > 0] for docs, s in zip(found, scores)]
+
+    return _timed(domains, index, search)
 
 
 def baseline_dense(domains: list[str], max_seq_length: int, threads: int | None = None, dtype: str = "float32"
@@ -95,32 +111,20 @@ def baseline_dense(domains: list[str], max_seq_length: int, threads: int | None 
         torch.set_num_threads(threads)
 
     from actors.model_store import MINILM, resolve_model
-    from actors.retrievers import passage_text
 
     start = time.perf_counter()
     kwargs = {} if dtype == "float32" else {"model_kwargs": {"torch_dtype": getattr(torch, dtype)}}
     model = SentenceTransformer(resolve_model(MINILM), device="cpu", **kwargs)
     model.max_seq_length = max_seq_length
     load = time.perf_counter() - start
-    build = search = 0.0
-    n_passages = n_queries = 0
-    rankings = {}
-    for _, corpus, rows in _data(domains):
-        ids = list(corpus)
-        start = time.perf_counter()
-        passages = model.encode([passage_text(corpus[p]["title"], corpus[p]["text"]) for p in ids], batch_size=32,
-                                normalize_embeddings=True, convert_to_tensor=True).float().numpy()
-        built = time.perf_counter()
-        queries = model.encode([r["query"] for r in rows], batch_size=32, normalize_embeddings=True,
-                               convert_to_tensor=True).float().numpy()
-        top = np.argsort(-(queries @ passages.T), axis=1)[:, :10]
-        done = time.perf_counter()
-        build, search = build + built - start, search + done - built
-        n_passages, n_queries = n_passages + len(ids), n_queries + len(rows)
-        for r, docs in zip(rows, top):
-            rankings[f"{r['strategy']}/{r['task_id']}"] = [ids[d] for d in docs]
-    return {"passages": n_passages, "queries": n_queries, "load_s": load, "build_s": build, "search_s": search,
-            "rankings": rankings}
+
+    def encode(texts: list[str]):
+        return model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_tensor=True).float().numpy()
+
+    def search(passages, queries: list[str]) -> list[list[int]]:
+        return [list(row) for row in np.argsort(-(encode(queries) @ passages.T), axis=1)[:, :10]]
+
+    return {"load_s": load, **_timed(domains, encode, search)}
 
 
 def pipeline(folder: Path, model: str, domains: list[str]) -> dict:

@@ -280,15 +280,15 @@ class RunRoot:
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
         """
-        tables = []
+        parts = []
         for _, path in self._part_files(table, benchmark, model):
             with self.filesystem.open_input_file(path) as f:
-                tables.append(pq.read_table(f))
-        names = list(dict.fromkeys(name for table in tables for name in table.column_names))
+                parts.append(pq.read_table(f))
+        names = list(dict.fromkeys(name for part in parts for name in part.column_names))
         rows: list[dict[str, Any]] = []
-        for table in tables:
-            part_rows = table.to_pylist()
-            if table.column_names != names:
+        for part in parts:
+            part_rows = part.to_pylist()
+            if part.column_names != names:
                 part_rows = [{name: row.get(name) for name in names} for row in part_rows]
             rows.extend(part_rows)
         return rows

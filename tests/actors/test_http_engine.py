@@ -153,6 +153,7 @@ def test_greedy_text_equals_transformers(vllm_server):
     assert out["request_id"] == [r["request_id"] for r in requests] and "messages" not in out
 
 
+@pytest.mark.integration
 def test_refused_key_is_a_clear_error_that_does_not_show_the_key(vllm_server):
     with pytest.raises(ApiAuthError) as caught:
         HttpJudge(_model(), vllm_server, Secret("sk-wrong-key-987654321"))(_batch(_judge_requests(1)))

@@ -18,6 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from actors.heads import HEADS
+from actors.sampling import SAMPLING_PARAMS
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
 
@@ -68,6 +69,9 @@ class ModelConfig:
     api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
     max_concurrency: int = 8  # kind api: requests in flight per actor
     max_retries: int = 5  # kind api: retries of a 408/409/429/5xx answer, with exponential backoff
+    # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
+    # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
+    api_params: dict[str, Optional[str]] = field(default_factory=dict)
     shared: bool = False  # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
     min_replicas: int = 1  # shared: replicas kept while idle
     max_replicas: int = 1  # shared: replicas under load
@@ -288,6 +292,14 @@ def _check_model_extras(model: ModelConfig, name: str, sweep_file: Path) -> None
     if model.tokenizer is not None and model.engine != "transformers":
         raise ConfigError(f"{where}.tokenizer': only engine transformers loads a separate tokenizer, "
                           f"not engine {model.engine}")
+    if model.api_params and model.kind != "api":
+        raise ConfigError(f"{where}.api_params': only kind api sends request parameters, not kind {model.kind}")
+    for key, value in model.api_params.items():
+        if key not in SAMPLING_PARAMS:
+            raise ConfigError(f"{where}.api_params.{key}': not a request parameter; one of "
+                              f"{', '.join(SAMPLING_PARAMS)}")
+        if value is not None and not value.strip():
+            raise ConfigError(f"{where}.api_params.{key}': an empty name; null drops the parameter")
 
 
 def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Path] = (PROJECT_CONF,)

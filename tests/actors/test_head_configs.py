@@ -1,4 +1,4 @@
-"""The model-file keys of score heads: which of the 45 use them, and the checks that keep
+"""The model-file keys of score heads and API parameters: which of the 45 use them, and the checks that keep
 each key on the engine that reads it (configs only: no models, no network)."""
 from __future__ import annotations
 
@@ -34,11 +34,20 @@ def test_trust_remote_code_is_set_per_model_and_only_where_the_card_needs_it(reg
     assert ModelConfig().trust_remote_code is False
 
 
+def test_o1_mini_sends_the_parameters_its_api_takes(registry):
+    assert registry["o1_mini_2024_09_12"].api_params == {"max_tokens": "max_completion_tokens", "temperature": None,
+                                                         "top_p": None}
+    assert [name for name, m in registry.items() if m.api_params] == ["o1_mini_2024_09_12"]
+
+
 @pytest.mark.parametrize("settings, message", [
     ({"head": "athene", "engine": "vllm"}, "head': a score head is read by the transformers engine"),
     ({"head": "athene", "kind": "implicit"}, "head': a score head is read by the transformers engine"),
     ({"head": "no_such_head"}, "head': 'no_such_head' is not one of"),
     ({"tokenizer": "01-ai/Yi-34B-Chat", "engine": "vllm"}, "tokenizer': only engine transformers"),
+    ({"api_params": {"max_tokens": "max_completion_tokens"}}, "api_params': only kind api"),
+    ({"kind": "api", "engine": "http", "api_params": {"max_new_tokens": None}}, "api_params.max_new_tokens'"),
+    ({"kind": "api", "engine": "http", "api_params": {"max_tokens": " "}}, "an empty name"),
 ])
 def test_keys_sit_only_on_models_whose_engine_reads_them(settings, message):
     model = to_dict(ModelConfig(name="m", path="p", kind="discriminative", engine="transformers"))

@@ -5,7 +5,9 @@ backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests 
 401 into an error that names the model and the key's variable (never its value), and keep any other failed
 request as an error on its own row.
 
-An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text.
+An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text. Endpoints
+differ in the parameters they take: o1-style reasoning models want `max_completion_tokens` and reject
+`temperature`/`top_p`; the model file says so in `api_params`, never a list of model names here.
 """
 from __future__ import annotations
 
@@ -45,6 +47,18 @@ def api_credentials(model: dict[str, Any]) -> dict[str, Any]:
     return {"base_url": values["api_base_env"], "api_key": Secret(values["api_key_env"])}
 
 
+def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> dict[str, Any]:
+    """A request's sampling (actors.sampling.text_sampling) in the endpoint's own terms: each parameter
+    `renames` maps is sent under its new name, or left out where it maps to None (the endpoint then samples
+    its own way, e.g. an o1 model at its fixed temperature, whatever the benchmark asked)."""
+    out = {}
+    for key, value in sampling.items():
+        name = renames.get(key, key)
+        if name is not None:
+            out[name] = value
+    return out
+
+
 class HttpJudge:
     """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once."""
 
@@ -59,7 +73,8 @@ class HttpJudge:
         conversations = [[{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
                          for messages in batch["messages"]]
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
-        samplings = [text_sampling(row, self.model) for row in rows]
+        renames = dict(self.model.get("api_params") or {})
+        samplings = [request_params(text_sampling(row, self.model), renames) for row in rows]
         answers = asyncio.run(self._answer_all(conversations, samplings))
         out = {key: values for key, values in batch.items() if key not in REQUEST_INPUTS}
         for key in ("text", "error", "n_tokens"):

@@ -5,6 +5,8 @@ from typing import Any
 
 # Request columns engines consume; answer rows do not carry them on.
 REQUEST_INPUTS = ("messages", "prefill", "candidates", "temperature", "top_p", "seed", "max_tokens")
+# What text_sampling gives every generation request, by our names (an API model's `api_params` renames or drops them).
+SAMPLING_PARAMS = ("max_tokens", "temperature", "top_p", "seed")
 
 
 def text_sampling(row: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:

@@ -23,8 +23,9 @@ class RequestScorer:
     """`map_batches` class: adds the model's answer columns to a batch of request rows.
 
     The model dict is a ModelConfig as a plain dict with `path` (and `reference`) resolved to local folders.
-    discriminative -> score; generative -> text and candidate_logprobs; implicit -> logp_sum / logp_mean
-    under the policy, and ref_logp_* under the reference model if there is one.
+    discriminative -> the columns of its score head (actors.heads: `score`, or GPM's preference vectors);
+    generative -> text and candidate_logprobs; implicit -> logp_sum / logp_mean under the policy, and
+    ref_logp_* under the reference model if there is one.
     """
 
     def __init__(self, model: dict[str, Any]):
@@ -34,10 +35,14 @@ class RequestScorer:
         self.reference = self._engine(model["reference"], "generate") if model.get("reference") else None
 
     def _engine(self, path: str, task: str) -> TransformersEngine:
+        own = path == self.model["path"]  # the head and tokenizer settings are the model's, not its reference's
         return TransformersEngine(path, task=task, dtype=self.model["dtype"],
                                   max_model_len=int(self.model["max_model_len"]),
                                   chat_template=self.model.get("chat_template"),
-                                  revision=revision_for(self.model, path))
+                                  revision=revision_for(self.model, path),
+                                  head=self.model.get("head") if own else None,
+                                  trust_remote_code=bool(self.model.get("trust_remote_code")),
+                                  tokenizer=self.model.get("tokenizer") if own else None)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [_conversation(m) for m in batch["messages"]]

@@ -34,10 +34,12 @@ class Verdict:
 class Templater:
     """A model's chat template and tokenizer, applied with add_special_tokens=False (the template writes BOS)."""
 
-    def __init__(self, path: str, chat_template: str | None = None, revision: str | None = None):
+    def __init__(self, path: str, chat_template: str | None = None, revision: str | None = None,
+                 trust_remote_code: bool = False):
         from transformers import AutoTokenizer  # heavy; only where a model is actually used
 
-        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
+        # trust_remote_code: the model file's own setting (InternLM2 ships its tokenizer as code), never global
+        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
         if chat_template:  # the Jinja text itself, or a file that holds it
             is_file = "{" not in chat_template and os.path.isfile(chat_template)
             self.tokenizer.chat_template = Path(chat_template).read_text() if is_file else chat_template
@@ -96,6 +98,7 @@ def overflow(n_tokens: int, max_model_len: int, generates: bool) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
-def templater(path: str, chat_template: str | None = None, revision: str | None = None) -> Templater:
+def templater(path: str, chat_template: str | None = None, revision: str | None = None,
+              trust_remote_code: bool = False) -> Templater:
     """One Templater per model per worker process: Ray reuses workers, so tokenizers load once."""
-    return Templater(path, chat_template, revision)
+    return Templater(path, chat_template, revision, trust_remote_code)

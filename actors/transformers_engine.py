@@ -13,27 +13,42 @@ from actors.templating import Messages, overflow, templater
 
 
 class TransformersEngine:
-    """A causal LM (task="generate") or a one-label sequence classifier (task="classify")."""
+    """A causal LM (task="generate") or a discriminative reward model (task="classify") scored by its head."""
 
     def __init__(self, path: str, *, task: str, dtype: str = "float32", max_model_len: int = 2048,
-                 chat_template: str | None = None, revision: str | None = None):
+                 chat_template: str | None = None, revision: str | None = None, head: str | None = None,
+                 trust_remote_code: bool = False, tokenizer: str | None = None):
+        """`head`: how a classify engine reads its score (actors.heads; unset: a stock classifier's logit).
+        `trust_remote_code`: the model file's setting for code its repository ships, tokenizer and model alike.
+        `tokenizer`: where the tokenizer is when the weights' repository has none (at its own default revision)."""
         import torch
-        from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+        from transformers import AutoModelForCausalLM
+
+        from actors.heads import make_head
+        from actors.reward_nets import Load
 
         if task not in ("generate", "classify"):
             raise ValueError(f"task must be 'generate' or 'classify', not {task!r}")
         self.task, self.max_model_len = task, max_model_len
-        self.templater = templater(path, chat_template, revision)
-        cls = AutoModelForSequenceClassification if task == "classify" else AutoModelForCausalLM
-        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype)
-        self.model = cls.from_pretrained(path, dtype=torch_dtype, revision=revision).eval()
+        self.templater = templater(tokenizer or path, chat_template, None if tokenizer else revision,
+                                   trust_remote_code)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model.to(self.device)
+        load = Load(dtype=dtype, revision=revision, trust_remote_code=trust_remote_code, device=self.device)
+        if task == "classify":
+            self.head = make_head(head or "classifier", path, load, self.templater)
+            self.model = getattr(self.head, "model", None)
+        else:
+            self.head = None
+            self.model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=load.torch_dtype(), revision=revision, trust_remote_code=trust_remote_code).eval()
+            self.model.to(self.device)
 
     def classify(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
-        """The raw logit of the closed conversation (a reward model's score has no sigmoid)."""
-        return self._rows(conversations, "classify", lambda m: (self.templater.closed(m), None),
-                          lambda ids, _: {"score": float(self._logits(ids).reshape(-1)[0])}, {"score": None})
+        """What the model's score head makes of each closed conversation: by default the raw logit of a
+        sequence classifier (a reward model's score has no sigmoid); the head's own columns otherwise."""
+        if self.head is None:
+            raise ValueError(f"this method needs an engine built with task='classify', not {self.task!r}")
+        return self._rows(conversations, "classify", self.head.prompt, self.head.answer, dict(self.head.columns))
 
     def generate(self, conversations: Sequence[Messages], samplings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """Continuation of the opened assistant turn (actors.sampling.text_sampling per conversation), special

@@ -40,7 +40,7 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
     prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
     """
-    tpl = templater(path, model.get("chat_template"), revision_for(model, path))
+    tpl = templater(path, model.get("chat_template"), revision_for(model, path), bool(model.get("trust_remote_code")))
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
     out = {key: value for key, value in row.items() if key not in REQUEST_INPUTS and key != "request_id"}
     out[_OUR_ID] = row["request_id"]
@@ -105,6 +105,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         "enable_prefix_caching": task != "classify",
         "enforce_eager": bool(model["enforce_eager"]),
         "revision": revision_for(model, path),
+        "trust_remote_code": bool(model.get("trust_remote_code")),  # the model file's own setting, never global
     }
     runtime_env, placement = None, None
     if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine

@@ -17,6 +17,8 @@ from typing import Any, Optional
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from actors.heads import HEADS
+from actors.sampling import SAMPLING_PARAMS
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
 
@@ -54,11 +56,22 @@ class ModelConfig:
     # benchmark's own (RAG-RewardBench: logprob after "Choose "; Bi'anBench: text, the paper's protocol)
     verdict: Optional[str] = None
     chat_template: Optional[str] = None  # overrides the tokenizer's template
+    # discriminative on transformers: how the model's outputs become the score its card defines (a name in
+    # actors.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...); unset, a stock
+    # sequence classifier's raw logit
+    head: Optional[str] = None
+    # let transformers (and vLLM) run code the model's repository ships: its tokenizer, its model class. Per
+    # model on purpose: it executes that repository's Python on every worker that loads the model
+    trust_remote_code: bool = False
+    tokenizer: Optional[str] = None  # transformers: the tokenizer's hub id or folder when the weights ship none
     note: str = ""  # shown beside the model in reports (e.g. "smoke test: random weights")
     api_base_env: Optional[str] = None  # kind api: name of the environment variable holding the base URL
     api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
     max_concurrency: int = 8  # kind api: requests in flight per actor
     max_retries: int = 5  # kind api: retries of a 408/409/429/5xx answer, with exponential backoff
+    # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
+    # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
+    api_params: dict[str, Optional[str]] = field(default_factory=dict)
     shared: bool = False  # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
     min_replicas: int = 1  # shared: replicas kept while idle
     max_replicas: int = 1  # shared: replicas under load
@@ -249,11 +262,12 @@ def _from_root(root: Path, path: str) -> str:
 def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
     choices = {"kind": ("discriminative", "generative", "implicit", "api", "retriever"),
                "engine": ("vllm", "transformers", "http", "stand_in", "bm25", "sentence_transformers"),
-               "verdict": ("logprob", "text")}
+               "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
     retrieval_engines = ("bm25", "sentence_transformers")
     for name, model in sweep.models.items():
         for key, allowed in choices.items():
-            if getattr(model, key) not in allowed and not (key == "verdict" and model.verdict is None):
+            unset = key in ("verdict", "head") and getattr(model, key) is None
+            if getattr(model, key) not in allowed and not unset:
                 raise ConfigError(f"{sweep_file}: key 'models.{name}.{key}': '{getattr(model, key)}' is not one of "
                                   f"{', '.join(allowed)}")
         if (model.kind == "api") != (model.engine == "http"):
@@ -267,6 +281,26 @@ def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
                               f"{'kind retriever' if model.kind == 'retriever' else f'engine {model.engine}'}: "
                               f"kind retriever runs on engine {' or '.join(retrieval_engines)}, and they run "
                               "only kind retriever")
+        _check_model_extras(model, name, sweep_file)
+
+
+def _check_model_extras(model: ModelConfig, name: str, sweep_file: Path) -> None:
+    """Keys that only one engine reads must not sit on a model whose engine would ignore them."""
+    where = f"{sweep_file}: key 'models.{name}"
+    if model.head is not None and (model.kind, model.engine) != ("discriminative", "transformers"):
+        raise ConfigError(f"{where}.head': a score head is read by the transformers engine for kind "
+                          f"discriminative, not kind {model.kind} on engine {model.engine}")
+    if model.tokenizer is not None and model.engine != "transformers":
+        raise ConfigError(f"{where}.tokenizer': only engine transformers loads a separate tokenizer, "
+                          f"not engine {model.engine}")
+    if model.api_params and model.kind != "api":
+        raise ConfigError(f"{where}.api_params': only kind api sends request parameters, not kind {model.kind}")
+    for key, value in model.api_params.items():
+        if key not in SAMPLING_PARAMS:
+            raise ConfigError(f"{where}.api_params.{key}': not a request parameter; one of "
+                              f"{', '.join(SAMPLING_PARAMS)}")
+        if value is not None and not value.strip():
+            raise ConfigError(f"{where}.api_params.{key}': an empty name; null drops the parameter")
 
 
 def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Path] = (PROJECT_CONF,)

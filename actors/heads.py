@@ -228,8 +228,9 @@ class InfOrmHead(_ValueHead):
 class GpmHead(Head):
     """GPM-Llama-3.1-8B (General Preference Model): a response is an L2-normalised preference vector (the
     `value_head` at the last token, which the card sets to EOS); the prompt's last token gives, through the
-    `prompt_head` and a softmax, one weight per 2-d block. Two responses compare by a skew-symmetric product,
-    `pair_score` below, so there is no scalar per response: `score` stays empty and the vectors are the answer."""
+    `prompt_head` and a softmax, one weight per 2-d block. Two responses compare by a skew-symmetric product
+    (benchmarks.rag_rewardbench.preference_margin, where a pair is scored), so there is no scalar per
+    response: `score` stays empty and the vectors are the answer."""
 
     name = "gpm"
     columns: ClassVar[dict[str, Any]] = {"score": None, "preference": None, "preference_scale": None}
@@ -272,11 +273,3 @@ class GpmHead(Head):
             scale = torch.ones(vector.shape[-1] // 2)
         return {"score": None, "preference": [float(v) for v in vector],
                 "preference_scale": [float(s) for s in scale]}
-
-
-def pair_score(first: list[float], scale: list[float], second: list[float]) -> float:
-    """GPM's preference of `first` over `second` (positive: first wins): the sum over 2-d blocks k of
-    scale[k] * (first[2k] * second[2k+1] - first[2k+1] * second[2k]). Skew-symmetric, so
-    pair_score(b, s, a) == -pair_score(a, s, b); `scale` is the prompt's, the same for both responses."""
-    return sum(w * (first[2 * k] * second[2 * k + 1] - first[2 * k + 1] * second[2 * k])
-               for k, w in enumerate(scale))

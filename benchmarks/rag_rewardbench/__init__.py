@@ -11,10 +11,17 @@ from benchmarks.rag_rewardbench.requests import (
     VERDICT_TOKENS,
     expand,
 )
-from benchmarks.rag_rewardbench.rows import combine, implicit_reward, logprob_choice, parse_choice, pick_score
+from benchmarks.rag_rewardbench.rows import (
+    combine,
+    implicit_reward,
+    logprob_choice,
+    parse_choice,
+    pick_score,
+    preference_margin,
+)
 from benchmarks.rag_rewardbench.tables import table_html, table_text
 
 __all__ = ["BENCHMARK", "COLUMN_TITLES", "JUDGE_SYSTEM", "JUDGE_USER", "KINDS", "ORDERS", "VERDICT_PREFILL",
            "VERDICT_TOKENS", "RagRewardBench", "RagRewardBenchOptions", "category", "combine", "expand",
            "implicit_reward", "item_id", "load_items", "logprob_choice", "measures", "parse_choice", "pick_score",
-           "summarize", "table_html", "table_text"]
+           "preference_margin", "summarize", "table_html", "table_text"]

@@ -43,6 +43,14 @@ def implicit_reward(answer: dict[str, Any]) -> float:
     return float(answer["logp_mean"])
 
 
+def preference_margin(first: list[float], scale: list[float], second: list[float]) -> float:
+    """A general preference model's (GPM) preference of `first` over `second`, positive when first wins: the
+    sum over 2-d blocks k of scale[k] * (first[2k] * second[2k+1] - first[2k+1] * second[2k]). Skew-symmetric,
+    so the margin of (b, a) is minus that of (a, b); `scale` is the prompt's, the same for both responses."""
+    return sum(w * (first[2 * k] * second[2 * k + 1] - first[2 * k + 1] * second[2 * k])
+               for k, w in enumerate(scale))
+
+
 def combine(item: dict[str, Any], requests: Iterable[dict[str, Any]], kind: str,
             verdict: str = "logprob") -> dict[str, Any]:
     """One item row from its answered requests. A failed request (e.g. context overflow) fails the item."""
@@ -62,8 +70,12 @@ def combine(item: dict[str, Any], requests: Iterable[dict[str, Any]], kind: str,
         row["correct"] = None
         return row
     if kind == "discriminative":
-        row["score_chosen"] = float(by_variant["chosen"]["score"])
-        row["score_reject"] = float(by_variant["reject"]["score"])
+        chosen, reject = by_variant["chosen"], by_variant["reject"]
+        if chosen.get("preference") is not None:  # a pairwise preference model: one margin for the pair
+            margin = preference_margin(chosen["preference"], chosen["preference_scale"], reject["preference"])
+            row["score_chosen"], row["score_reject"] = margin, -margin
+        else:
+            row["score_chosen"], row["score_reject"] = float(chosen["score"]), float(reject["score"])
         row["correct"] = 1.0 if row["score_chosen"] > row["score_reject"] else 0.0  # a tie is wrong
     elif kind == "implicit":
         row["reward_chosen"] = implicit_reward(by_variant["chosen"])

@@ -184,3 +184,23 @@ def test_cli_aggregate_contract(tmp_path, capsys):
     assert m["n"] == 4 and m["columns"]["harmless"] == 0.25 and m["columns"]["harmless_avg"] == 0.5
     assert m["columns"]["overall"] == 2.5 / 4 and m["subsets"]["harmless-b"]["n"] == 2
     assert len(m["subsets"]["conflict-c"]["ci95"]) == 2
+
+
+def test_a_pairwise_preference_model_is_right_when_its_margin_favours_chosen():
+    """GPM answers a vector per response; the pair's margin is computed once and stands for both scores."""
+    scale = [2.0, 1.0]  # two 2-d blocks
+    chosen, reject = [1.0, 0.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]
+    # margin = 2 * (1*1 - 0*0) + 1 * (0*0 - 1*1) = 1
+    assert rb.preference_margin(chosen, scale, reject) == 1.0 == -rb.preference_margin(reject, scale, chosen)
+    row = rb.combine(ITEM, [answered("chosen", score=None, preference=chosen, preference_scale=scale),
+                            answered("reject", score=None, preference=reject, preference_scale=scale)],
+                     "discriminative")
+    assert (row["score_chosen"], row["score_reject"], row["correct"]) == (1.0, -1.0, 1.0)
+    swapped = rb.combine(ITEM, [answered("chosen", score=None, preference=reject, preference_scale=scale),
+                                answered("reject", score=None, preference=chosen, preference_scale=scale)],
+                         "discriminative")
+    assert swapped["correct"] == 0.0
+    tie = rb.combine(ITEM, [answered("chosen", score=None, preference=chosen, preference_scale=scale),
+                            answered("reject", score=None, preference=chosen, preference_scale=scale)],
+                     "discriminative")
+    assert tie["score_chosen"] == 0.0 and tie["correct"] == 0.0  # a tie is wrong, as for scalar scores

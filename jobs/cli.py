@@ -52,6 +52,13 @@ def _aggregate(args: argparse.Namespace) -> int:
         os.makedirs(args.out, exist_ok=True)
         Path(args.out, "metrics.json").write_text(text + "\n", encoding="utf-8")
     print(text)
+    if len({row.get("model") for row in rows} - {None}) > 1:  # several models: who is better than whom
+        from jobs.leaderboard import leaderboard_from_rows
+
+        board = leaderboard_from_rows(args.benchmark, rows)
+        if args.out:
+            Path(args.out, "leaderboard.json").write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
+            print(f"Leaderboard: {Path(args.out, 'leaderboard.json')}", file=sys.stderr)
     return 0
 
 
@@ -129,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     agg = commands.add_parser("aggregate", help="recompute metrics from stored item predictions")
     agg.add_argument("--benchmark", required=True)
     agg.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
-    agg.add_argument("--out", help="folder for metrics.json")
+    agg.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
     agg.add_argument("--qrels", action="append", help="mtrag_retrieval: a qrels TSV; give it once per file")
     agg.set_defaults(func=_aggregate)
     rep = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")

@@ -14,18 +14,16 @@ from benchmarks.records import read_records
 def _run(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
     from jobs.pipeline import connect_ray, run_sweep
-    from jobs.report import report_html, report_text
+    from jobs.report import write_report
     from jobs.storage import RunRoot
 
     sweep = load_sweep(args.sweep, args.overrides)
     connect_ray(sweep)
     outcomes = run_sweep(sweep)
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
-    finished = [o.metrics for o in outcomes if o.metrics]
-    if finished:
+    if any(o.metrics for o in outcomes):
         print()
-        print(report_text(finished))
-        root.write_text("report/index.html", report_html(finished))
+        write_report(root)
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
@@ -77,23 +75,14 @@ def _aggregate_retrieval(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from jobs.report import report_html, report_text
-    from jobs.storage import RunRoot
+    from jobs.report import write_report
+    from jobs.storage import open_run
 
-    parent, _, run = args.run.rstrip("/").rpartition("/")
-    root = RunRoot(parent or ".", run)
-    manifest = root.read_json("manifest.json")
-    if manifest is None:
+    root = open_run(args.run)
+    if write_report(root) is None:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
-    metrics = []
-    for key, cell in sorted(manifest["cells"].items()):
-        benchmark, model = key.split("/", 1)
-        if cell.get("status") == "done":
-            metrics.append(root.read_json(root.metrics_path(benchmark, model)))
-    print(report_text(metrics))
-    root.write_text("report/index.html", report_html(metrics))
-    print(f"\nReport: {root.uri('report/index.html')}")
+    print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
     return 0
 
 

@@ -4,6 +4,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -51,12 +52,12 @@ def run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         _stub_protocol(mp)
         report = write_report(root, out=printed.append)
-    page = open(root.path("report/index.html"), encoding="utf-8").read()
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
     return {"root": root, "report": report, "page": page, "printed": "\n".join(printed)}
 
 
 def test_leaderboard_json_is_the_contract_and_matches_the_report(run):
-    board = json.loads(open(run["root"].path("report/leaderboard.json")).read())
+    board = json.loads(Path(run["root"].path("report/leaderboard.json")).read_text())
     jsonschema.validate(board, CONTRACT)
     assert board == json.loads(json.dumps(run["report"].leaderboard))
     assert len(board["benchmarks"]["rag_rewardbench"]["models"]) == 6  # the failed cell is not a model
@@ -100,7 +101,7 @@ def test_a_table_that_fails_is_named_not_fatal(tmp_path, monkeypatch, capsys):
     root = build_run(str(tmp_path), "r", models=3, items=30, bianbench_judges=1)
     _stub_protocol(monkeypatch, broken="bianbench")
     assert write_report(root, out=lambda line: None) is not None
-    page = open(root.path("report/index.html"), encoding="utf-8").read()
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
     assert "Paper table unavailable: UnknownBenchmark: unknown benchmark module &#x27;bianbench&#x27;" in page
     assert "bianbench: paper table unavailable" in capsys.readouterr().err
     assert "PAPER TABLE bianbench" not in report_text([{"benchmark": "rag_rewardbench"}, {"benchmark": "bianbench"}])
@@ -135,7 +136,7 @@ def _chromium() -> str | None:
 
 def _dump_dom(browser: str, path) -> str:
     result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                             f"file://{path}"], capture_output=True, text=True, timeout=120)
+                             f"file://{path}"], check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

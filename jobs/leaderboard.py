@@ -1,6 +1,6 @@
-"""leaderboard.json: every model of a benchmark with its score, interval, rank and letter group, and every pair
-of models with its paired test. Computed from item predictions, so `ragjudge report` (a run) and `ragjudge
-aggregate` (a file of several models' rows) give the same numbers for the same rows.
+"""leaderboard.json: every model of a benchmark with its score, interval, rank and letter group, and every
+pair of models with its paired test. Computed from item predictions, so `ragjudge report` (a run) and
+`ragjudge aggregate` (a file of several models' rows) give the same numbers for the same rows.
 
 The headline score is the mean over items of each item's mean `correct` (rows whose `correct` is null, i.e.
 failed rows, do not count, and an item without any scored row is not the model's). For RAG-RewardBench, one
@@ -67,7 +67,8 @@ def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resa
         data = [values[k] for k in keys]
         matrix[row, [index[k] for k in keys]] = data
         ci = bootstrap_ci(data, f"{benchmark}/overall", resamples)
-        entries.append({"model": model, "score": float(np.mean(data)), "ci95": ci, "n": len(data), "row": row})
+        entries.append({"model": model, "score": float(np.mean(data)), "ci95": ci, "n": len(data),
+                        "row": row})
     entries.sort(key=lambda e: (-e["score"], e["model"]))
     for e in entries:
         e["rank"] = 1 + sum(other["score"] > e["score"] for other in entries)

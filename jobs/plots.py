@@ -38,7 +38,8 @@ def ci_plot(models: Sequence[Mapping[str, Any]], title: str) -> str:
         y = np.arange(n)[::-1]
         scores = np.array([m["score"] for m in models])
         ci = [m.get("ci95") or [m["score"], m["score"]] for m in models]
-        errors = np.array([[s - lo for s, (lo, _) in zip(scores, ci)], [hi - s for s, (_, hi) in zip(scores, ci)]])
+        errors = np.array([[s - lo for s, (lo, _) in zip(scores, ci)],
+                           [hi - s for s, (_, hi) in zip(scores, ci)]])
         ax.errorbar(scores, y, xerr=errors.clip(0), fmt="o", ms=3, color="#1f4e79", ecolor="#7fa6c9",
                     capsize=2, lw=1)
         ax.set_yticks(y, [f"{m['model']}  [{m['group']}]" for m in models])
@@ -83,7 +84,8 @@ def position_plot(judges: Sequence[Mapping[str, Any]], title: str) -> str:
         names = [j["model"] for j in judges]
         rate = np.array([j.get("first_position_rate", np.nan) for j in judges], dtype=float)
         ax = axes[0][0]
-        ax.barh(y, rate - 0.5, left=0.5, color=["#b03a2e" if r > 0.5 else "#2e6fb0" for r in rate], height=0.6)
+        colors = ["#b03a2e" if r > 0.5 else "#2e6fb0" for r in rate]  # red: favours the first position
+        ax.barh(y, rate - 0.5, left=0.5, color=colors, height=0.6)
         ax.axvline(0.5, color="black", lw=0.8)
         ax.set_xlim(0, 1)
         ax.set_yticks(y, names)

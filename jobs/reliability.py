@@ -78,8 +78,9 @@ def reliability(rows: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
     names = set().union(*(r.keys() for r in rows)) if rows else set()
     out: dict[str, float | None] = {}
     if "consistent" in names or "consistency" in names:
-        out["consistency"] = _mean([float(r["consistent"]) for r in rows if r.get("consistent") is not None]
-                                   + [float(r["consistency"]) for r in rows if r.get("consistency") is not None])
+        both_orders = [float(r["consistent"]) for r in rows if r.get("consistent") is not None]
+        rates = [float(r["consistency"]) for r in rows if r.get("consistency") is not None]
+        out["consistency"] = _mean(both_orders + rates)
     picks = _orders(names, "pick_")
     if picks:
         chosen = [r[c] for r in rows for c in picks if r.get(c) is not None]

@@ -1,8 +1,8 @@
 """`ragjudge report ROOT/RUN`: which models are better than which, and can the judges be trusted.
 
-From a run's manifest, metrics and item predictions it writes report/leaderboard.json (jobs.leaderboard: scores,
-intervals, paired tests, Holm, letter groups) and report/index.html (jobs.report_page), and prints each
-benchmark's paper table and leaderboard. Each benchmark formats its own paper table (`table_text`,
+From a run's manifest, metrics and item predictions it writes report/leaderboard.json (jobs.leaderboard:
+scores, intervals, paired tests, Holm, letter groups) and report/index.html (jobs.report_page), and prints
+each benchmark's paper table and leaderboard. Each benchmark formats its own paper table (`table_text`,
 `table_html`) through benchmarks.protocol; this module only gathers what the run stored.
 """
 from __future__ import annotations
@@ -112,7 +112,8 @@ def load_report(root: RunRoot) -> Report | None:
             view.position[model] = {**(position or {}), **{k: v for k, v in view.reliability[model].items()
                                                           if k == "first_position_rate"}}
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
-    board = leaderboard({v.name: v.outcomes for v in views.values()}, {v.name: v.resamples for v in views.values()})
+    board = leaderboard({v.name: v.outcomes for v in views.values()},
+                        {v.name: v.resamples for v in views.values()})
     return Report(root.run, manifest, list(views.values()), board)
 
 
@@ -149,8 +150,9 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
         rows.append([str(m["rank"]), m["model"], _pct(m["score"]),
                      f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", m["group"], str(m["n"]), *extra])
     significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
-    return (f"{view.name}: leaderboard (score %, letter groups: same letter = no significant difference at 0.05 "
-            f"after Holm over {len(board['pairs'])} pairs; {significant} significant)\n" + aligned(rows, left=2))
+    title = (f"{view.name}: leaderboard (score %, letter groups: same letter = no significant difference at "
+             f"0.05 after Holm over {len(board['pairs'])} pairs; {significant} significant)")
+    return title + "\n" + aligned(rows, left=2)
 
 
 def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | None:

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
     from jobs.report import BenchmarkView, PaperTable, Report
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #ddd;
-text-align:right;white-space:nowrap}td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f4f4f4}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}
+td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
+td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f4f4f4}
 table.sortable th{cursor:pointer}table.sortable th:after{content:" \\2195";color:#aaa}
 svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}small,.note{color:#666}
 details{margin:.5em 0}h2{border-bottom:2px solid #1f4e79;padding-bottom:.2em;margin-top:2em}"""
@@ -28,7 +29,8 @@ JS = """document.querySelectorAll('table.sortable').forEach(t=>{t.querySelectorA
 th.addEventListener('click',()=>{const b=t.tBodies[0],rows=[...b.rows],up=th.dataset.dir!=='asc';
 const key=r=>{const c=r.cells[i];return c.dataset.v!==undefined?parseFloat(c.dataset.v):c.textContent.trim()};
 rows.sort((x,y)=>{const a=key(x),c=key(y);const d=typeof a==='number'&&typeof c==='number'?a-c:
-String(a).localeCompare(String(c));return up?d:-d});th.dataset.dir=up?'asc':'desc';rows.forEach(r=>b.append(r))})})});
+String(a).localeCompare(String(c));return up?d:-d});th.dataset.dir=up?'asc':'desc';
+rows.forEach(r=>b.append(r))})})});
 document.body.dataset.plotsRendered=[...document.querySelectorAll('svg.plot')].filter(s=>{
 const r=s.getBoundingClientRect();return r.width>0&&r.height>0}).length;"""
 
@@ -69,8 +71,9 @@ def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
 
 
 def _pairs(board: dict[str, Any]) -> str:
-    rows = [f"<tr><td class='l'>{_e(p['a'])}</td><td class='l'>{_e(p['b'])}</td><td data-v='{p['n']}'>{p['n']}"
-            f"</td><td data-v='{p['a_only']}'>{p['a_only']}</td><td data-v='{p['b_only']}'>{p['b_only']}</td>"
+    rows = [f"<tr><td class='l'>{_e(p['a'])}</td><td class='l'>{_e(p['b'])}</td>"
+            f"<td data-v='{p['n']}'>{p['n']}</td><td data-v='{p['a_only']}'>{p['a_only']}</td>"
+            f"<td data-v='{p['b_only']}'>{p['b_only']}</td>"
             f"<td class='l'>{_e(p['test'])}</td><td data-v='{p['p_value']:.6g}'>{p['p_value']:.3g}</td>"
             f"<td data-v='{p['p_holm']:.6g}'>{p['p_holm']:.3g}</td></tr>" for p in board["pairs"]]
     significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
@@ -82,10 +85,10 @@ def _pairs(board: dict[str, Any]) -> str:
 def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTable) -> str:
     parts = [f"<h2 id='{_e(view.name)}'>{_e(view.name)}</h2>"]
     if board and board["models"]:
-        parts.append("<p class='note'>Score: mean over items of the item's mean <code>correct</code>. Models "
-                     "that share a letter are not significantly different (paired tests on common items: exact "
-                     "McNemar for 0/1 outcomes, sign-flip permutation otherwise; Holm over all pairs; 0.05)."
-                     "</p>")
+        parts.append("<p class='note'>Score: mean over items of the item's mean <code>correct</code>. "
+                     "Models that share a letter are not significantly different (paired tests on common "
+                     "items: exact McNemar for 0/1 outcomes, sign-flip permutation otherwise; Holm over all "
+                     "pairs; 0.05).</p>")
         parts.append(_leaderboard(view, board))
         parts.append(plots.ci_plot(board["models"], f"{view.name}: score and 95% interval"))
         models = [m["model"] for m in board["models"]]
@@ -114,7 +117,8 @@ def _accounting(manifest: dict[str, Any]) -> str:
     if not cells:
         return ""
     models = (manifest.get("config") or {}).get("models") or {}
-    known = {"status", "seconds", "n", "n_errors", "started_at", "finished_at", "hash", "answers_hash", "error"}
+    known = {"status", "seconds", "n", "n_errors", "started_at", "finished_at", "hash", "answers_hash",
+             "error"}
     extra = sorted({k for c in cells.values() for k, v in c.items()
                     if k not in known and isinstance(v, (int, float)) and not isinstance(v, bool)})
     rows, engines = [], defaultdict(lambda: [0, 0.0])
@@ -151,6 +155,7 @@ def render_page(report: Report, tables: dict[str, PaperTable]) -> str:
     return ("<!doctype html><html lang='en'><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>ragjudge report: {_e(report.run)}</title><style>{CSS}</style><body>"
-            f"<h1>ragjudge report: {_e(report.run)}</h1><p>{len(report.views)} benchmarks, {len(models)} models. "
+            f"<h1>ragjudge report: {_e(report.run)}</h1>"
+            f"<p>{len(report.views)} benchmarks, {len(models)} models. "
             f"{nav} · <a href='#accounting'>engines and time</a></p>"
             + "\n".join(sections) + _accounting(report.manifest) + f"<script>{JS}</script></body></html>")

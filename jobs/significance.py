@@ -118,7 +118,8 @@ def sign_flip_test(a: Sequence[float], b: Sequence[float], seed_key: str = "",
     rng = np.random.default_rng(stable_seed("sign_flip", seed_key))
     extreme = 0
     for start in range(0, flips, 1000):  # 1000 sign vectors at a time bounds memory for long item lists
-        random_bytes = rng.integers(0, 256, size=(min(1000, flips - start), (d.size + 7) // 8), dtype=np.uint8)
+        count = min(1000, flips - start)
+        random_bytes = rng.integers(0, 256, size=(count, (d.size + 7) // 8), dtype=np.uint8)
         bits = np.unpackbits(random_bytes, axis=1, count=d.size).astype(float)  # 8 fair signs per byte
         sums = np.abs(2 * (bits @ magnitudes) - magnitudes.sum())
         extreme += int((sums >= observed - tolerance).sum())

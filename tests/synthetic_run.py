@@ -15,7 +15,7 @@ ENGINES = {"discriminative": "vllm", "generative": "vllm", "implicit": "transfor
 
 
 def benchmark_hooks(name: str) -> Any:
-    """The benchmark's reducer hooks: the protocol object once the benchmarks are classes, the module before."""
+    """The benchmark's reducer hooks: the protocol object once benchmarks are classes, the module before."""
     from benchmarks import protocol
 
     try:
@@ -41,7 +41,8 @@ def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: 
     for i in range(items):
         subset = f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}"
         row: dict[str, Any] = {"item_id": f"rag_rewardbench/{i:05d}", "benchmark": "rag_rewardbench",
-                               "subset": subset, "truncated": rng.random() < 0.01, "n_tokens": 900, "error": None}
+                               "subset": subset, "truncated": rng.random() < 0.01, "n_tokens": 900,
+                               "error": None}
         if rng.random() < 0.005:
             rows.append({**row, "error": "cr: synthetic engine error", "correct": None})
             continue
@@ -75,11 +76,12 @@ def bianbench_rows(model: str, skill: float, items: int, seed: int, runs: int = 
         for run in range(runs):
             prediction = "ERROR" if rng.random() < 0.04 else (
                 label if rng.random() < skill else ("FAIL" if label == "PASS" else "PASS"))
+            right = float(prediction == label)
             rows.append({"item_id": f"bianbench/en/{i:04d}", "benchmark": "bianbench", "split": "en",
                          "task": "qa", "subset": f"qa-{i % 3}", "language": "en", "type": "", "run": run,
-                         "label": label, "verdict": "text", "prediction": prediction, "logprob_prediction": None,
-                         "text": "{\"verdict\": \"" + prediction + "\"}", "correct": float(prediction == label),
-                         "text_correct": float(prediction == label), "truncated": False, "error": None})
+                         "label": label, "verdict": "text", "prediction": prediction,
+                         "logprob_prediction": None, "text": '{"verdict": "' + prediction + '"}',
+                         "correct": right, "text_correct": right, "truncated": False, "error": None})
     return rows
 
 
@@ -107,8 +109,10 @@ def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges
             root.write_json(root.metrics_path(bench, name), metrics)
             seconds = 30.0 + 10 * rng.random()
             cells[f"{bench}/{name}"] = {"status": "done", "n": metrics["n"], "n_errors": metrics["n_errors"],
-                                        "started_at": start, "finished_at": start + seconds, "seconds": seconds}
-    benchmarks = {b: {"name": b, "module": b, "bootstrap_resamples": 1000} for b in ("rag_rewardbench", "bianbench")}
+                                        "started_at": start, "finished_at": start + seconds,
+                                        "seconds": seconds}
+    benchmarks = {b: {"name": b, "module": b, "bootstrap_resamples": 1000}
+                  for b in ("rag_rewardbench", "bianbench")}
     root.write_json("manifest.json", {"run": run, "sweep": "synthetic", "attempts": 1, "cells": cells,
                                       "config": {"benchmarks": benchmarks, "models": model_config}})
     return root

@@ -21,7 +21,8 @@ CONTRACT = {  # issue 15's format, closed: no field more, none less
                 "required": ["model", "score", "ci95", "n", "rank", "group"],
                 "properties": {"model": {"type": "string"}, "score": NUMBER,
                                "ci95": {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2},
-                               "n": {"type": "integer"}, "rank": {"type": "integer"}, "group": {"type": "string"}}}},
+                               "n": {"type": "integer"}, "rank": {"type": "integer"},
+                               "group": {"type": "string"}}}},
             "pairs": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False,
                 "required": ["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"],
@@ -31,12 +32,13 @@ CONTRACT = {  # issue 15's format, closed: no field more, none less
 
 
 def _rows(model: str, outcomes: list[float | None]) -> list[dict]:
-    return [{"item_id": f"rag_rewardbench/{i:03d}", "subset": ["helpful-a", "harmless-b"][i % 2], "model": model,
-             "correct": c} for i, c in enumerate(outcomes)]
+    return [{"item_id": f"rag_rewardbench/{i:03d}", "subset": ["helpful-a", "harmless-b"][i % 2],
+             "model": model, "correct": c} for i, c in enumerate(outcomes)]
 
 
 def test_aggregate_writes_the_contract_for_several_models(tmp_path, capsys):
-    # strong: right on all 40; mid: right on 30 (wrong on items 0-9); weak: right on 10, one null (not counted).
+    # strong: right on all 40; mid: right on 30 (wrong on items 0-9); weak: right on 10, one null (not
+    # counted).
     rows = _rows("strong", [1.0] * 40) + _rows("mid", [0.0] * 10 + [1.0] * 30)
     rows += _rows("weak", [None] + [1.0] * 10 + [0.0] * 29)
     predictions = tmp_path / "predictions.jsonl"
@@ -58,7 +60,8 @@ def test_aggregate_writes_the_contract_for_several_models(tmp_path, capsys):
     sm = pairs["strong", "mid"]
     assert (sm["n"], sm["a_only"], sm["b_only"], sm["test"]) == (40, 10, 0, "mcnemar_exact")
     assert sm["p_value"] == mcnemar_exact(10, 0) == 2 / 2**10
-    mw = pairs["mid", "weak"]  # common: items 1-39 (weak's item 0 is null); only mid right: 11-39; only weak: 1-9
+    # common: items 1-39 (weak's item 0 is null); only mid right: 11-39; only weak right: 1-9
+    mw = pairs["mid", "weak"]
     assert (mw["n"], mw["a_only"], mw["b_only"]) == (39, 29, 9)
     raw = [p["p_value"] for p in bench["pairs"]]
     assert [p["p_holm"] for p in bench["pairs"]] == pytest.approx(holm(raw))
@@ -76,7 +79,7 @@ def test_aggregate_of_one_model_writes_no_leaderboard(tmp_path):
 
 
 def test_rag_rewardbench_score_and_interval_are_table_2_overall():
-    """Same rows, same resamples: the leaderboard's score and ci95 are metrics.json's Overall and its interval."""
+    """Same rows, same resamples: the leaderboard's score and ci95 are metrics.json's Overall and its CI."""
     rows = {m: rag_rewardbench_rows(m, kind, 0.7, 300, seed) for m, kind, seed in
             (("judge", "generative", 1), ("scorer", "discriminative", 2))}
     board = leaderboard({"rag_rewardbench": {m: item_outcomes(r)[0] for m, r in rows.items()}})

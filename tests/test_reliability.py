@@ -5,12 +5,12 @@ from jobs.reliability import needed_column, position_bias, reliability
 
 
 def test_both_order_judge_rows():
-    """rag_rewardbench's generative rows: pick_cr/pick_rc (position picked), text_pick_*, consistent, truncated."""
+    """rag_rewardbench's generative rows: pick_cr/pick_rc (position picked), text_pick_*, consistent."""
     rows = [
         {"item_id": "1", "pick_cr": 1, "pick_rc": 2, "text_pick_cr": 1, "text_pick_rc": 2, "consistent": True,
          "correct_cr": 1.0, "correct_rc": 1.0, "truncated": False, "error": None},
-        {"item_id": "2", "pick_cr": 1, "pick_rc": 1, "text_pick_cr": None, "text_pick_rc": 1, "consistent": False,
-         "correct_cr": 1.0, "correct_rc": 0.0, "truncated": True, "error": None},
+        {"item_id": "2", "pick_cr": 1, "pick_rc": 1, "text_pick_cr": None, "text_pick_rc": 1,
+         "consistent": False, "correct_cr": 1.0, "correct_rc": 0.0, "truncated": True, "error": None},
         {"item_id": "3", "pick_cr": None, "pick_rc": 1, "text_pick_cr": None, "text_pick_rc": None,
          "consistent": None, "correct_cr": 0.5, "correct_rc": 0.0, "truncated": False, "error": None},
         {"item_id": "4", "truncated": False, "error": "rc: context overflow", "correct": None},
@@ -63,8 +63,8 @@ def test_utility_rows():
          "first_position_rate": None, "shuffle_scores": [1.0, 0.5, 1.0], "error": None},
     ]
     got = reliability(rows)
-    assert got == pytest.approx({"consistency": 0.5, "first_position_rate": 0.75, "parse_failure_rate": 3 / 10,
-                                 "error_rate": 0.0, "shuffle_agreement": 0.5})
+    assert got == pytest.approx({"consistency": 0.5, "first_position_rate": 0.75,
+                                 "parse_failure_rate": 3 / 10, "error_rate": 0.0, "shuffle_agreement": 0.5})
 
 
 def test_report_reads_the_verdict_columns_and_not_the_texts():

@@ -1,4 +1,5 @@
-"""The `ragjudge` command: run a sweep, re-aggregate stored predictions, write a report."""
+"""The `ragjudge` command: run a sweep, re-aggregate stored predictions, write a report, compare two runs,
+show a running sweep's progress."""
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,9 @@ def _aggregate(args: argparse.Namespace) -> int:
 
         board = leaderboard_from_rows(args.benchmark, rows)
         if args.out:
-            Path(args.out, "leaderboard.json").write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
-            print(f"Leaderboard: {Path(args.out, 'leaderboard.json')}", file=sys.stderr)
+            path = Path(args.out, "leaderboard.json")
+            path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
+            print(f"Leaderboard: {path}", file=sys.stderr)
     return 0
 
 
@@ -83,6 +85,36 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
     print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from jobs.compare import compare_runs, format_comparison, write_flips
+    from jobs.storage import open_run
+
+    run_a, run_b = open_run(args.run_a), open_run(args.run_b)
+    for root, name in ((run_a, args.run_a), (run_b, args.run_b)):
+        if root.read_json("manifest.json") is None:
+            print(f"{root.uri('manifest.json')}: not found; is {name} a run folder?", file=sys.stderr)
+            return 2
+    diffs, notes = compare_runs(run_a, run_b, args.model)
+    print(format_comparison(diffs, notes, run_a.run, run_b.run))
+    out = args.out or f"compare-{run_a.run}-vs-{run_b.run}.jsonl"
+    print(f"All {write_flips(diffs, out)} flipped items: {out}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from jobs.progress import STATUS, format_status
+    from jobs.storage import open_run
+
+    root = open_run(args.run)
+    status = root.read_json(STATUS)
+    if status is None:
+        print(f"{root.uri(STATUS)}: not found (the run has not started, or predates live progress)",
+              file=sys.stderr)
+        return 2
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
     return 0
 
 
@@ -131,6 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     rep = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")
     rep.add_argument("run", help="the run folder, ROOT/RUN")
     rep.set_defaults(func=_report)
+    cmp = commands.add_parser("compare", help="per benchmark and model: what changed between two runs")
+    cmp.add_argument("run_a", help="the earlier run folder, ROOT/RUN")
+    cmp.add_argument("run_b", help="the later run folder, ROOT/RUN")
+    cmp.add_argument("--model", help="compare this model's cells only")
+    cmp.add_argument("--out", help="file for all flipped items (JSONL); default compare-A-vs-B.jsonl here")
+    cmp.set_defaults(func=_compare)
+    sta = commands.add_parser("status", help="print a run's live progress (its status.json)")
+    sta.add_argument("run", help="the run folder, ROOT/RUN (local or s3://)")
+    sta.add_argument("--json", action="store_true", help="print status.json as it is")
+    sta.set_defaults(func=_status)
     sub = commands.add_parser("submit", help="send a sweep to a Ray cluster, Slurm or Kubernetes (KubeRay)")
     sub.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     sub.add_argument("overrides", nargs="*", help="key=value overrides, passed on to `ragjudge run`")

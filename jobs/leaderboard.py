@@ -77,7 +77,7 @@ def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resa
         for second in entries[i + 1:]:
             a, b = matrix[first["row"]], matrix[second["row"]]
             both = ~np.isnan(a) & ~np.isnan(b)
-            test = paired_test(a[both].tolist(), b[both].tolist(),
+            test = paired_test(a[both], b[both],
                                seed_key=f"{benchmark}/{first['model']}/{second['model']}")
             pairs.append({"a": first["model"], "b": second["model"], "n": test.n, "a_only": test.a_only,
                           "b_only": test.b_only, "test": test.test, "p_value": test.p_value})

@@ -12,7 +12,6 @@ everyone), and a paired test sees differences an unpaired one misses. Pure Pytho
 """
 from __future__ import annotations
 
-import math
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,8 +46,15 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1))
-    return min(1.0, 2 * tail / 2**n)
+    return min(1.0, 2 * sum(_binomial_coefficients(n)[: min(b, c) + 1]) / 2**n)
+
+
+def _binomial_coefficients(n: int) -> list[int]:
+    """C(n, 0..n) as exact integers, each from the previous one (a product and an exact division)."""
+    row = [1]
+    for k in range(n):
+        row.append(row[-1] * (n - k) // (k + 1))
+    return row
 
 
 def _lattice(magnitudes: np.ndarray) -> tuple[int, np.ndarray] | None:
@@ -67,7 +73,7 @@ def _lattice(magnitudes: np.ndarray) -> tuple[int, np.ndarray] | None:
 def _binomial_half(n: int) -> np.ndarray:
     """P(K = k) for K ~ Binomial(n, 1/2), k = 0..n, each term exactly rounded (integer numerators)."""
     total = 2**n
-    return np.array([math.comb(n, k) / total for k in range(n + 1)])
+    return np.array([c / total for c in _binomial_coefficients(n)])  # int / int: correctly rounded
 
 
 def _lattice_p(units: np.ndarray, observed: int) -> float:
@@ -126,18 +132,19 @@ def sign_flip_test(a: Sequence[float], b: Sequence[float], seed_key: str = "",
     return (1 + extreme) / (1 + flips), False
 
 
-def is_binary(values: Sequence[float]) -> bool:
+def is_binary(values: Sequence[float] | np.ndarray) -> bool:
     """Whether every outcome is exactly 0 or 1 (McNemar applies)."""
-    return all(v in (0.0, 1.0) for v in values)
+    values = np.asarray(values, dtype=float)
+    return bool(np.all((values == 0.0) | (values == 1.0)))
 
 
 def paired_test(a: Sequence[float], b: Sequence[float], seed_key: str = "") -> PairTest:
     """The test the outcomes call for, on per-item values aligned by item (a[i] and b[i]: the same item)."""
     if len(a) != len(b):
         raise ValueError(f"paired samples must have the same length, got {len(a)} and {len(b)}")
-    a_only = sum(x > y for x, y in zip(a, b))
-    b_only = sum(y > x for x, y in zip(a, b))
-    if is_binary(a) and is_binary(b):
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a_only, b_only = int((x > y).sum()), int((y > x).sum())
+    if is_binary(x) and is_binary(y):
         return PairTest(len(a), a_only, b_only, "mcnemar_exact", mcnemar_exact(a_only, b_only))
     p, exact = sign_flip_test(a, b, seed_key)
     return PairTest(len(a), a_only, b_only, "sign_flip_exact" if exact else "sign_flip_monte_carlo", p)

@@ -51,11 +51,15 @@ def ci_plot(models: Sequence[Mapping[str, Any]], title: str) -> str:
 
 
 def heatmap(models: Sequence[str], subsets: Sequence[str], values: np.ndarray, title: str) -> str:
-    """Subset x model accuracy; rows in leaderboard order. Cells are annotated while they stay legible."""
+    """Subset x model accuracy; rows in leaderboard order. The colours span the data's range (to the nearest
+    0.1), since models of one benchmark often sit within a few points. Cells are annotated while legible."""
     with plt.rc_context(STYLE):
         rows, cols = values.shape
         fig, ax = plt.subplots(figsize=(min(11.0, 2.2 + 0.45 * cols), 0.9 + ROW_INCHES * rows))
-        mesh = ax.pcolormesh(np.ma.masked_invalid(values), cmap="viridis", vmin=0.0, vmax=1.0,
+        finite = values[~np.isnan(values)]
+        low = math.floor(10 * finite.min()) / 10 if finite.size else 0.0
+        high = max(low + 0.1, math.ceil(10 * finite.max()) / 10) if finite.size else 1.0
+        mesh = ax.pcolormesh(np.ma.masked_invalid(values), cmap="viridis", vmin=low, vmax=high,
                              edgecolors="white", linewidth=0.3)
         ax.set_yticks(np.arange(rows) + 0.5, list(models))
         ax.set_xticks(np.arange(cols) + 0.5, list(subsets), rotation=60, ha="right")
@@ -65,7 +69,7 @@ def heatmap(models: Sequence[str], subsets: Sequence[str], values: np.ndarray, t
             for (r, c), v in np.ndenumerate(values):
                 if not math.isnan(v):
                     ax.text(c + 0.5, r + 0.5, f"{100 * v:.0f}", ha="center", va="center", fontsize=6,
-                            color="white" if v < 0.6 else "black")
+                            color="white" if v < (low + high) / 2 else "black")
         fig.colorbar(mesh, ax=ax, fraction=0.03, pad=0.02, label="accuracy")
         ax.set_title(title, loc="left")
         return _svg(fig, title)

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
 td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}
-td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f4f4f4}
+td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f4f4f4;white-space:normal}
+div.scroll{overflow-x:auto}
 table.sortable th{cursor:pointer}table.sortable th:after{content:" \\2195";color:#aaa}
 svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}small,.note{color:#666}
 details{margin:.5em 0}h2{border-bottom:2px solid #1f4e79;padding-bottom:.2em;margin-top:2em}"""
@@ -50,7 +51,8 @@ def table(header: list[str], rows: list[str], sortable: bool = True) -> str:
     """A table whose first header cell is the label column; `rows` are ready <tr> strings."""
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     cls = " class='sortable'" if sortable else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return (f"<div class='scroll'><table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            "</table></div>")
 
 
 def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:

@@ -68,6 +68,14 @@ class Progress:
                                "resumed_from": done, "started_at": now, "requests_per_s": None, "eta_s": None}
             self._changed(now)
 
+    def more_requests(self, key: str, n: int) -> None:
+        """A later round (judge the answers of the first) adds `n` requests to the cell's total."""
+        with self._lock:
+            now = self.clock()
+            self.cells[key]["total"] += n
+            self._rate(self.cells[key], now)
+            self._changed(now)
+
     def advanced(self, key: str, n: int = 1) -> None:
         """`n` more requests of the cell are answered."""
         with self._lock:

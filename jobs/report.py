@@ -107,10 +107,11 @@ def load_report(root: RunRoot) -> Report | None:
         view.outcomes[model], subsets = item_outcomes(cell_rows)
         view.subsets.update(subsets)
         view.reliability[model] = reliability(cell_rows)
-        position = position_bias(cell_rows)
-        if position is not None or "first_position_rate" in view.reliability[model]:
-            view.position[model] = {**(position or {}), **{k: v for k, v in view.reliability[model].items()
-                                                          if k == "first_position_rate"}}
+        position = position_bias(cell_rows) or {}
+        if "first_position_rate" in view.reliability[model]:
+            position["first_position_rate"] = view.reliability[model]["first_position_rate"]
+        if position:
+            view.position[model] = position
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
     board = leaderboard({v.name: v.outcomes for v in views.values()},
                         {v.name: v.resamples for v in views.values()})

@@ -52,6 +52,17 @@ def test_status_json_on_each_change_and_at_most_every_5_seconds():
     assert len(root.writes) == 3 and root.writes[-1]["counts"] == {"done": 1}
 
 
+def test_a_later_round_raises_the_total():
+    clock, root = Clock(), Recorder()
+    progress = Progress(root, lambda _: None, interactive=False, clock=clock)
+    progress.cell_started("gen/m", total_requests=100)
+    clock.now += 10
+    progress.advanced("gen/m", 100)
+    progress.more_requests("gen/m", 300)  # the judges' round: written at once, ETA from the rate so far
+    cell = root.writes[-1]["cells"]["gen/m"]
+    assert (cell["done"], cell["total"], cell["eta_s"]) == (100, 400, pytest.approx(30.0))
+
+
 def test_a_line_every_30_seconds_when_not_a_terminal():
     clock, log = Clock(), []
     progress = Progress(None, log.append, interactive=False, clock=clock)

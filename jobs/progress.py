@@ -72,15 +72,16 @@ class Progress:
         """A later round (judge the answers of the first) adds `n` requests to the cell's total."""
         with self._lock:
             now = self.clock()
-            self.cells[key]["total"] += n
-            self._rate(self.cells[key], now)
+            cell = self._cell(key, now)
+            cell["total"] += n
+            self._rate(cell, now)
             self._changed(now)
 
     def advanced(self, key: str, n: int = 1) -> None:
         """`n` more requests of the cell are answered."""
         with self._lock:
             now = self.clock()
-            cell = self.cells[key]
+            cell = self._cell(key, now)
             cell["done"] += n
             self._rate(cell, now)
             if now - self._written >= self.write_every:
@@ -97,7 +98,7 @@ class Progress:
         """The cell ended: done, failed or cached."""
         with self._lock:
             now = self.clock()
-            cell = self.cells.setdefault(key, {"done": 0, "total": 0, "started_at": now})
+            cell = self._cell(key, now)
             cell.update(status=status, finished_at=now, eta_s=None)
             self._changed(now)
 
@@ -127,6 +128,12 @@ class Progress:
             self._write(self.clock())
 
     # -- state ---------------------------------------------------------------------------------------------
+    def _cell(self, key: str, now: float) -> dict[str, Any]:
+        """The cell's entry; one the pipeline never started (a cached cell) is made, not a KeyError that
+        would fail the cell over its progress line."""
+        return self.cells.setdefault(key, {"status": "running", "done": 0, "total": 0, "resumed_from": 0,
+                                           "started_at": now, "requests_per_s": None, "eta_s": None})
+
     def status(self) -> dict[str, Any]:
         """status.json's content."""
         counts: dict[str, int] = {}

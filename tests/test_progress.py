@@ -135,6 +135,15 @@ def test_status_command_reads_status_json(tmp_path, capsys):
     assert main(["status", str(tmp_path / "other")]) == 2
 
 
+def test_calls_for_a_cell_never_started_do_not_raise():
+    root = Recorder()
+    progress = Progress(root, lambda _: None, interactive=False, clock=Clock())
+    progress.cell_finished("rag/cached", "cached")
+    progress.advanced("rag/other", 3)
+    assert root.writes[-1]["cells"]["rag/cached"]["status"] == "cached"
+    assert progress.cells["rag/other"]["done"] == 3
+
+
 def test_a_failing_status_write_does_not_stop_the_sweep():
     class Broken(Recorder):
         def write_json(self, relpath, obj):

@@ -122,13 +122,18 @@ def sign_flip_test(a: Sequence[float], b: Sequence[float], seed_key: str = "",
         sums = np.abs(signs @ magnitudes)
         return float(np.mean(sums >= observed - tolerance)), True
     rng = np.random.default_rng(stable_seed("sign_flip", seed_key))
-    extreme = 0
+    # Random bytes are the signs, 8 items per byte: a table holds each byte value's sum of its 8 items'
+    # magnitudes, so a sign vector's sum is one lookup per 8 items instead of a multiply per item.
+    groups = (d.size + 7) // 8
+    padded = np.zeros(groups * 8)
+    padded[: d.size] = magnitudes
+    byte_bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(float)  # 256 x 8
+    table = padded.reshape(groups, 8) @ byte_bits.T  # groups x 256: the items flipped up, summed
+    total, extreme = float(magnitudes.sum()), 0
     for start in range(0, flips, 1000):  # 1000 sign vectors at a time bounds memory for long item lists
-        count = min(1000, flips - start)
-        random_bytes = rng.integers(0, 256, size=(count, (d.size + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(random_bytes, axis=1, count=d.size).astype(float)  # 8 fair signs per byte
-        sums = np.abs(2 * (bits @ magnitudes) - magnitudes.sum())
-        extreme += int((sums >= observed - tolerance).sum())
+        random_bytes = rng.integers(0, 256, size=(min(1000, flips - start), groups), dtype=np.uint8)
+        up = table[np.arange(groups), random_bytes].sum(axis=1)
+        extreme += int((np.abs(2 * up - total) >= observed - tolerance).sum())
     return (1 + extreme) / (1 + flips), False
 
 

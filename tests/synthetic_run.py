@@ -38,7 +38,7 @@ def paper_tables_from_modules() -> str:
         from benchmarks import benchmark_module
 
         class ModuleTables:
-            """The module behind the protocol's interface: its functions, table_html None where it has none."""
+            """The module behind the protocol's interface; table_html None where the module has none."""
 
             def __init__(self, name: str) -> None:
                 self.module = benchmark_module(name)

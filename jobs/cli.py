@@ -1,4 +1,5 @@
-"""The `ragjudge` command: run a sweep, re-aggregate stored predictions, write a report."""
+"""The `ragjudge` command: run a sweep, re-aggregate stored predictions, write a report, compare two runs,
+show a running sweep's progress."""
 from __future__ import annotations
 
 import argparse
@@ -15,18 +16,16 @@ from jobs.config import PROJECT_CONF
 def _run(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
     from jobs.pipeline import connect_ray, run_sweep
-    from jobs.report import report_html, report_text
+    from jobs.report import write_report
     from jobs.storage import RunRoot
 
     sweep = load_sweep(args.sweep, args.overrides)
     connect_ray(sweep)
     outcomes = run_sweep(sweep)
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
-    finished = [o.metrics for o in outcomes if o.metrics]
-    if finished:
+    if any(o.metrics for o in outcomes):
         print()
-        print(report_text(finished))
-        root.write_text("report/index.html", report_html(finished))
+        write_report(root)
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
@@ -49,13 +48,31 @@ def _aggregate(args: argparse.Namespace) -> int:
             print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
         else:
             rows.append(record.data)
-    metrics = aggregate(spec, rows)
-    text = json.dumps(metrics, indent=2, ensure_ascii=False)
+    models = sorted({row.get("model") for row in rows} - {None})
+    if len(models) <= 1:
+        _write_metrics(aggregate(spec, rows), args.out)
+        return 0
+    # Several models: each its own metrics.json (DIR/model=M/, as a run stores them), then who beats whom.
+    from jobs.leaderboard import leaderboard_from_rows
+    from jobs.storage import partition_value
+
+    for model in models:
+        out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
+        _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
+    board = leaderboard_from_rows(args.benchmark, rows)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        Path(args.out, "metrics.json").write_text(text + "\n", encoding="utf-8")
-    print(text)
+        path = Path(args.out, "leaderboard.json")
+        path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
+        print(f"Leaderboard: {path}", file=sys.stderr)
     return 0
+
+
+def _write_metrics(metrics: dict[str, Any], out: str | None) -> None:
+    text = json.dumps(metrics, indent=2, ensure_ascii=False)
+    if out:
+        os.makedirs(out, exist_ok=True)
+        Path(out, "metrics.json").write_text(text + "\n", encoding="utf-8")
+    print(text)
 
 
 def _aggregate_retrieval(spec: Any, args: argparse.Namespace) -> int:
@@ -71,23 +88,44 @@ def _aggregate_retrieval(spec: Any, args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from jobs.report import report_html, report_text
-    from jobs.storage import RunRoot
+    from jobs.report import write_report
+    from jobs.storage import open_run
 
-    parent, _, run = args.run.rstrip("/").rpartition("/")
-    root = RunRoot(parent or ".", run)
-    manifest = root.read_json("manifest.json")
-    if manifest is None:
+    root = open_run(args.run)
+    if write_report(root) is None:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
-    metrics = []
-    for key, cell in sorted(manifest["cells"].items()):
-        benchmark, model = key.split("/", 1)
-        if cell.get("status") == "done":
-            metrics.append(root.read_json(root.metrics_path(benchmark, model)))
-    print(report_text(metrics))
-    root.write_text("report/index.html", report_html(metrics))
-    print(f"\nReport: {root.uri('report/index.html')}")
+    print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from jobs.compare import compare_runs, format_comparison, write_flips
+    from jobs.storage import open_run
+
+    run_a, run_b = open_run(args.run_a), open_run(args.run_b)
+    for root, name in ((run_a, args.run_a), (run_b, args.run_b)):
+        if root.read_json("manifest.json") is None:
+            print(f"{root.uri('manifest.json')}: not found; is {name} a run folder?", file=sys.stderr)
+            return 2
+    diffs, notes = compare_runs(run_a, run_b, args.model)
+    print(format_comparison(diffs, notes, run_a.run, run_b.run))
+    out = args.out or f"compare-{run_a.run}-vs-{run_b.run}.jsonl"
+    print(f"All {write_flips(diffs, out)} flipped items: {out}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from jobs.progress import STATUS, format_status
+    from jobs.storage import open_run
+
+    root = open_run(args.run)
+    status = root.read_json(STATUS)
+    if status is None:
+        print(f"{root.uri(STATUS)}: not found (the run has not started, or predates live progress)",
+              file=sys.stderr)
+        return 2
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
     return 0
 
 
@@ -130,12 +168,22 @@ def main(argv: list[str] | None = None) -> int:
     agg = commands.add_parser("aggregate", help="recompute metrics from stored item predictions")
     agg.add_argument("--benchmark", required=True)
     agg.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
-    agg.add_argument("--out", help="folder for metrics.json")
+    agg.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
     agg.add_argument("--qrels", action="append", help="mtrag_retrieval: a qrels TSV; give it once per file")
     agg.set_defaults(func=_aggregate)
     rep = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")
     rep.add_argument("run", help="the run folder, ROOT/RUN")
     rep.set_defaults(func=_report)
+    cmp = commands.add_parser("compare", help="per benchmark and model: what changed between two runs")
+    cmp.add_argument("run_a", help="the earlier run folder, ROOT/RUN")
+    cmp.add_argument("run_b", help="the later run folder, ROOT/RUN")
+    cmp.add_argument("--model", help="compare this model's cells only")
+    cmp.add_argument("--out", help="file for all flipped items (JSONL); default compare-A-vs-B.jsonl here")
+    cmp.set_defaults(func=_compare)
+    sta = commands.add_parser("status", help="print a run's live progress (its status.json)")
+    sta.add_argument("run", help="the run folder, ROOT/RUN (local or s3://)")
+    sta.add_argument("--json", action="store_true", help="print status.json as it is")
+    sta.set_defaults(func=_status)
     sub = commands.add_parser("submit", help="send a sweep to a Ray cluster, Slurm or Kubernetes (KubeRay)")
     sub.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     sub.add_argument("overrides", nargs="*", help="key=value overrides, passed on to `ragjudge run`")

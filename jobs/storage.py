@@ -20,6 +20,7 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -81,6 +82,13 @@ def partition_value(name: str) -> str:
     if not name:
         raise ValueError("a partition needs a non-empty benchmark and model name")
     return _SAFE_PARTITION.sub(lambda m: quote(m.group(0), safe=""), name.replace("/", "__"))
+
+
+def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
+    """The RunRoot of a run folder given as one path, ROOT/RUN (local or s3://bucket/prefix/RUN), as the
+    commands that read a finished or running run take it."""
+    parent, _, run = path.rstrip("/").rpartition("/")
+    return RunRoot(parent or ".", run, endpoint_url=endpoint_url)
 
 
 def _table(rows: list[dict[str, Any]]) -> pa.Table:
@@ -274,16 +282,21 @@ class RunRoot:
         """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
         return [name for name, _ in self._part_files(table, benchmark, model)]
 
-    def read_rows(self, table: Table, benchmark: str, model: str) -> list[dict[str, Any]]:
+    def read_rows(self, table: Table, benchmark: str, model: str,
+                  columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
         """All rows of a partition, part by part in part-name order; [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
+        `columns`, when given, picks the columns to read by name (a report skips the judges' long texts).
         """
         parts = []
         for _, path in self._part_files(table, benchmark, model):
             with self.filesystem.open_input_file(path) as f:
-                parts.append(pq.read_table(f))
+                if columns is None:
+                    parts.append(pq.read_table(f))
+                else:
+                    parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if columns(n)]))
         names = list(dict.fromkeys(name for part in parts for name in part.column_names))
         rows: list[dict[str, Any]] = []
         for part in parts:

@@ -1,0 +1,163 @@
+"""`ragjudge report` on a synthetic run root: leaderboard.json, the self-contained page, its plots in a real
+headless Chromium when one is installed."""
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from synthetic_run import build_run
+from test_leaderboard import CONTRACT
+
+from benchmarks import protocol
+from jobs.cli import main
+from jobs.report import BenchmarkView, report_text, subset_matrix, write_report
+from jobs.storage import RunRoot
+
+
+class PaperStub:
+    """Stands in for a benchmark's paper table (the benchmarks are being moved onto benchmarks.protocol)."""
+
+    def __init__(self, name: str, with_html: bool) -> None:
+        self.name, self.with_html = name, with_html
+
+    def table_text(self, metrics):
+        return f"PAPER TABLE {self.name}: {len(metrics)} models"
+
+    def table_html(self, metrics):
+        if not self.with_html:
+            return None
+        return f"<table id='paper-{self.name}'><tr><td>{len(metrics)}</td></tr></table>"
+
+
+def _stub_protocol(monkeypatch, broken: str | None = None):
+    def benchmark(name):
+        if name == broken:
+            raise protocol.UnknownBenchmark(f"unknown benchmark module '{name}'")
+        return PaperStub(name, with_html=name == "rag_rewardbench")
+
+    monkeypatch.setattr(protocol, "benchmark", benchmark)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A synthetic run (6 RAG-RewardBench models, 2 of them judges also on Bi'anBench), reported once."""
+    folder = str(tmp_path_factory.mktemp("runs"))
+    root = build_run(folder, "synthetic", models=6, items=120, bianbench_judges=2)
+    manifest = root.read_json("manifest.json")
+    cells = manifest["cells"]
+    cells["rag_rewardbench/synthetic-rm-00"]["engine_start_s"] = 71.5  # a field of a newer pipeline
+    cells["rag_rewardbench/synthetic-rm-99"] = {"status": "failed", "error": "PreflightError: no GPU"}
+    root.write_json("manifest.json", manifest)
+    printed: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        _stub_protocol(mp)
+        report = write_report(root, out=printed.append)
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
+    return {"root": root, "report": report, "page": page, "printed": "\n".join(printed)}
+
+
+def test_leaderboard_json_is_the_contract_and_matches_the_report(run):
+    board = json.loads(Path(run["root"].path("report/leaderboard.json")).read_text())
+    jsonschema.validate(board, CONTRACT)
+    assert board == json.loads(json.dumps(run["report"].leaderboard))
+    assert len(board["benchmarks"]["rag_rewardbench"]["models"]) == 6  # the failed cell is not a model
+    assert len(board["benchmarks"]["rag_rewardbench"]["pairs"]) == 15
+    assert len(board["benchmarks"]["bianbench"]["models"]) == 2
+
+
+def test_page_is_self_contained_with_its_plots(run):
+    page = run["page"]
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing fetched
+    assert "<link" not in page and "@import" not in page
+    assert not re.search(r"url\(\s*['\"]?(?!#)", page)  # only the SVGs' own clip paths, url(#id)
+    # rag_rewardbench: CI bars, subset heat map, position bias; bianbench: CI bars, heat map (3 subsets).
+    labels = re.findall(r'<svg class="plot" role="img" aria-label="([^"]+)"', page)
+    assert labels == ["bianbench: score and 95% interval", "bianbench: accuracy by subset",
+                      "rag_rewardbench: score and 95% interval", "rag_rewardbench: accuracy by subset",
+                      "rag_rewardbench: position bias of the judges"]
+    assert page.count("<table class='sortable'>") >= 5  # leaderboards, pairs, accounting
+    for model in (m["model"] for m in run["report"].leaderboard["benchmarks"]["rag_rewardbench"]["models"]):
+        assert model in page
+    for column in ("consistency", "first position rate", "parse failure rate", "run agreement"):
+        assert f"<th>{column}</th>" in page
+
+
+def test_page_keeps_each_benchmarks_paper_table(run):
+    assert "<table id='paper-rag_rewardbench'><tr><td>6</td>" in run["page"]  # table_html
+    assert "<pre>PAPER TABLE bianbench: 2 models</pre>" in run["page"]  # table_text where no HTML table
+    assert "PAPER TABLE rag_rewardbench: 6 models" in run["printed"]
+    assert "rag_rewardbench: leaderboard" in run["printed"]
+
+
+def test_page_accounts_for_engines_and_time(run):
+    page = run["page"]
+    assert "Engines and time" in page
+    assert re.search(r"vllm: \d+ cells, \d+ s", page)
+    assert "<th>engine_start_s</th>" in page and "data-v='71.5'" in page
+    assert "PreflightError: no GPU" in page
+
+
+def test_a_table_that_fails_is_named_not_fatal(tmp_path, monkeypatch, capsys):
+    root = build_run(str(tmp_path), "r", models=3, items=30, bianbench_judges=1)
+    _stub_protocol(monkeypatch, broken="bianbench")
+    assert write_report(root, out=lambda line: None) is not None
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
+    assert "Paper table unavailable: UnknownBenchmark: unknown benchmark module &#x27;bianbench&#x27;" in page
+    assert "bianbench: paper table unavailable" in capsys.readouterr().err
+    text = report_text([{"benchmark": "rag_rewardbench"}, {"benchmark": "bianbench"}])
+    assert "PAPER TABLE rag_rewardbench: 1 models" in text and "PAPER TABLE bianbench" not in text
+
+
+def test_report_command(tmp_path, monkeypatch, capsys):
+    root = build_run(str(tmp_path), "r", models=2, items=20)
+    _stub_protocol(monkeypatch)
+    assert main(["report", root.path()]) == 0
+    assert "leaderboard.json" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_subset_matrix():
+    view = BenchmarkView("b", "b", outcomes={"m": {"1": 1.0, "2": 0.0, "3": 0.5}, "n": {"1": 1.0}},
+                         subsets={"1": "x", "2": "x", "3": "y"})
+    subsets, values = subset_matrix(view, ["m", "n"])
+    assert subsets == ["x", "y"]
+    np.testing.assert_array_equal(values, [[0.5, 0.5], [1.0, np.nan]])
+
+
+def test_read_rows_can_skip_columns(tmp_path):
+    root = RunRoot(str(tmp_path), "r")
+    root.write_rows("predictions", "b", "m", [{"item_id": "1", "correct": 1.0, "text": "long"}], part="0")
+    assert root.read_rows("predictions", "b", "m", columns={"item_id", "correct"}.__contains__) == \
+        [{"item_id": "1", "correct": 1.0}]
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _dump_dom(browser: str, path) -> str:
+    result = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                             f"file://{path}"], check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
+def test_page_renders_in_headless_chromium(run, tmp_path):
+    """The page's own script counts the plots that laid out with a non-zero size; a click sorts a table."""
+    browser = _chromium()
+    dom = _dump_dom(browser, run["root"].path("report/index.html"))
+    assert 'data-plots-rendered="5"' in dom
+    # Click "model" in the first leaderboard (bianbench's), twice: descending by name.
+    probe = run["page"].replace("</body>", """<script>const t=document.querySelector('table.sortable');
+const th=[...t.querySelectorAll('th')].find(h=>h.textContent==='model');th.click();th.click();
+document.body.dataset.firstModel=t.tBodies[0].rows[0].cells[1].textContent;</script></body>""")
+    probe_path = tmp_path / "probe.html"
+    probe_path.write_text(probe, encoding="utf-8")
+    names = sorted(m["model"] for m in run["report"].leaderboard["benchmarks"]["bianbench"]["models"])
+    dom = _dump_dom(browser, probe_path)
+    assert re.search(rf'data-first-model="{re.escape(names[-1])}\s*generative"', dom)

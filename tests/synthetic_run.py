@@ -1,0 +1,107 @@
+"""A SYNTHETIC run root for report tests and perf/report_45_models.py: made-up models with made-up skills and
+made-up predictions, in the columns the benchmarks' combine() writes, stored through the same RunRoot calls
+the pipeline makes (write_rows, write_json of metrics.json and manifest.json). No number here is a result."""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from benchmarks.protocol import benchmark
+from jobs.reducers import aggregate
+from jobs.storage import RunRoot
+
+RRB_CATEGORIES = ("helpful", "reason", "citation", "harmless", "abstain", "conflict")
+ENGINES = {"discriminative": "vllm", "generative": "vllm", "implicit": "transformers"}
+
+
+def _pick(rng: random.Random, skill: float, chosen_position: int, bias: float) -> int | None:
+    if rng.random() < 0.03:
+        return None
+    if rng.random() < bias:
+        return 1
+    return chosen_position if rng.random() < skill else 3 - chosen_position
+
+
+def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: int) -> list[dict[str, Any]]:
+    """Item rows in rag_rewardbench's combine() columns: a scorer's 0/1, a judge's both-order 0/0.5/1."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(items):
+        subset = f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}"
+        row: dict[str, Any] = {"item_id": f"rag_rewardbench/{i:05d}", "benchmark": "rag_rewardbench",
+                               "subset": subset, "truncated": rng.random() < 0.01, "n_tokens": 900,
+                               "error": None}
+        if rng.random() < 0.005:
+            rows.append({**row, "error": "cr: synthetic engine error", "correct": None})
+            continue
+        easy = (i * 7919) % 100 / 100  # items share a difficulty across models, as real pairs do
+        p = min(0.98, max(0.02, skill + 0.3 * (easy - 0.5)))
+        if kind == "generative":
+            for order, position in (("cr", 1), ("rc", 2)):
+                row[f"pick_{order}"] = _pick(rng, p, position, 0.15)
+                row[f"text_pick_{order}"] = row[f"pick_{order}"] if rng.random() > 0.05 else None
+                row[f"text_{order}"] = f"The answer is \"Choose {row[f'pick_{order}']}\". " + "x" * 300
+                pick = row[f"pick_{order}"]
+                row[f"correct_{order}"] = 0.5 if pick is None else float(pick == position)
+            row["correct"] = (row["correct_cr"] + row["correct_rc"]) / 2
+            row["correct_alt"] = row["correct"]
+            picks = (row["pick_cr"], row["pick_rc"])
+            row["consistent"] = None if None in picks else picks[0] != picks[1]
+        else:
+            right = rng.random() < p
+            row["score_chosen"], row["score_reject"] = (1.0, 0.0) if right else (0.0, 1.0)
+            row["correct"] = float(right)
+        rows.append(row)
+    return rows
+
+
+def bianbench_rows(model: str, skill: float, items: int, seed: int, runs: int = 3) -> list[dict[str, Any]]:
+    """Rows in bianbench's combine() columns: one per run, PASS/FAIL/ERROR verdicts."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(items):
+        label = "PASS" if i % 2 else "FAIL"
+        for run in range(runs):
+            prediction = "ERROR" if rng.random() < 0.04 else (
+                label if rng.random() < skill else ("FAIL" if label == "PASS" else "PASS"))
+            right = float(prediction == label)
+            rows.append({"item_id": f"bianbench/en/{i:04d}", "benchmark": "bianbench", "split": "en",
+                         "task": "qa", "subset": f"qa-{i % 3}", "language": "en", "type": "", "run": run,
+                         "label": label, "verdict": "text", "prediction": prediction,
+                         "logprob_prediction": None, "text": '{"verdict": "' + prediction + '"}',
+                         "correct": right, "text_correct": right, "truncated": False, "error": None})
+    return rows
+
+
+def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges_every: int = 3,
+              bianbench_judges: int = 0, seed: int = 0) -> RunRoot:
+    """Write a synthetic run: `models` RAG-RewardBench models (every `judges_every`-th a generative judge,
+    the rest discriminative), optionally `bianbench_judges` of them also on a small Bi'anBench."""
+    root = RunRoot(root_uri, run)
+    rng = random.Random(seed)
+    cells: dict[str, Any] = {}
+    model_config: dict[str, Any] = {}
+    start = time.time()
+    for m in range(models):
+        name = f"synthetic-rm-{m:02d}"
+        kind = "generative" if m % judges_every == judges_every - 1 else "discriminative"
+        model_config[name] = {"name": name, "kind": kind, "engine": ENGINES[kind]}
+        skill = 0.55 + 0.35 * rng.random()
+        cells_rows = {"rag_rewardbench": rag_rewardbench_rows(name, kind, skill, items, seed * 1000 + m)}
+        if kind == "generative" and m // judges_every < bianbench_judges:
+            cells_rows["bianbench"] = bianbench_rows(name, skill, max(12, items // 10), seed * 1000 + m)
+        for bench, rows in cells_rows.items():
+            root.write_rows("predictions", bench, name, rows, part="0")
+            metrics = aggregate(benchmark(bench), rows)
+            metrics.update(model=name, kind=kind)
+            root.write_json(root.metrics_path(bench, name), metrics)
+            seconds = 30.0 + 10 * rng.random()
+            cells[f"{bench}/{name}"] = {"status": "done", "n": metrics["n"], "n_errors": metrics["n_errors"],
+                                        "started_at": start, "finished_at": start + seconds,
+                                        "seconds": seconds}
+    benchmarks = {b: {"name": b, "module": b, "bootstrap_resamples": 1000}
+                  for b in ("rag_rewardbench", "bianbench")}
+    root.write_json("manifest.json", {"run": run, "sweep": "synthetic", "attempts": 1, "cells": cells,
+                                      "config": {"benchmarks": benchmarks, "models": model_config}})
+    return root

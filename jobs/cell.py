@@ -24,6 +24,7 @@ from jobs.config import BenchmarkConfig, ModelConfig, to_dict
 from jobs.engines import RUN_SETTINGS, answer_requests
 from jobs.manifest import Manifest
 from jobs.preflight import PreflightError
+from jobs.progress import Progress
 from jobs.reducers import aggregate
 from jobs.retrieval import evaluate_retrieval
 from jobs.storage import RunRoot, redact
@@ -56,6 +57,11 @@ class Cell:
     flush_every: int
     log: Callable[[str], None] = print
     judges: dict[str, ModelConfig] = field(default_factory=dict)  # route name -> the model that answers it
+    progress: Progress | None = None  # the sweep's live progress and status.json
+
+    @property
+    def key(self) -> str:
+        return f"{self.bench.name}/{self.model.name}"
 
 
 def protocol_kind(model: ModelConfig) -> str:
@@ -92,12 +98,13 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     fail it before any engine starts. A failure is recorded in the manifest and never stops the sweep."""
     root, bench, model = cell.root, cell.bench, cell.model
     start = time.time()
-    key = f"{bench.name}/{model.name}"
+    key = cell.key
     answers = answers_hash(bench, model, cell.judges)
     digest = cell_hash(bench, answers)
     previous = cell.manifest.cell(key)
     metrics_path = root.metrics_path(bench.name, model.name)
     if previous.get("status") == "done" and previous.get("hash") == digest:
+        _finished(cell, "cached")
         return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
     if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: answers are stale
         for table in ("requests", "predictions", "errors"):
@@ -111,12 +118,19 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
         cell.manifest.set_cell(key, {"status": "failed", **stamp, "error": message})
+        _finished(cell, "failed")
         return CellOutcome(bench.name, model.name, "failed", None, time.time() - start, f": {message}")
     root.write_json(metrics_path, metrics)
     cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
                                  "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                  "seconds": round(time.time() - start, 1)})
+    _finished(cell, "done")
     return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)
+
+
+def _finished(cell: Cell, status: str) -> None:
+    if cell.progress:
+        cell.progress.cell_finished(cell.key, status)
 
 
 def evaluate(cell: Cell) -> dict[str, Any]:
@@ -162,8 +176,12 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
     requests = [r for item in items for r in spec.expand(item, kind, options)]
     cell.log(f"{bench.name} x {model.name}: {len(items)} items, {len(done)} requests already answered, "
              f"{sum(r['request_id'] not in done for r in requests)} to go")
+    if cell.progress:
+        cell.progress.cell_started(cell.key, len(requests), sum(r["request_id"] in done for r in requests))
     for round_ in range(MAX_ROUNDS):
         todo = [r for r in requests if r["request_id"] not in done]
+        if round_ and todo and cell.progress:
+            cell.progress.more_requests(cell.key, len(todo))
         if unknown := sorted({str(r["route"]) for r in todo if _routed(r) and r["route"] not in cell.judges}):
             raise PreflightError(f"benchmark '{bench.name}': requests for models it did not name as judges "
                                  f"({', '.join(unknown)})")
@@ -176,6 +194,8 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
                                 part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
                 answered.extend(part)
                 done.update(row["request_id"] for row in part)
+                if cell.progress:
+                    cell.progress.advanced(cell.key, len(part))
         by_item = _by_item(answered)
         requests = [r for item in items for r in spec.followup(item, by_item[item["item_id"]], kind, options)]
         if all(r["request_id"] in done for r in requests):

@@ -18,6 +18,7 @@ from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
 from jobs.manifest import Manifest
 from jobs.preflight import largest_gpu_node, model_problems
+from jobs.progress import Progress
 from jobs.schedule import rounds_demand, run_concurrently
 from jobs.storage import RunRoot
 
@@ -39,10 +40,12 @@ def connect_ray(sweep: SweepConfig) -> None:
 def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.schedule);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
-    protocol for. Outcomes come back in the sweep's order."""
+    protocol for (one line names them all). Progress shows each running cell's requests and ETA, and
+    ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order."""
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
     manifest = Manifest(root, sweep)
-    log = _one_line_at_a_time(log)
+    progress = Progress(root, _one_line_at_a_time(log))
+    log = progress.message
     gpus = largest_gpu_node()
     problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     bench_problems: dict[str, list[str]] = {}
@@ -53,16 +56,17 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
             p for judge in judges[name].values()
             for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))]
     cells = [(bench, model) for bench in sweep.benchmarks.values() for model in sweep.models.values()]
+    progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
+                     "the benchmark has no protocol for the model's kind")
 
     def run(pair: tuple[BenchmarkConfig, ModelConfig]) -> CellOutcome:
         bench, model = pair
         if not applies(bench, model):
             kinds = ", ".join(benchmark(bench.module).kinds)
-            outcome = CellOutcome(bench.name, model.name, "skipped", None, 0.0,
-                                  f": {bench.name} has no protocol for {model.kind} models ({kinds})")
-        else:
-            cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name])
-            outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
+            return CellOutcome(bench.name, model.name, "skipped", None, 0.0,
+                               f": {bench.name} has no protocol for {model.kind} models ({kinds})")
+        cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress)
+        outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")
         return outcome
 
@@ -71,7 +75,10 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
             return {"CPU": 0.0, "GPU": 0.0}  # a skipped cell holds nothing
         return rounds_demand([pair[1], *judges[pair[0].name].values()])
 
-    return run_concurrently(cells, demand, run, _cluster_capacity, sweep.max_concurrent_cells)
+    try:
+        return run_concurrently(cells, demand, run, _cluster_capacity, sweep.max_concurrent_cells)
+    finally:
+        progress.close()
 
 
 def _one_line_at_a_time(log: Callable[[str], None]) -> Callable[[str], None]:

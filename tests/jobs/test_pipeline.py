@@ -46,6 +46,12 @@ def test_judge_benchmarks_run_the_judge_and_skip_the_scorers(demo):
             "smollm2_judge": "done", "tiny_classifier": "skipped", "smollm2_implicit": "skipped"}
     manifest = run.read_json("manifest.json")["cells"]
     assert "bianbench/tiny_classifier" not in manifest and manifest["bianbench/smollm2_judge"]["status"] == "done"
+    # status.json followed the sweep: six cells done (the three scorers on RAG-RewardBench, the judge on each
+    # benchmark), the six scorer x judge-benchmark cells skipped, every request of every cell counted
+    status = run.read_json("status.json")
+    assert status["counts"] == {"done": 6, "skipped": 6}
+    assert all(cell["done"] == cell["total"] > 0 for cell in status["cells"].values())
+    assert status["cells"]["bianbench/smollm2_judge"]["total"] == 4 * 3  # four examples, three sampled runs
 
 
 def test_cells_ran_side_by_side_where_the_cluster_had_room(demo):

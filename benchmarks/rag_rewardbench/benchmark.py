@@ -39,8 +39,9 @@ class RagRewardBench(Benchmark):
         quarter of the real prompt length."""
         pairs = list(synthetic.generate())
         items = [load.read_pair(Record(synthetic.TABLE4, k, pair))[0] for k, pair in enumerate(pairs, 1)]
-        return items, (f"{len(items)} synthetic pairs with Table 4's subset sizes and mean lengths (characters / "
-                       f"{synthetic.CHARS_PER_TOKEN:g}), built from mtRAG passages; the data is not here")
+        per_token = f"characters / {synthetic.CHARS_PER_TOKEN:g}"
+        return items, (f"{len(items)} synthetic pairs with Table 4's subset sizes and mean lengths "
+                       f"({per_token}), built from mtRAG passages; the data is not here")
 
     measures = staticmethod(metrics.measures)
     summarize = staticmethod(metrics.summarize)

@@ -84,7 +84,7 @@ def summarize(groups: dict[str, dict[str, list[tuple[str, float]]]], resamples: 
 
     synthetic = [s for s in all_subsets if is_synthetic(s)]
     if synthetic:
-        metrics["synthetic_subsets"] = synthetic  # stand-in pairs: per subset only, in no column, never a result
+        metrics["synthetic_subsets"] = synthetic  # stand-in pairs: per subset only, in no column, no result
     if "correct_cr" in groups:
         real = [s for s in all_subsets if not is_synthetic(s)]
         metrics["position"] = {name: mean(pooled(measure, real)) for name, measure in POSITION}

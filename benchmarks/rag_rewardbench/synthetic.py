@@ -49,8 +49,8 @@ PROMPT_HEAD = "## References"
 REFERENCE = "\n{sep}Reference [{k}]\nTitle: {title}\nText: {text}"
 PROMPT_TAIL = ("\n\nUsing the references listed above, answer the following question in detail.\n"
                "## Question: {question}\n## Response:")
-# A word (long ones, such as URLs, in 12-character runs) with the whitespace before it: pieces join back to the
-# text, and a cut lands within a few characters of any target.
+# A word (long ones, such as URLs, in 12-character runs) with the whitespace before it: pieces join back to
+# the text, and a cut lands within a few characters of any target.
 _PIECE = re.compile(r"\s*\S{1,12}")
 
 Count = Callable[[str], int]
@@ -69,7 +69,8 @@ class SubsetShape:
 
     @property
     def name(self) -> str:
-        """The synthetic subset's name, e.g. 'synthetic-reason-multihop-rag' (our spelling, not the release's)."""
+        """The synthetic subset's name, e.g. 'synthetic-reason-multihop-rag' (our spelling, not the
+        release's)."""
         return f"{SYNTHETIC}{self.category.lower()}-{self.subset.lower()}"
 
 
@@ -163,8 +164,9 @@ def targets(shape: SubsetShape, index: int, scale: float, spread: float) -> dict
     odd subset's last item (unpaired) gets the mean itself, so a full subset averages Table 4's means."""
     rng = seeded(f"{shape.name}/pair{index // 2}")
     sign = 0 if index == shape.n - 1 and shape.n % 2 else 1 if index % 2 == 0 else -1
+    means = (("prompt", shape.prompt), ("chosen", shape.chosen), ("reject", shape.rejected))
     return {field: max(1, round(mean * scale * (1 + sign * rng.uniform(0.0, spread))))
-            for field, mean in (("prompt", shape.prompt), ("chosen", shape.chosen), ("reject", shape.rejected))}
+            for field, mean in means}
 
 
 def pair(shape: SubsetShape, index: int, scale: float = 1.0, spread: float = SPREAD,

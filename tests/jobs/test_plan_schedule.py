@@ -11,7 +11,8 @@ def job(name: str, gpus: int, start_s: float, work_s: float) -> EngineJob:
 
 
 def test_gpus_make_full_nodes_then_one_with_the_rest():
-    assert node_sizes(8) == [8] and node_sizes(12) == [8, 4] and node_sizes(3) == [3] and node_sizes(16) == [8, 8]
+    assert node_sizes(8) == [8] and node_sizes(12) == [8, 4] and node_sizes(3) == [3]
+    assert node_sizes(16) == [8, 8]
     with pytest.raises(ValueError):
         node_sizes(0)
 
@@ -43,8 +44,8 @@ def test_groups_stay_on_one_node_and_a_group_wider_than_any_node_is_not_placed()
 
 def test_a_model_starts_one_engine_for_all_its_cells_and_a_shared_reference_one_more():
     def cell(bench, model, hours, gpus=1, start_s=100.0, reference=None, kind="discriminative"):
-        return CellPlan(bench, model, kind, 10, 100, 0, 1e15, hours, "chars/4", "", gpus=gpus, start_s=start_s,
-                        reference=reference)
+        return CellPlan(bench, model, kind, 10, 100, 0, 1e15, hours, "chars/4", "", gpus=gpus,
+                        start_s=start_s, reference=reference)
 
     plans = [cell("rag_rewardbench", "m", 1.0, gpus=2), cell("bianbench", "m", 0.5, gpus=2),
              cell("rag_rewardbench", "r1", 1.0, reference="org/base", kind="implicit"),
@@ -52,7 +53,7 @@ def test_a_model_starts_one_engine_for_all_its_cells_and_a_shared_reference_one_
              cell("rag_rewardbench", "api", 0.0, start_s=0.0, kind="api"),
              CellPlan("bianbench", "broken", "generative", 0, 0, 0, 0.0, 0.0, "", "", problem="no data")]
     jobs = {j.name: j for j in engine_jobs(plans)}
-    assert sorted(jobs) == ["m", "org/base (reference)", "r1", "r2"]  # no engine for the API judge or a problem
+    assert sorted(jobs) == ["m", "org/base (reference)", "r1", "r2"]  # none for the API judge or a problem
     # m: 1.5 GPU-hours over its 2-GPU group, one 100 s start for both benchmarks.
     assert (jobs["m"].gpus, jobs["m"].start_s, jobs["m"].work_s) == (2, 100.0, 1.5 * 3600 / 2)
     assert jobs["m"].cells == ("rag_rewardbench x m", "bianbench x m")

@@ -3,6 +3,10 @@ labels that keep them out of every reported number. Pure Python; the full set ta
 import gzip
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,10 +15,12 @@ from benchmarks.mtrag.common import write_jsonl
 from benchmarks.rag_rewardbench import synthetic
 from jobs.reducers import aggregate
 
+ROOT = Path(__file__).resolve().parents[3]
 # Table 4 as printed (Appendix A): category totals and the sizes and lengths of a few rows, typed in again
 # here so a change to the data file shows.
 TOTALS = {"helpful": 262, "reason": 306, "citation": 361, "harmless": 155, "abstain": 217, "conflict": 184}
-ROWS = {"synthetic-helpful-multifieldqa": (78, 6435, 223, 249), "synthetic-citation-asqa": (100, 685, 339, 323),
+ROWS = {"synthetic-helpful-multifieldqa": (78, 6435, 223, 249),
+        "synthetic-citation-asqa": (100, 685, 339, 323),
         "synthetic-harmless-privacy": (90, 1260, 78, 63), "synthetic-abstain-nq-noise": (83, 3741, 78, 106)}
 
 
@@ -48,7 +54,8 @@ def test_full_set_has_table4_sizes_and_mean_lengths(full):
 
 
 def test_every_row_is_labelled_synthetic_and_loads_as_a_pair(full, tmp_path):
-    assert all(r["synthetic"] is True and r["id"].startswith("synthetic-") and rb.load.is_synthetic(r["subset"])
+    assert all(r["synthetic"] is True and r["id"].startswith("synthetic-")
+               and rb.load.is_synthetic(r["subset"])
                and r["chosen_model"] == r["reject_model"] == "synthetic" for r in full)
     path = tmp_path / "pairs.jsonl"
     write_jsonl(str(path), full)
@@ -59,10 +66,12 @@ def test_every_row_is_labelled_synthetic_and_loads_as_a_pair(full, tmp_path):
 
 def test_prompts_are_built_from_real_mtrag_passages(full):
     row = full[0]
-    with gzip.open(f"data/mtrag/corpus/{row['domain']}.jsonl.gz", "rt", encoding="utf-8") as f:
+    corpus_file = ROOT / "data" / "mtrag" / "corpus" / f"{row['domain']}.jsonl.gz"
+    with gzip.open(corpus_file, "rt", encoding="utf-8") as f:
         corpus = {p["_id"]: p for p in map(json.loads, f)}
     first = corpus[row["passages"][0]]
-    assert row["prompt"].startswith(f"## References\nReference [1]\nTitle: {first['title']}\nText: {first['text']}")
+    head = f"## References\nReference [1]\nTitle: {first['title']}\nText: {first['text']}"
+    assert row["prompt"].startswith(head)
     assert row["prompt"].endswith("## Response:") and "## Question: " in row["prompt"]
     assert row["chosen"].startswith(" ".join(first["text"].split())[:200])  # chosen: the prompt's own text
     assert all(pid in corpus for pid in row["passages"]) and len(row["passages"]) > 5  # a 6.4k-token prompt
@@ -76,8 +85,17 @@ def test_same_arguments_same_rows_and_a_capped_sample_is_a_prefix(full):
     assert all(r == by_id[r["id"]] for r in capped)
 
 
+def test_another_process_with_another_hash_seed_writes_the_same_rows(tmp_path):
+    out = tmp_path / "pairs.jsonl"
+    script = ROOT / "scripts" / "synthetic_rag_rewardbench.py"
+    subprocess.run([sys.executable, str(script), str(out), "--max-pairs", "1", "--scale", "0.1"], check=True,
+                   capture_output=True, env={**os.environ, "PYTHONHASHSEED": "7"})
+    assert [json.loads(line) for line in out.read_text().splitlines()] == list(
+        synthetic.generate(scale=0.1, max_pairs=1))
+
+
 def test_scale_shrinks_every_length_by_one_factor():
-    # One pair per subset: the two items' spread factors (1 + d, 1 - d) cancel, so each mean is Table 4 x 0.25.
+    # One pair per subset: the items' spread factors (1 + d, 1 - d) cancel, so each mean is Table 4 x 0.25.
     rows = list(synthetic.generate(scale=0.25, max_pairs=2))
     means = synthetic.summary(rows)
     for shape in synthetic.table4():
@@ -90,7 +108,8 @@ def test_targets_pair_up_around_the_mean_and_an_odd_last_item_is_the_mean():
     shape = synthetic.SubsetShape("Helpful", "X", 3, 1000, 100, 50)
     a, b, last = (synthetic.targets(shape, i, 1.0, 0.4) for i in range(3))
     for field, mean in (("prompt", 1000), ("chosen", 100), ("reject", 50)):
-        assert abs(a[field] + b[field] - 2 * mean) <= 1 and 0.6 * mean <= b[field] <= mean <= a[field] <= 1.4 * mean
+        assert abs(a[field] + b[field] - 2 * mean) <= 1
+        assert 0.6 * mean <= b[field] <= mean <= a[field] <= 1.4 * mean
     assert last == {"prompt": 1000, "chosen": 100, "reject": 50}
     assert synthetic.targets(shape, 0, 0.5, 0.0) == {"prompt": 500, "chosen": 50, "reject": 25}
 

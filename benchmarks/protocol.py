@@ -79,6 +79,11 @@ class Benchmark(_Contract):
         a language the data has); found before any engine starts."""
         return []
 
+    def plan_items(self) -> tuple[list[Item], str] | None:
+        """Items shaped like the full benchmark (the paper's sizes and lengths) for `ragjudge plan` when the
+        data is not on this machine, and a phrase saying what they are; None: plan from `plan_sample`."""
+        return None
+
     def followup(self, item: Item, answers: Iterable[Answer], kind: str, options: Any) -> list[Request]:
         """Requests the answers so far make possible (generate, then judge); the pipeline answers rounds until
         this returns nothing new. Default: one round."""

@@ -146,7 +146,8 @@ def _plan(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
     from jobs.plan import GpuSpec, format_plan, plan_sweep
 
-    gpu = GpuSpec(name=args.gpu, peak_tflops=args.peak_tflops, efficiency=args.efficiency, count=args.gpus)
+    gpu = GpuSpec(name=args.gpu, peak_tflops=args.peak_tflops, efficiency=args.efficiency, count=args.gpus,
+                  start_s=args.start_s, load_gb_per_s=args.load_gb_per_s, node_gpus=args.node_gpus)
     print(format_plan(plan_sweep(load_sweep(args.sweep, args.overrides), gpu), gpu))
     return 0
 
@@ -208,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--gpu", default="H100-SXM", help="GPU name, for the printout")
     plan.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of one GPU")
     plan.add_argument("--efficiency", type=float, default=0.35, help="share of peak reached")
+    plan.add_argument("--start-s", type=float, default=90.0, help="engine start besides weights (s)")
+    plan.add_argument("--load-gb-per-s", type=float, default=2.0, help="rate weights load at (GB/s)")
+    plan.add_argument("--node-gpus", type=int, default=8,
+                      help="GPUs per node (no tensor-parallel group spans two)")
     plan.set_defaults(func=_plan)
     models = commands.add_parser("models", help="list the model registry")
     models.add_argument("--conf", default=str(PROJECT_CONF),

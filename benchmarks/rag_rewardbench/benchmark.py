@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
-from benchmarks.rag_rewardbench import load, metrics, requests, rows, tables
+from benchmarks.rag_rewardbench import load, metrics, requests, rows, synthetic, tables
+from benchmarks.records import Record
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,15 @@ class RagRewardBench(Benchmark):
     def combine(self, item: Item, answers: Iterable[Answer], kind: str, options: RagRewardBenchOptions,
                 verdict: str | None = None) -> Row:
         return rows.combine(item, answers, kind, verdict or "logprob")
+
+    def plan_items(self) -> tuple[list[Item], str]:
+        """Table 4's sizes and mean lengths as synthetic pairs: the Appendix D examples are abridged, about a
+        quarter of the real prompt length."""
+        pairs = list(synthetic.generate())
+        items = [load.read_pair(Record(synthetic.TABLE4, k, pair))[0] for k, pair in enumerate(pairs, 1)]
+        per_token = f"characters / {synthetic.CHARS_PER_TOKEN:g}"
+        return items, (f"{len(items)} synthetic pairs with Table 4's subset sizes and mean lengths "
+                       f"({per_token}), built from mtRAG passages; the data is not here")
 
     measures = staticmethod(metrics.measures)
     summarize = staticmethod(metrics.summarize)

@@ -12,6 +12,12 @@ BENCHMARK = "rag_rewardbench"
 REQUIRED_FIELDS = ("prompt", "chosen", "reject", "subset")
 OPTIONAL_FIELDS = ("chosen_model", "reject_model")
 DUPLICATE = "duplicate of {} (same id, or same subset, prompt, chosen and reject)"
+SYNTHETIC = "synthetic-"  # subset and id prefix of generated stand-in pairs (synthetic.py): never a result
+
+
+def is_synthetic(subset: str) -> bool:
+    """Whether a subset holds generated stand-in pairs, which no reported accuracy may include."""
+    return subset.startswith(SYNTHETIC)
 
 
 def category(subset: str) -> str:

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchmarks.formatting import mean
-from benchmarks.rag_rewardbench.load import BENCHMARK, category
+from benchmarks.rag_rewardbench.load import BENCHMARK, category, is_synthetic
 from benchmarks.rag_rewardbench.requests import ORDERS
 from benchmarks.stats import bootstrap_ci
 
@@ -70,17 +70,22 @@ def summarize(groups: dict[str, dict[str, list[tuple[str, float]]]], resamples: 
     column_subsets = {c: [s for s in correct if category(s) == c] for c in HELPFUL_COLUMNS + HARMLESS_COLUMNS}
     column_subsets["helpful_avg"] = [s for c in HELPFUL_COLUMNS for s in column_subsets[c]]
     column_subsets["harmless_avg"] = [s for c in HARMLESS_COLUMNS for s in column_subsets[c]]
-    column_subsets["overall"] = list(correct)
+    column_subsets["overall"] = [s for s in correct if not is_synthetic(s)]
     metrics["columns"], metrics["columns_n"], metrics["columns_ci95"] = {}, {}, {}
     for column in COLUMN_TITLES:
         values = pooled("correct", column_subsets[column])
         metrics["columns"][column] = mean(values)
         metrics["columns_n"][column] = len(values)
         metrics["columns_ci95"][column] = bootstrap_ci(values, f"{BENCHMARK}/{column}", resamples)
-    unknown = sorted(s for s in correct if category(s) not in HELPFUL_COLUMNS + HARMLESS_COLUMNS)
+    unknown = sorted(s for s in correct if category(s) not in HELPFUL_COLUMNS + HARMLESS_COLUMNS
+                     and not is_synthetic(s))
     if unknown:
         metrics["unknown_subsets"] = unknown  # counted in overall only; named so nothing vanishes silently
 
+    synthetic = [s for s in all_subsets if is_synthetic(s)]
+    if synthetic:
+        metrics["synthetic_subsets"] = synthetic  # stand-in pairs: per subset only, in no column, no result
     if "correct_cr" in groups:
-        metrics["position"] = {name: mean(pooled(measure, all_subsets)) for name, measure in POSITION}
+        real = [s for s in all_subsets if not is_synthetic(s)]
+        metrics["position"] = {name: mean(pooled(measure, real)) for name, measure in POSITION}
     return metrics

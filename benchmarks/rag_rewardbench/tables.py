@@ -44,6 +44,11 @@ def table_text(metrics: list[dict[str, Any]]) -> str:
             lines.append(f"  {m['model']}: {_pct(p['accuracy_chosen_first'])} {_pct(p['accuracy_chosen_second'])} "
                          f"{_pct(p['consistency'])} {_pct(p['first_position_rate'])} "
                          f"{_pct(p['text_parse_failure_rate'])}")
+    for m in metrics:
+        if m.get("synthetic_subsets"):
+            n = len(m["synthetic_subsets"])
+            lines.append(f"  {m['model']}: {n} SYNTHETIC subsets (generated stand-in pairs for timing, "
+                         "benchmarks/rag_rewardbench/synthetic.py): not a result, in no column")
     errors = [m for m in metrics if m.get("n_errors") or m.get("n_bad_rows")]
     for m in errors:
         lines.append(f"  {m['model']}: {m.get('n_errors', 0)} pairs not scored "

@@ -9,8 +9,9 @@ import pytest
 from sweeps import SAMPLE, write_sweep
 
 from benchmarks import rag_rewardbench as rb
+from benchmarks.rag_rewardbench import synthetic
 from jobs.config import load_sweep
-from jobs.plan import GpuSpec, plan_sweep
+from jobs.plan import GpuSpec, plan_schedule, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,9 +31,14 @@ def test_a_remote_model_is_planned_from_characters_by_hand(tmp_path):
     chars = sum(len(i["prompt"]) * 2 + len(i["chosen"]) + len(i["reject"]) for i in items)
     assert (rm.requests, rm.prompt_tokens, rm.output_tokens) == (12, int(chars / 4), 0)
     assert rm.flops == 2 * 1e9 * int(chars / 4)
-    # compute: flops / (1000 TFLOP/s * 0.5); start: (100 s + 2 GB / 2 GB/s) on each of the 2 TP GPUs.
-    assert rm.gpu_hours == pytest.approx(rm.flops / 5e14 / 3600 + 101 * 2 / 3600)
+    # compute: flops / (1000 TFLOP/s * 0.5); the engine's start, once: 100 s + 2 GB / 2 GB/s, on 2 TP GPUs.
+    assert rm.gpu_hours == pytest.approx(rm.flops / 5e14 / 3600)
+    assert (rm.start_s, rm.gpus) == (101.0, 2)
     assert judge.kind == "api" and judge.gpu_hours == 0 and judge.output_tokens == 12 * 10  # 9 + verdict
+    plan = plan_schedule([rm, judge], gpu)  # one engine (the API judge has none), alone on a node of 4
+    assert [(p.job.name, p.node, p.begin_s) for p in plan.placements] == [("rm", 0, 0.0)]
+    assert plan.makespan_s == pytest.approx(101 + rm.gpu_hours * 3600 / 2)
+    assert plan.start_gpu_s == 202.0 and plan.lower_bound_s == pytest.approx(plan.busy_gpu_s / 4)
 
 
 def test_missing_data_scales_the_plan_sample_to_the_size(tmp_path):
@@ -44,10 +50,30 @@ def test_missing_data_scales_the_plan_sample_to_the_size(tmp_path):
     assert rm.prompt_tokens == pytest.approx(here.prompt_tokens * 100, abs=100)
 
 
+def test_missing_data_without_a_plan_sample_takes_table4_lengths_from_synthetic_pairs(tmp_path):
+    rm, judge = plan_sweep(load_sweep(_sweep(tmp_path, str(tmp_path / "absent"), ", size: 1485")), GpuSpec())
+    assert rm.requests == 2 * 1485 and "synthetic pairs with Table 4" in rm.items_from
+    # A scorer reads each pair's prompt twice, with each response: sum of n x (2 prompt + chosen + rejected)
+    # over Table 4's rows, in characters / 4, within 0.5% (each text is cut between words).
+    table4 = sum(s.n * (2 * s.prompt + s.chosen + s.rejected) for s in synthetic.table4())
+    assert rm.prompt_tokens == pytest.approx(table4, rel=0.005)
+    assert judge.prompt_tokens > table4 / 2  # both orders of prompt + chosen + rejected, and the judge prompt
+
+
 def test_a_cell_without_data_or_size_is_reported_not_raised(tmp_path):
-    plans = plan_sweep(load_sweep(_sweep(tmp_path, str(tmp_path / "absent"))), GpuSpec())
-    assert all("not on this machine" in p.problem and "benchmarks.rag_rewardbench.data" in p.problem
-               for p in plans)
+    # Bi'anBench has no synthetic shape of its own (plan_items is None), so it needs `size` and `plan_sample`.
+    path = tmp_path / "conf" / "sweeps" / "plan.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"""name: plan
+benchmarks:
+  - {{name: bianbench, module: bianbench, data: ["{tmp_path / 'absent'}"]}}
+models:
+  - {{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}}
+storage: {{run: plan}}
+""")
+    plans = plan_sweep(load_sweep(path), GpuSpec())
+    assert len(plans) == 1
+    assert "not on this machine" in plans[0].problem and "benchmarks.bianbench.data" in plans[0].problem
 
 
 def test_cli_plans_the_45_model_sweep_and_lists_the_registry():
@@ -56,6 +82,9 @@ def test_cli_plans_the_45_model_sweep_and_lists_the_registry():
     rows = [line for line in out.splitlines() if line.startswith("rag_rewardbench x ")]
     assert len(rows) == 45 and not any("cannot plan" in r for r in rows)
     assert "Total:" in out and "on 8 GPUs" in out and "1485 items (size)" in out
+    assert "synthetic pairs with Table 4" in out and "of GPU-hours in starts" in out
+    assert "Makespan on 8 GPUs (1 node of 8)" in out and "lower bound (GPU-hours / 8)" in out
+    assert "longest single engine" in out and "(37 starts, one per engine" in out  # 45 less 8 API judges
     listing = subprocess.run([sys.executable, "-m", "jobs", "models"], capture_output=True, text=True, cwd=ROOT,
                              check=True).stdout
     assert len(listing.splitlines()) >= 2 + 45 + 9 and "smollm2_judge" in listing

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jobs import plots
 from jobs.reliability import COLUMNS
-from jobs.report import subset_matrix
-
-if TYPE_CHECKING:
-    from jobs.report import BenchmarkView, PaperTable, Report
+from jobs.report_view import BenchmarkView, PaperTable, Report, subset_matrix
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}

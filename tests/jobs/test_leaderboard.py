@@ -6,7 +6,6 @@ import pytest
 from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
-
 from jobs.cli import main
 from jobs.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard, leaderboard_from_rows
 from jobs.reducers import aggregate

@@ -14,7 +14,8 @@ from test_leaderboard import CONTRACT
 
 from benchmarks import protocol
 from jobs.cli import main
-from jobs.report import BenchmarkView, report_text, subset_matrix, write_report
+from jobs.report import report_text, write_report
+from jobs.report_view import BenchmarkView, subset_matrix
 from jobs.storage import RunRoot
 
 

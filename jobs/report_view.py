@@ -1,0 +1,59 @@
+"""What a report shows, gathered from a run (jobs.report) and drawn as a page (jobs.report_page)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jobs.leaderboard import Outcomes
+
+
+@dataclass
+class PaperTable:
+    """One benchmark's own table in its paper's layout; `problem` says why it could not be drawn."""
+
+    text: str | None = None
+    html: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class BenchmarkView:
+    """Everything the report shows for one benchmark of the run (models in the manifest's order)."""
+
+    name: str  # as in the run's cells and partitions
+    module: str  # the benchmark implementation (benchmarks.protocol name)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, Outcomes] = field(default_factory=dict)
+    subsets: dict[str, str] = field(default_factory=dict)  # item id -> subset
+    reliability: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    position: dict[str, dict[str, float]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    resamples: int = 1000
+
+
+@dataclass
+class Report:
+    """A run's report: the views, leaderboard.json's content and the manifest they came from."""
+
+    run: str
+    manifest: dict[str, Any]
+    views: list[BenchmarkView]
+    leaderboard: dict[str, Any]
+
+
+def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np.ndarray]:
+    """(subsets, models x subsets mean outcome): the heat map's data, NaN where a model scored none."""
+    subsets = sorted(set(view.subsets.values()))
+    column = {s: i for i, s in enumerate(subsets)}
+    values = np.full((len(models), len(subsets)), np.nan)
+    for r, model in enumerate(models):
+        sums, counts = np.zeros(len(subsets)), np.zeros(len(subsets))
+        for item, outcome in view.outcomes.get(model, {}).items():
+            c = column[view.subsets[item]]
+            sums[c] += outcome
+            counts[c] += 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values[r] = np.where(counts > 0, sums / counts, np.nan)
+    return subsets, values

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OUTSIDE = ("../shared", "RAGJUDGE_SHARED")
+OUTSIDE = ("../shared", "RAGJUDGE_SHARED", '/ "shared"', "RAGJUDGE_SCHEMAS")
 # Loads the demo sweep from the copy and reads each benchmark's data the way its cell does (retrieval: corpora,
 # qrels and queries; the others: load_items), printing counts as JSON.
 LOAD_DEMO = """

@@ -11,15 +11,15 @@ from statistics import mean
 import pytest
 from reference import smollm2_first_token_logprobs
 
-from benchmarks import utility as ut
 from benchmarks.bianbench import BianBench, parse_reasoning, parse_verdict
 from benchmarks.options import typed_options
+from benchmarks.utility import UtilityJudgments, parsing
 from benchmarks.utility import metrics as utility_metrics
-from benchmarks.utility import parsing
 
 pytestmark = pytest.mark.integration
 JUDGE = "smollm2_judge"
 bb = BianBench()
+ut = UtilityJudgments()
 
 
 def _items(module, sweep, name):
@@ -88,7 +88,7 @@ def test_bianbench_parse_free_verdict_equals_a_direct_transformers_computation(d
 
 def test_utility_judge_answers_every_request_of_all_four_forms(demo):
     sweep, run, _ = demo
-    options = sweep.benchmarks["utility"].options
+    options = typed_options(UtilityJudgments.Options, sweep.benchmarks["utility"].options)
     items = _items(ut, sweep, "utility")
     expected = {r["request_id"]: r for i in items for r in ut.expand(i, "generative", options)}
     answers = {a["request_id"]: a for a in run.read_rows("requests", "utility", JUDGE)}

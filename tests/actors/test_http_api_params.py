@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
+from loopback import JsonHandler
 
 from actors.http_engine import HttpJudge, Secret, request_params
 from actors.sampling import text_sampling
@@ -17,7 +18,7 @@ from jobs.config import load_model, to_dict
 O1_REJECTS = ("max_tokens", "temperature", "top_p")
 
 
-class _Recording(BaseHTTPRequestHandler):
+class _Recording(JsonHandler):
     """Records request bodies; with `reasoning`, rejects what o1-mini rejects (HTTP 400, as its API does)."""
 
     state: ClassVar[dict] = {}
@@ -35,16 +36,7 @@ class _Recording(BaseHTTPRequestHandler):
                                        "message": {"role": "assistant", "content": "Choose 1"}}],
                           "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})
 
-    def _reply(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args) -> None:
-        pass
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ import sys
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from loopback import JsonHandler
 from sweeps import SAMPLE, write_sweep
 
 from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
@@ -76,7 +77,7 @@ def vllm_server():
     proc.wait(timeout=60)
 
 
-class _Scripted(BaseHTTPRequestHandler):
+class _Scripted(JsonHandler):
     """Chat completions that fail as told: `fail_first` 429s, then 500 for prompts containing 'BAD'."""
 
     state: dict = {}
@@ -103,17 +104,7 @@ class _Scripted(BaseHTTPRequestHandler):
             with state["lock"]:
                 state["in_flight"] -= 1
 
-    def _reply(self, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args) -> None:
-        pass
 
 
 @pytest.fixture

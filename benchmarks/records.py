@@ -83,6 +83,21 @@ def error_item(benchmark: str, record: Record, problem: str, subset: str = "", i
             "subset": subset, "source": record.source, "row": record.row, "error": problem}
 
 
+def items_or_errors(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]], duplicate: str,
+                    benchmark: str, subset: str = "") -> Iterator[dict[str, Any]]:
+    """read_items, with each bad row turned into its error item in place. An error item keeps the row's own id
+    unless a good item already has it (a duplicate); then, like a row that has no id, it is named by file and
+    row, so error items keep distinct ids. `subset` is theirs when the row names none."""
+    good: set[str] = set()
+    for record, item, problem in read_items(path, read_row, duplicate):
+        if problem is None:
+            good.add(item["item_id"])
+            yield item
+            continue
+        own = item.get("item_id")
+        yield error_item(benchmark, record, problem, item.get("subset", subset), None if own in good else own)
+
+
 def _jsonl_records(source: str) -> Iterator[Record]:
     opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
     with opener(source, "rt", encoding="utf-8") as f:

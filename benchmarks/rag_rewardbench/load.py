@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.records import Record, error_item, read_items
+from benchmarks.records import Record, items_or_errors
 
 BENCHMARK = "rag_rewardbench"
 REQUIRED_FIELDS = ("prompt", "chosen", "reject", "subset")
@@ -46,13 +46,5 @@ def read_pair(record: Record) -> tuple[dict[str, Any], list[str]]:
 
 
 def load_items(path: str) -> Iterator[dict[str, Any]]:
-    """Every pair under `path`. A bad row keeps its own id unless a good pair already has it (a duplicate),
-    then it gets a positional one."""
-    good: set[str] = set()
-    for record, item, problem in read_items(path, read_pair, DUPLICATE):
-        if problem is None:
-            good.add(item["item_id"])
-            yield item
-        else:
-            own = item.get("item_id") if record.data is not None and item.get("item_id") not in good else None
-            yield error_item(BENCHMARK, record, problem, item.get("subset", ""), own)
+    """Every pair under `path`; a bad row is an error item in place (records.items_or_errors)."""
+    return items_or_errors(path, read_pair, DUPLICATE, BENCHMARK)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from benchmarks.options import is_int
-from benchmarks.records import Record, read_items
+from benchmarks.records import Record, items_or_errors
 from benchmarks.utility.options import BENCHMARK
 
 DEFAULT_SUBSET = "GTI"  # the subset of rows without a dataset
@@ -19,16 +19,7 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
     """GTI/GTU rows from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items,
     in place. An error item keeps the row's own id unless a good row has it (a duplicate): then, like a row
     that cannot have an id, it is named by file and row, so error items keep distinct ids."""
-    good: set[str] = set()
-    for record, item, problem in read_items(path, read_row, DUPLICATE):
-        if problem is None:
-            good.add(item["item_id"])
-            yield item
-            continue
-        key = item.get("item_id")
-        yield {"item_id": key if key and key not in good else fallback_id(record), "benchmark": BENCHMARK,
-               "subset": item.get("subset", DEFAULT_SUBSET), "source": record.source, "row": record.row,
-               "error": problem}
+    return items_or_errors(path, read_row, DUPLICATE, BENCHMARK, DEFAULT_SUBSET)
 
 
 def read_row(record: Record) -> tuple[dict[str, Any], list[str]]:

@@ -9,7 +9,7 @@ from benchmarks.mtrag.common import domain, task_id
 from benchmarks.mtrag.generation.options import BENCHMARK
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
 from benchmarks.options import is_int
-from benchmarks.records import read_items
+from benchmarks.records import error_item, read_items
 
 NA = "N/A"  # a task without a question type or multi-turn label
 
@@ -25,7 +25,7 @@ def load_items(path: str) -> Iterator[dict[str, Any]]:
     (responses-given mode) and optional retrieved_contexts (passages for the RAG settings, best first).
     """
     for record, item, problem in read_items(path, lambda r: _read_row(r.data), "field 'task_id': duplicate of {}"):
-        yield item if problem is None else _error_item(record.source, record.row, item.get("subset", ""), problem)
+        yield item if problem is None else error_item(BENCHMARK, record, problem, item.get("subset", ""))
 
 
 def _read_row(row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -142,8 +142,3 @@ def _passages_field(value: Any, field: str, problems: list[str], required: bool)
         passages.append({"document_id": str(p.get("document_id") or ""), "title": str(p.get("title") or ""),
                          "text": p["text"]})
     return passages
-
-
-def _error_item(source: str, row: int, subset: str, problem: str) -> dict[str, Any]:
-    return {"item_id": f"{BENCHMARK}/{source}:{row}", "benchmark": BENCHMARK, "subset": subset, "source": source,
-            "row": row, "error": problem}

@@ -1,14 +1,16 @@
-"""The Ray Data stage for models vLLM cannot load: our own actor class over the transformers engine.
+"""The engine for models vLLM cannot load: our own class over the transformers engine.
 
-vLLM models go through ray.data.llm (actors.vllm_stage); this class answers the same requests with the
-same columns, so the rest of the pipeline does not know which engine ran.
+vLLM models go through actors.vllm_server; RequestScorer answers the same requests with the same columns, so
+the rest of the pipeline does not know which engine ran.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
+from actors.engine_ledger import report
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.transformers_engine import TransformersEngine
@@ -74,3 +76,31 @@ class RequestScorer:
             answers[i]["truncated"] = answers[i]["truncated"] or verdict["truncated"]
             answers[i]["n_tokens"] = max(answers[i]["n_tokens"], verdict["n_tokens"])
         return answers
+
+
+class ScorerServer:
+    """A RequestScorer kept for the whole sweep (jobs.engine_host): cells send it their batches, so the model
+    loads once per sweep, not once per cell and round; `key` names it in the sweep's ledger."""
+
+    def __init__(self, model: dict[str, Any], key: str, ledger: str | None = None):
+        start = time.time()
+        self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model["name"]
+        report(ledger, "started", key, self.model_name, "transformers", time.time() - start)
+
+    def answer(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+        start = time.time()
+        out = self.scorer(batch)
+        counts = {"busy_s": time.time() - start, "requests": len(batch["messages"]),
+                  "prompt_tokens": sum(int(n or 0) for n in out.get("n_tokens", []))}
+        report(self.ledger, "add", self.key, self.model_name, "transformers", counts)
+        return out
+
+    def shutdown(self) -> None:
+        """Nothing to stop before the actor is killed: the model lives in this process only."""
+
+
+def ask(batch: dict[str, np.ndarray], server: str) -> dict[str, Any]:
+    """`map_batches` function: a batch of request rows -> its answer columns, from the named ScorerServer."""
+    import ray
+
+    return ray.get(ray.get_actor(server).answer.remote(batch))

@@ -1,15 +1,16 @@
-"""Requests answered by vLLM through ray.data.llm's processor (engine actors, batching, placement groups).
+"""Requests as vLLM takes them, and its answers as our rows: the Ray Data side of every vLLM engine.
 
-We template and tokenize ourselves (actors.templating) and hand the processor token ids with per-row
-sampling or pooling parameters; it owns the engine actors, which is what lets the same config run a
-tensor-parallel 70B judge on a GPU cluster. What each kind asks of the engine:
+We template and tokenize ourselves (actors.templating) and hand the engine token ids with per-row sampling
+or pooling parameters: `prepare` runs in Ray Data tasks, `ask` sends a batch to the sweep's long-lived engine
+for the model (actors.vllm_server), `read_answer` turns its rows back into ours. A shared judge behind Ray
+Serve (actors.serve_judge) prepares and reads the same way. What each kind asks of the engine:
 - discriminative: `classify` pooling with the activation off, so the score is the raw logit;
 - generative: a generation (greedy, or the request's own sampling: `temperature`, `top_p`, `seed`,
   `max_tokens`) and, for a request with a `prefill` and `candidates`, a second engine row sharing the engine:
   one token after the prefill, for which vLLM reports the log-probs of exactly the candidate tokens
   (`logprob_token_ids`); the driver merges the parts (`n_parts`) back into one answer;
 - implicit: prompt log-probs of the closed conversation, summed over the response span; with a reference
-  model, a second processor adds the reference's sums.
+  model, a second engine adds the reference's sums.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
 
-# ray.data.llm numbers its rows in a `request_id` column of its own, overwriting ours: ours travels under
-# another name through the processor and is restored afterwards.
+# ray.data.llm (the shared judge's Serve processor) numbers its rows in a `request_id` column of its own,
+# overwriting ours: ours travels under another name and is restored afterwards.
 _OUR_ID = "ragjudge_request_id"
 # Request columns every answer row carries on.
 ANSWER_COLUMNS = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
@@ -35,7 +36,7 @@ def split_judge_request(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, keep_messages: bool = False
             ) -> dict[str, Any]:
-    """Request row -> processor row. `task` is what this engine computes: classify | judge | logprobs.
+    """Request row -> engine row. `task` is what this engine computes: classify | judge | logprobs.
 
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
     prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
@@ -119,41 +120,16 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
     return engine_kwargs, runtime_env, placement
 
 
-def _processor(model: dict[str, Any], path: str, task: str, preprocess, postprocess):
-    from ray.data.llm import build_processor, vLLMEngineProcessorConfig
+def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix: str = "",
+        columns: tuple[str, ...] = ANSWER_COLUMNS, keep_messages: bool = False):
+    """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
+    (actors.vllm_server) that holds the engine of (model, path, task) for the sweep."""
+    import pyarrow as pa
+    import ray
 
-    engine_kwargs, runtime_env, placement = engine_settings(model, path, task)
-    config = vLLMEngineProcessorConfig(
-        model_source=path,
-        task_type="classify" if task == "classify" else "generate",
-        engine_kwargs=engine_kwargs,
-        batch_size=int(model["batch_size"]),
-        concurrency=(int(model["min_actors"]), int(model["max_actors"])),
-        runtime_env=runtime_env,
-        placement_group_config=placement,
-        chat_template_stage=False,
-        tokenize_stage=False,
-        detokenize_stage=False,  # vLLM detokenizes generations itself
-    )
-    light = {"num_cpus": 0.25}
-    return build_processor(config, preprocess=preprocess, postprocess=postprocess,
-                           preprocess_map_kwargs=light, postprocess_map_kwargs=light)
-
-
-def answer(requests, model: dict[str, Any]):
-    """The dataset of answer rows to `requests` (a Ray Dataset of request rows) for one model config."""
-    kind = model["kind"]
-    task = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}[kind]
-    columns = ANSWER_COLUMNS
-    reference = model.get("reference") if kind == "implicit" else None
-    if kind == "generative":
-        requests = requests.flat_map(split_judge_request, num_cpus=0.25)
-    kept = columns + (("messages",) if reference else ())
-    ds = _processor(model, model["path"], task,
-                    partial(prepare, model=model, path=model["path"], task=task, keep_messages=bool(reference)),
-                    partial(read_answer, task=task, columns=kept))(requests)
-    if reference:
-        ds = _processor(model, reference, task, partial(prepare, model=model, path=reference, task=task),
-                        partial(read_answer, task=task, prefix="ref_",
-                                columns=columns + ("logp_sum", "logp_mean", "n_response_tokens")))(ds)
-    return ds
+    rows = [prepare(row, model, path, task, keep_messages) for row in batch.to_pylist()]
+    answers = [read_answer(row, task, columns, prefix) for row in ray.get(ray.get_actor(server).answer.remote(rows))]
+    # Not Table.from_pylist: it takes the columns of the first row only, and a judge's text and verdict parts
+    # answer in different columns.
+    keys = list(dict.fromkeys(key for answer in answers for key in answer))
+    return pa.Table.from_pydict({key: [answer.get(key) for answer in answers] for key in keys})

@@ -21,6 +21,7 @@ from typing import Any
 from benchmarks.options import typed_options
 from benchmarks.protocol import Answer, Benchmark, Item, Request, RetrievalBenchmark, Row, benchmark
 from jobs.config import BenchmarkConfig, ModelConfig, to_dict
+from jobs.engine_host import EngineHost
 from jobs.engines import RUN_SETTINGS, answer_requests
 from jobs.manifest import Manifest
 from jobs.preflight import PreflightError
@@ -58,6 +59,7 @@ class Cell:
     log: Callable[[str], None] = print
     judges: dict[str, ModelConfig] = field(default_factory=dict)  # route name -> the model that answers it
     progress: Progress | None = None  # the sweep's live progress and status.json
+    engines: EngineHost | None = None  # the sweep's engines; None: each round starts and releases its own
 
     @property
     def key(self) -> str:
@@ -189,7 +191,7 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
             cell.log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
-            for part in _batched(answer_requests(part_todo, answerer, cell.log), cell.flush_every):
+            for part in _batched(answer_requests(part_todo, answerer, cell.log, cell.engines), cell.flush_every):
                 root.write_rows("requests", bench.name, model.name, part,
                                 part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
                 answered.extend(part)

@@ -1,9 +1,11 @@
 """The engine registry: a model's `engine` -> how a list of requests is answered by it, as a stream of rows.
 
-vllm (ray.data.llm processors over vLLM engines), transformers (an actor pool of RequestScorer), http (an
-actor pool of HttpJudge calling an OpenAI-compatible API), a shared vLLM judge (a Ray Serve deployment every
-cell of a sweep sends its requests to; any vllm model with `shared: true`), and stand_in: an instant engine
-without Ray or weights, the way inspect_ai ships a mock model, for tests and dry runs of a benchmark's rounds.
+vllm (Ray Data tasks that prepare requests and send them to the sweep's vLLM engine for the model),
+transformers (the same, to the sweep's RequestScorer), http (an actor pool of HttpJudge calling an
+OpenAI-compatible API), a shared vLLM judge (a Ray Serve deployment, scaled by its queue; any vllm model with
+`shared: true`), and stand_in: an instant engine without Ray or weights, the way inspect_ai ships a mock
+model, for tests and dry runs of a benchmark's rounds. The vllm and transformers engines live in the sweep's
+EngineHost (jobs.engine_host): one start per model, whatever the number of benchmarks and rounds.
 A new engine is one function registered here with @engine("name") (and its name in jobs.config's choices).
 Retrievers (bm25, sentence_transformers) index corpora instead of answering requests: jobs.retrieval runs them.
 """
@@ -13,9 +15,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jobs.config import ModelConfig, to_dict
+from jobs.engine_host import EngineHost
 
 Log = Callable[[str], None]
-Answerer = Callable[[list[dict[str, Any]], ModelConfig, Log], Iterator[dict[str, Any]]]
+Answerer = Callable[[list[dict[str, Any]], ModelConfig, Log, EngineHost], Iterator[dict[str, Any]]]
+TASKS = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}  # what a vLLM engine computes
+LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 ENGINES: dict[str, Answerer] = {}
 
 # Settings that change how a model runs, not what it answers: changing them keeps stored answers.
@@ -33,14 +38,26 @@ def engine(name: str) -> Callable[[Answerer], Answerer]:
     return register
 
 
-def answer_requests(requests: list[dict[str, Any]], model: ModelConfig, log: Log = print) -> Iterator[dict[str, Any]]:
-    """Stream the model's answers to `requests` as plain dict rows, one per request."""
+def answer_requests(requests: list[dict[str, Any]], model: ModelConfig, log: Log = print,
+                    host: EngineHost | None = None) -> Iterator[dict[str, Any]]:
+    """Stream the model's answers to `requests` as plain dict rows, one per request, from its engine in `host`
+    (the sweep's); without one, from an engine started for this call and released after it."""
     if model.shared:
         return _shared(requests, model, log)
     if model.engine not in ENGINES:
         raise ValueError(f"model '{model.name}': engine '{model.engine}' answers no requests "
                          f"(request engines: {', '.join(sorted(ENGINES))})")
-    return ENGINES[model.engine](requests, model, log)
+    if host is None:
+        return _own_host(requests, model, log)
+    return ENGINES[model.engine](requests, model, log, host)
+
+
+def _own_host(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Iterator[dict[str, Any]]:
+    host = EngineHost(log)
+    try:
+        yield from ENGINES[model.engine](requests, model, log, host)
+    finally:
+        host.close()
 
 
 def resolved(model: ModelConfig) -> dict[str, Any]:
@@ -67,12 +84,29 @@ def _shared(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Ite
 
 
 @engine("vllm")
-def _vllm(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Iterator[dict[str, Any]]:
+def _vllm(requests: list[dict[str, Any]], model: ModelConfig, log: Log, host: EngineHost) -> Iterator[dict[str, Any]]:
+    """Both parts of a judge request (text, verdict) and both orders of a pair stay next to each other in one
+    batch, so the engine's prefix cache sees them together. An implicit RM with a reference model is asked
+    twice: its own engine, then the reference's, each adding its log-probs."""
     import ray
 
     from actors import vllm_stage
 
-    return merge_parts(dataset_rows(vllm_stage.answer(ray.data.from_items(requests), resolved(model))))
+    settings, task = resolved(model), TASKS[model.kind]
+    ds = ray.data.from_items(requests)
+    if task == "judge":
+        ds = ds.flat_map(vllm_stage.split_judge_request, **LIGHT)
+    reference = settings.get("reference") if model.kind == "implicit" else None
+    paths = [(settings["path"], "", vllm_stage.ANSWER_COLUMNS + (("messages",) if reference else ()))]
+    if reference:
+        paths.append((reference, "ref_", vllm_stage.ANSWER_COLUMNS + ("logp_sum", "logp_mean", "n_response_tokens")))
+    for path, prefix, columns in paths:
+        server = host.server(model, settings, path, task)
+        ds = ds.map_batches(vllm_stage.ask, batch_size=model.batch_size, batch_format="pyarrow", **LIGHT,
+                            fn_kwargs={"model": settings, "path": path, "task": task, "server": server,
+                                       "prefix": prefix, "columns": columns, "keep_messages": prefix == "" and
+                                       bool(reference)})
+    return merge_parts(dataset_rows(ds))
 
 
 def _actor_pool(requests: list[dict[str, Any]], model: ModelConfig, actor: type, kwargs: dict[str, Any]
@@ -87,14 +121,21 @@ def _actor_pool(requests: list[dict[str, Any]], model: ModelConfig, actor: type,
 
 
 @engine("transformers")
-def _transformers(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Iterator[dict[str, Any]]:
-    from actors.scorers import RequestScorer
+def _transformers(requests: list[dict[str, Any]], model: ModelConfig, log: Log, host: EngineHost
+                  ) -> Iterator[dict[str, Any]]:
+    import ray
 
-    return _actor_pool(requests, model, RequestScorer, {"model": resolved(model)})
+    from actors import scorers
+
+    settings = resolved(model)
+    server = host.server(model, settings, settings["path"], "score")
+    ds = ray.data.from_items(requests).map_batches(scorers.ask, batch_size=model.batch_size, **LIGHT,
+                                                   fn_kwargs={"server": server})
+    return merge_parts(dataset_rows(ds))
 
 
 @engine("http")
-def _http(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Iterator[dict[str, Any]]:
+def _http(requests: list[dict[str, Any]], model: ModelConfig, log: Log, host: EngineHost) -> Iterator[dict[str, Any]]:
     from actors.http_engine import HttpJudge, api_credentials
 
     settings = resolved(model)
@@ -108,7 +149,8 @@ def stand_in_reply(request: dict[str, Any]) -> str:
 
 
 @engine("stand_in")
-def _stand_in(requests: list[dict[str, Any]], model: ModelConfig, log: Log) -> Iterator[dict[str, Any]]:
+def _stand_in(requests: list[dict[str, Any]], model: ModelConfig, log: Log, host: EngineHost
+              ) -> Iterator[dict[str, Any]]:
     """Answers every request at once, in order, with stand_in_reply; no Ray, no weights."""
     for r in requests:
         yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],

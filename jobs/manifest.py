@@ -1,4 +1,5 @@
-"""The run's manifest.json: the sweep's config, package versions, git sha, and one entry per cell.
+"""The run's manifest.json: the sweep's config, package versions, git sha, one entry per cell, and one per
+engine of the latest attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
 `skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
@@ -59,4 +60,10 @@ class Manifest:
     def set_cell(self, key: str, entry: dict[str, Any]) -> None:
         with self._lock:
             self.data["cells"][key] = entry
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_engines(self, entries: list[dict[str, Any]]) -> None:
+        """This attempt's engines (jobs.engine_host's accounting: one entry per engine)."""
+        with self._lock:
+            self.data["engines"] = entries
             self.root.write_json(MANIFEST, self.data)

@@ -1,9 +1,10 @@
 """How a sweep flows: load -> expand -> model actors -> parse -> item rows -> reducers -> storage -> report.
 
 A sweep is a grid of (benchmark, model) cells; jobs.cell runs one, and this module runs them all on the Ray
-cluster, several at once where it has room (jobs.schedule), after checking every model and routed judge
-before any engine starts. The driver only sees small answer rows (scores, verdict texts), never model
-weights or activations.
+cluster, model by model (every benchmark of a model, then the next model), several at once where it has room
+(jobs.schedule), after checking every model and routed judge before any engine starts. Each model's engine
+starts once for the sweep and is released after its last cell (jobs.engine_host). The driver only sees small
+answer rows (scores, verdict texts), never model weights or activations.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
+from jobs.engine_host import EngineHost
 from jobs.manifest import Manifest
 from jobs.preflight import largest_gpu_node, model_problems
 from jobs.progress import Progress
-from jobs.schedule import rounds_demand, run_concurrently
+from jobs.schedule import Need, cell_need, run_concurrently
 from jobs.storage import RunRoot
 
 
@@ -58,6 +60,14 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     cells = [(bench, model) for bench in sweep.benchmarks.values() for model in sweep.models.values()]
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
                      "the benchmark has no protocol for the model's kind")
+    engines = EngineHost(log)
+
+    def users(pair: tuple[BenchmarkConfig, ModelConfig]) -> list[str]:
+        """The models whose engines the cell sends requests to: its own, then its benchmark's judges."""
+        return [pair[1].name, *(j.name for j in judges[pair[0].name].values())] if applies(*pair) else []
+
+    for pair in cells:
+        engines.expect(users(pair))
 
     def run(pair: tuple[BenchmarkConfig, ModelConfig]) -> CellOutcome:
         bench, model = pair
@@ -65,19 +75,27 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
             kinds = ", ".join(benchmark(bench.module).kinds)
             return CellOutcome(bench.name, model.name, "skipped", None, 0.0,
                                f": {bench.name} has no protocol for {model.kind} models ({kinds})")
-        cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress)
+        cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
+                    engines)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
+        engines.finished(users(pair))
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")
         return outcome
 
-    def demand(pair: tuple[BenchmarkConfig, ModelConfig]) -> dict[str, float]:
+    def demand(pair: tuple[BenchmarkConfig, ModelConfig]) -> Need:
         if not applies(*pair):
-            return {"CPU": 0.0, "GPU": 0.0}  # a skipped cell holds nothing
-        return rounds_demand([pair[1], *judges[pair[0].name].values()])
+            return Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell holds nothing
+        return cell_need([pair[1], *judges[pair[0].name].values()])
 
+    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them.
+    rank = {id(model): i for i, model in enumerate(sweep.models.values())}
+    order = sorted(range(len(cells)), key=lambda i: rank[id(cells[i][1])])
     try:
-        return run_concurrently(cells, demand, run, _cluster_capacity, sweep.max_concurrent_cells)
+        outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
+                                    sweep.max_concurrent_cells)
+        return [outcome for _, outcome in sorted(zip(order, outcomes), key=lambda pair: pair[0])]
     finally:
+        manifest.set_engines(engines.close())
         progress.close()
 
 

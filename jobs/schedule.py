@@ -1,16 +1,19 @@
 """Which cells of a sweep run at the same time: as many as the cluster's free CPUs and GPUs hold.
 
 Each cell is its own Ray Data pipeline, started from a driver thread; Ray Data runs several executions side
-by side. Ray itself would queue an engine actor that does not fit, but a cell admitted too early then sits
-holding its small stages while its engine waits, so admission counts what each cell's engines need
-(`cell_demand`) against the cluster's resources, re-read at every decision so an autoscaling cluster that
-grows admits more. A cell that fits nowhere still runs when nothing else does: the autoscaler (or the user's
-error) then has a pending demand to act on, instead of a sweep that waits forever.
+by side. The engines are the sweep's (jobs.engine_host: one per model, kept from its first cell to its
+last), so cells of one model share theirs: admission counts each running engine once, however many cells use
+it, plus each cell's own light stages. Ray itself would queue an engine actor that does not fit, but a cell
+admitted too early then sits holding its small stages while its engine waits, so admission counts what the
+engines need against the cluster's resources, re-read at every decision so an autoscaling cluster that grows
+admits more. A cell that fits nowhere still runs when nothing else does: the autoscaler (or the user's error)
+then has a pending demand to act on, instead of a sweep that waits forever.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from jobs.config import ModelConfig
@@ -18,41 +21,55 @@ from jobs.config import ModelConfig
 Demand = dict[str, float]
 Cell = TypeVar("Cell")
 STAGE_CPUS = 0.5  # a cell's own light stages (expand, filter, pre- and post-processing: 0.25 CPU each)
+RESOURCES = ("CPU", "GPU")
 
 
-def cell_demand(model: ModelConfig) -> Demand:
-    """CPUs and GPUs a cell's engines hold at `min_actors`; a shared judge is Serve's, counted by no cell."""
+@dataclass(frozen=True)
+class Need:
+    """What a running cell holds: its own stages, and the engines (by model name) it sends requests to."""
+
+    stage: Demand = field(default_factory=lambda: {"CPU": STAGE_CPUS, "GPU": 0.0})
+    engines: dict[str, Demand] = field(default_factory=dict)
+
+
+def engine_demand(model: ModelConfig) -> Demand:
+    """CPUs and GPUs a model's engines hold (`min_actors` replicas); a shared judge is Serve's, an API model
+    holds its client actors only while a cell runs."""
     if model.shared:
-        return {"CPU": STAGE_CPUS, "GPU": 0.0}
+        return {"CPU": 0.0, "GPU": 0.0}
     ranks = model.tensor_parallel_size if model.engine == "vllm" else 1  # a placement bundle per rank
     per_rank_gpus = max(model.num_gpus, 1.0) if model.num_gpus and model.engine == "vllm" else model.num_gpus
-    return {"CPU": STAGE_CPUS + model.min_actors * ranks * model.num_cpus,
-            "GPU": model.min_actors * ranks * per_rank_gpus}
+    return {"CPU": model.min_actors * ranks * model.num_cpus, "GPU": model.min_actors * ranks * per_rank_gpus}
 
 
-def rounds_demand(models: Sequence[ModelConfig]) -> Demand:
-    """A cell whose rounds go to several engines one after another (the cell's model generates, then its
-    judges answer): the most any one of them holds."""
-    needs = [cell_demand(model) for model in models]
-    return {r: max(need[r] for need in needs) for r in ("CPU", "GPU")}
+def cell_need(models: Sequence[ModelConfig]) -> Need:
+    """A cell whose requests go to `models` (its own model, then the judges it routes to)."""
+    return Need(engines={model.name: engine_demand(model) for model in models})
 
 
-def fits(demand: Demand, running: Sequence[Demand], capacity: Demand) -> bool:
-    """Whether `demand` fits beside the running cells' demands in the cluster's capacity."""
-    return all(demand.get(r, 0.0) + sum(d.get(r, 0.0) for d in running) <= capacity.get(r, 0.0) + 1e-9
-               for r in ("CPU", "GPU"))
+def total(needs: Sequence[Need]) -> Demand:
+    """Every cell's stages, and every engine once however many of the cells share it."""
+    engines = {name: demand for need in needs for name, demand in need.engines.items()}
+    return {r: sum(need.stage.get(r, 0.0) for need in needs) + sum(d.get(r, 0.0) for d in engines.values())
+            for r in RESOURCES}
 
 
-def next_cell(pending: Sequence[Demand], running: Sequence[Demand], capacity: Demand) -> int | None:
+def fits(need: Need, running: Sequence[Need], capacity: Demand) -> bool:
+    """Whether `need` fits beside the running cells' needs in the cluster's capacity."""
+    held = total([*running, need])
+    return all(held[r] <= capacity.get(r, 0.0) + 1e-9 for r in RESOURCES)
+
+
+def next_cell(pending: Sequence[Need], running: Sequence[Need], capacity: Demand) -> int | None:
     """The first pending cell (by position) that fits now; the first one outright when nothing runs."""
     if not pending:
         return None
     if not running:
         return 0
-    return next((i for i, demand in enumerate(pending) if fits(demand, running, capacity)), None)
+    return next((i for i, need in enumerate(pending) if fits(need, running, capacity)), None)
 
 
-def run_concurrently(cells: Sequence[Cell], demand: Callable[[Cell], Demand], run: Callable[[Cell], Any],
+def run_concurrently(cells: Sequence[Cell], demand: Callable[[Cell], Need], run: Callable[[Cell], Any],
                      capacity: Callable[[], Demand], max_concurrent: int = 0) -> list[Any]:
     """`run(cell)` for every cell, in admission order, at most `max_concurrent` at once (0: as resources allow).
 

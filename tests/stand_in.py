@@ -24,7 +24,7 @@ def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
     """Answers each request with reply(request, model); returns the request ids of each engine call."""
     calls: list[list[str]] = []
 
-    def answer(requests, model, log=print):
+    def answer(requests, model, log=print, host=None):
         calls.append([r["request_id"] for r in requests])
         for r in requests:
             yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],

@@ -54,8 +54,25 @@ def test_judge_benchmarks_run_the_judge_and_skip_the_scorers(demo):
     assert status["cells"]["bianbench/smollm2_judge"]["total"] == 4 * 3  # four examples, three sampled runs
 
 
+def test_each_model_started_one_engine_for_all_its_benchmarks_and_rounds(demo):
+    """SmolLM2 as a judge answers Bi'anBench and utility judgments (several rounds of listwise and pairwise
+    requests): one engine start for all of them, read from manifest.json; every request it answered is
+    counted, and both parts of a judge request and both orders of a pair hit its prefix cache."""
+    sweep, run, _ = demo
+    engines = {entry["model"]: entry for entry in run.read_json("manifest.json")["engines"]}
+    assert set(engines) == set(sweep.models)
+    assert {model: entry["starts"] for model, entry in engines.items()} == {model: 1 for model in sweep.models}
+    judge = engines["smollm2_judge"]
+    stored = sum(len(run.read_rows("requests", bench, "smollm2_judge")) for bench in sweep.benchmarks)
+    assert judge["requests"] >= stored > 0  # a request with a verdict prefill is two engine requests
+    assert 0 < judge["cached_prompt_tokens"] < judge["prompt_tokens"]
+    assert judge["generated_tokens"] > 0 and judge["busy_s"] > 0 and judge["start_s"] > 0
+    assert engines["tiny_classifier"]["requests"] == 12 and engines["tiny_classifier"]["generated_tokens"] == 0
+
+
 def test_cells_ran_side_by_side_where_the_cluster_had_room(demo):
-    """The session cluster has 4 CPUs and each small engine's cell needs 1.5 (jobs.schedule): two at a time."""
+    """The session cluster has 4 CPUs; a cell needs 0.5 for its stages and 1 for its model's engine, which the
+    cells of one model share (jobs.schedule): cells ran at the same time."""
     _, run, _ = demo
     spans = sorted((c["started_at"], c["finished_at"]) for c in run.read_json("manifest.json")["cells"].values())
     overlapping = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]

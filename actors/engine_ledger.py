@@ -1,0 +1,45 @@
+"""What each long-lived engine of a sweep did: starts, start time, busy time, requests and tokens.
+
+Engines report here themselves (a start from their constructor, a batch's counts after each batch), so a
+restarted engine is counted even though Ray rebuilt it without the driver's knowledge. One small actor per
+sweep holds the ledger; the driver reads it into manifest.json.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
+
+
+class EngineLedger:
+    """Per engine key: {"model", "engine", "starts", "start_s", busy_s, requests and token counts}."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
+        return self.entries.setdefault(key, {"model": model, "engine": engine, "starts": 0, "start_s": 0.0,
+                                             **{name: 0 for name in COUNTERS}})
+
+    def started(self, key: str, model: str, engine: str, seconds: float) -> None:
+        entry = self._entry(key, model, engine)
+        entry["starts"] += 1
+        entry["start_s"] = round(entry["start_s"] + seconds, 3)
+
+    def add(self, key: str, model: str, engine: str, counts: dict[str, float]) -> None:
+        entry = self._entry(key, model, engine)
+        for name in COUNTERS:
+            entry[name] += counts.get(name, 0)
+        entry["busy_s"] = round(entry["busy_s"], 3)
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        return self.entries
+
+
+def report(ledger: str | None, method: str, *args: Any) -> None:
+    """Send one record to the sweep's ledger actor (by name); nothing without one (an engine used alone)."""
+    if ledger is None:
+        return
+    import ray
+
+    getattr(ray.get_actor(ledger), method).remote(*args)

@@ -16,7 +16,7 @@ from typing import Any
 from jobs.leaderboard import item_outcomes, leaderboard
 from jobs.reliability import COLUMNS, needed_column, position_bias, reliability
 from jobs.report_page import render_page
-from jobs.report_view import BenchmarkView, PaperTable, Report
+from jobs.report_view import BenchmarkView, PaperTable, Report, engine_rows
 from jobs.storage import RunRoot
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
@@ -120,6 +120,10 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | 
         board = report.leaderboard["benchmarks"].get(view.name)
         if board:
             out(leaderboard_text(view, board) + "\n")
+    if engines := engine_rows(report.manifest):
+        from benchmarks.tables import aligned
+
+        out("Engines (one per model for the sweep; seconds, tokens)\n" + aligned(engines, left=2) + "\n")
     root.write_json("report/leaderboard.json", report.leaderboard)
     root.write_text("report/index.html", render_page(report, tables))
     return report

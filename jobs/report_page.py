@@ -10,7 +10,7 @@ from typing import Any
 
 from jobs import plots
 from jobs.reliability import COLUMNS
-from jobs.report_view import BenchmarkView, PaperTable, Report, subset_matrix
+from jobs.report_view import BenchmarkView, PaperTable, Report, engine_rows, subset_matrix
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
@@ -140,8 +140,12 @@ def _accounting(manifest: dict[str, Any]) -> str:
     totals = ", ".join(f"{_e(engine or 'unknown')}: {count} cells, {secs:.0f} s" for engine, (count, secs)
                        in sorted(engines.items()))
     meta = ", ".join(f"{k} {_e(manifest[k])}" for k in ("attempts", "git_sha") if manifest.get(k))
+    engines = engine_rows(manifest)
+    per_engine = table(engines[0], ["<tr>" + "".join(f"<td class='l'>{_e(c)}</td>" for c in row[:2])
+                                    + "".join(f"<td>{_e(c)}</td>" for c in row[2:]) + "</tr>"
+                                    for row in engines[1:]]) if engines else ""
     return ("<h2 id='accounting'>Engines and time</h2>"
-            f"<p>{span}cell time by engine: {totals or '-'}{'. ' + meta if meta else ''}</p>"
+            f"<p>{span}cell time by engine: {totals or '-'}{'. ' + meta if meta else ''}</p>" + per_engine
             + table(["benchmark", "model", "engine", "status", "seconds", "n", "errors", *extra], rows))
 
 

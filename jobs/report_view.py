@@ -57,3 +57,24 @@ def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np
         with np.errstate(invalid="ignore", divide="ignore"):
             values[r] = np.where(counts > 0, sums / counts, np.nan)
     return subsets, values
+
+
+ENGINE_COLUMNS = ("starts", "start_s", "busy_s", "requests", "prompt_tokens", "cached_prompt_tokens",
+                  "generated_tokens")
+
+
+def engine_rows(manifest: dict[str, Any]) -> list[list[str]]:
+    """The run's engines as table rows (model, engine, each of ENGINE_COLUMNS, cached share of prompt tokens),
+    header first; [] when the run recorded none."""
+    entries = manifest.get("engines") or []
+    if not entries:
+        return []
+    rows = [["model", "engine", *ENGINE_COLUMNS, "cached %"]]
+    for entry in sorted(entries, key=lambda e: (e["model"], e["engine"])):
+        prompt = entry.get("prompt_tokens") or 0
+        cached = f"{100 * (entry.get('cached_prompt_tokens') or 0) / prompt:.1f}" if prompt else "-"
+        rows.append([entry["model"], entry["engine"],
+                     *(f"{entry.get(c, 0):.1f}" if c.endswith("_s") else str(entry.get(c, 0))
+                       for c in ENGINE_COLUMNS), cached])
+    return rows
+

@@ -162,3 +162,18 @@ document.body.dataset.firstModel=t.tBodies[0].rows[0].cells[1].textContent;</scr
     names = sorted(m["model"] for m in run["report"].leaderboard["benchmarks"]["bianbench"]["models"])
     dom = _dump_dom(browser, probe_path)
     assert re.search(rf'data-first-model="{re.escape(names[-1])}\s*generative"', dom)
+
+
+def test_engine_rows_show_each_engine_with_its_cached_share_of_prompt_tokens():
+    from jobs.report_view import engine_rows
+
+    manifest = {"engines": [
+        {"model": "judge", "engine": "vllm", "starts": 2, "start_s": 40.04, "busy_s": 12.5, "requests": 8,
+         "prompt_tokens": 200, "cached_prompt_tokens": 50, "generated_tokens": 30},
+        {"model": "rm", "engine": "transformers", "starts": 1, "start_s": 3.0, "busy_s": 1.0, "requests": 4,
+         "prompt_tokens": 0, "cached_prompt_tokens": 0, "generated_tokens": 0}]}
+    header, judge, rm = engine_rows(manifest)
+    assert header[0] == "model" and header[-1] == "cached %"
+    assert judge == ["judge", "vllm", "2", "40.0", "12.5", "8", "200", "50", "30", "25.0"]
+    assert rm[-1] == "-"  # no prompt tokens counted: no share to show
+    assert engine_rows({"cells": {}}) == []

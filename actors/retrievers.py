@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from actors.hardware import resolve_dtype
 from benchmarks.mtrag.retrieval.scoring import trec_order
 
 Ranking = list[tuple[str, float]]
@@ -133,8 +134,10 @@ class DenseEncoder:
 
         self.settings = engine_settings("sentence_transformers", settings)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # bfloat16 halves the encoding time on CPUs with AVX512-BF16 and on GPUs; embeddings come back float32.
-        kwargs = {} if dtype in (None, "float32") else {"model_kwargs": {"torch_dtype": getattr(torch, dtype)}}
+        # bfloat16 halves the encoding time on CPUs with AVX512-BF16 and on GPUs (bfloat16-if-native picks it
+        # there only: actors.hardware); embeddings come back float32.
+        dtype = resolve_dtype(dtype or "float32", device)
+        kwargs = {} if dtype == "float32" else {"model_kwargs": {"torch_dtype": getattr(torch, dtype)}}
         self.model = SentenceTransformer(path, device=device, revision=revision, **kwargs)
         if self.settings["max_seq_length"]:
             self.model.max_seq_length = int(self.settings["max_seq_length"])

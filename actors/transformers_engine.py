@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from actors.hardware import resolve_dtype
 from actors.templating import Messages, overflow, templater
 
 
@@ -33,7 +34,7 @@ class TransformersEngine:
         self.templater = templater(tokenizer or path, chat_template, None if tokenizer else revision,
                                    trust_remote_code)
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        load = Load(dtype=dtype, revision=revision, trust_remote_code=trust_remote_code, device=self.device)
+        load = Load(dtype=resolve_dtype(dtype, self.device), revision=revision, trust_remote_code=trust_remote_code, device=self.device)
         if task == "classify":
             self.head = make_head(head or "classifier", path, load, self.templater)
             self.model = getattr(self.head, "model", None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
@@ -99,8 +100,9 @@ def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix
 
 def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, dict | None, dict | None]:
     """vLLM engine arguments, runtime env and placement bundles, for per-cell engines and shared judges alike."""
+    device = "cuda" if model.get("num_gpus") else "cpu"
     engine_kwargs = {
-        "dtype": model["dtype"],
+        "dtype": resolve_dtype(model["dtype"], device),
         "max_model_len": int(model["max_model_len"]),
         "tensor_parallel_size": int(model["tensor_parallel_size"]),
         "enable_prefix_caching": task != "classify",
@@ -110,7 +112,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
     }
     runtime_env, placement = None, None
     if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine
-        runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model["kv_cache_gib"]))}}
+        runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model["kv_cache_gib"])), **cpu_engine_env()}}
         # A seeded request whose prompt is prefilled in chunks makes vLLM rewind its sampler's generator, which
         # a CPU torch.Generator cannot do ("CPU Generator does not use offset": the engine dies). Whole-prompt
         # prefills never rewind, so seeded sampling (Bi'anBench's three runs) works on CPU too.

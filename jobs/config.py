@@ -41,6 +41,8 @@ class ModelConfig:
     revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
     params_b: Optional[float] = None  # parameters in billions, for `ragjudge plan`
     reference: Optional[str] = None  # implicit RMs: the reference model (same forms as path)
+    # float32 | bfloat16 | float16 | auto (the checkpoint's own) | bfloat16-if-native (bfloat16 where the GPU or
+    # CPU computes it natively, float32 elsewhere: actors.hardware)
     dtype: str = "float32"
     max_model_len: int = 2048
     tensor_parallel_size: int = 1

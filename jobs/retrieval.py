@@ -31,6 +31,7 @@ from typing import Any
 from actors.retrievers import BM25Index, DenseIndex, engine_settings, passage_text, store_index
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, benchmark
+from actors.hardware import resolve_dtype
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, load_model, to_dict
 from jobs.engines import RUN_SETTINGS, answer_requests, dataset_rows
 from jobs.storage import RunRoot, partition_value
@@ -58,7 +59,9 @@ def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: 
     spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
                             "n_passages": n_passages, "settings": engine_settings(model.engine, model.retriever)}
     if model.engine == "sentence_transformers":
-        spec.update(path=model.path, revision=model.revision, dtype=model.dtype)
+        # the dtype the encoder will run in on this machine's kind of device, not the setting that picks it
+        spec.update(path=model.path, revision=model.revision,
+                    dtype=resolve_dtype(model.dtype, "cuda" if model.num_gpus else "cpu"))
         ann = n_passages >= search.ann_threshold
         spec["index"] = {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}
     else:

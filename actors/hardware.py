@@ -1,0 +1,52 @@
+"""What this machine computes natively, so engines pick their number format and threads from it.
+
+bfloat16 halves memory traffic where the hardware has it (CUDA GPUs from compute capability 8.0; x86 CPUs
+with AVX512-BF16 or AMX), but a CPU with AVX2 only emulates it, several times slower than float32: a model
+file says `dtype: bfloat16-if-native` and gets the faster of the two on each machine, never assumed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+IF_NATIVE = "bfloat16-if-native"
+BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The CPU's feature flags from /proc/cpuinfo (or the given text); empty where there is none (macOS)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return frozenset()
+    for line in cpuinfo.splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.partition(":")[2].split())
+    return frozenset()
+
+
+def native_bf16(device: str, flags: frozenset[str] | None = None) -> bool:
+    """Whether `device` ("cpu" or "cuda") computes bfloat16 without emulating it."""
+    if device.startswith("cuda"):
+        import torch
+
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    return bool(BF16_CPU_FLAGS & (cpu_flags() if flags is None else flags))
+
+
+def resolve_dtype(dtype: str, device: str, flags: frozenset[str] | None = None) -> str:
+    """A model's dtype as the engine takes it: bfloat16-if-native -> bfloat16 or float32; others unchanged."""
+    if dtype != IF_NATIVE:
+        return dtype
+    return "bfloat16" if native_bf16(device, flags) else "float32"
+
+
+def cpu_engine_env() -> dict[str, str]:
+    """Environment of a vLLM CPU engine so that every core Ray gives it does model work.
+
+    vLLM's CPU build keeps one core per rank for its scheduler process unless VLLM_CPU_NUM_OF_RESERVED_CPU
+    says otherwise (vllm/utils/ompmultiprocessing.py); on a 2-core machine that left one thread of model
+    work. The scheduler mostly waits on the model, so we reserve none; "auto" binds one OpenMP thread per
+    physical core of the engine's CPU set.
+    """
+    return {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}

@@ -1,0 +1,28 @@
+"""actors.hardware: bfloat16 only where the CPU computes it natively, and vLLM's CPU thread settings."""
+from actors.hardware import IF_NATIVE, cpu_engine_env, cpu_flags, native_bf16, resolve_dtype
+
+AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
+AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
+AMX = "processor\t: 0\nflags\t\t: fpu avx2 avx512f amx_tile amx_bf16 amx_int8\n"
+
+
+def test_flags_are_read_from_cpuinfo_and_missing_cpuinfo_means_none():
+    assert cpu_flags(AVX2_ONLY) == {"fpu", "sse2", "avx", "avx2", "fma"}
+    assert cpu_flags("processor\t: 0\nmodel name\t: something\n") == frozenset()
+
+
+def test_bfloat16_if_native_is_float32_on_an_avx2_only_cpu_and_bfloat16_where_the_cpu_has_it():
+    assert resolve_dtype(IF_NATIVE, "cpu", cpu_flags(AVX2_ONLY)) == "float32"
+    assert resolve_dtype(IF_NATIVE, "cpu", cpu_flags(AVX512_BF16)) == "bfloat16"
+    assert resolve_dtype(IF_NATIVE, "cpu", cpu_flags(AMX)) == "bfloat16"
+    assert resolve_dtype(IF_NATIVE, "cpu", frozenset()) == "float32"  # unknown CPU: never assume
+    assert not native_bf16("cpu", cpu_flags(AVX2_ONLY)) and native_bf16("cpu", cpu_flags(AMX))
+
+
+def test_explicit_dtypes_are_kept_whatever_the_cpu():
+    for dtype in ("float32", "bfloat16", "float16", "auto"):
+        assert resolve_dtype(dtype, "cpu", cpu_flags(AVX2_ONLY)) == dtype
+
+
+def test_the_cpu_engine_reserves_no_core_and_binds_its_threads():
+    assert cpu_engine_env() == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}

@@ -2,7 +2,10 @@
 
 Both score the same pairs with the same model (SmolLM2-135M-Instruct as an implicit RM: response-token
 log-probabilities, the computation RewardBench's DPO script does) in one run, so the ratio compares like with
-like on this machine. Usage: python perf/rag_rewardbench_throughput.py [--copies 8]
+like on this machine. The pairs are Table-4-shaped synthetic ones (benchmarks/rag_rewardbench/synthetic.py:
+the paper's 18 subsets, their prompt/chosen/rejected token lengths x `--scale`, real mtRAG passages; labelled
+synthetic, never a result), or with `--copies N` the six abridged Appendix D examples N times.
+Usage: python perf/rag_rewardbench_throughput.py [--scale 0.25 --max-pairs 2 | --copies 8]
 """
 from __future__ import annotations
 
@@ -32,10 +35,16 @@ storage: {{root: "{root}", run: perf, flush_every: 256}}
 """
 
 
-def make_pairs(folder: Path, copies: int) -> Path:
-    rows = [json.loads(line) for line in SAMPLE.open()]
+def make_pairs(folder: Path, args: argparse.Namespace) -> Path:
+    from benchmarks.rag_rewardbench import synthetic
+
+    if args.copies:
+        rows = [json.loads(line) for line in SAMPLE.open()]
+        rows = [{**r, "id": f"{r['id']}-copy{k}"} for k in range(args.copies) for r in rows]
+    else:
+        rows = list(synthetic.generate(scale=args.scale, max_pairs=args.max_pairs))
     path = folder / "pairs.jsonl"
-    path.write_text("".join(json.dumps({**r, "id": f"{r['id']}-copy{k}"}) + "\n" for k in range(copies) for r in rows))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
@@ -125,7 +134,9 @@ def pipeline(data: Path, folder: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--copies", type=int, default=8, help="copies of the six sample pairs (distinct ids)")
+    parser.add_argument("--scale", type=float, default=0.25, help="Table 4 lengths x this factor")
+    parser.add_argument("--max-pairs", type=int, default=2, help="synthetic pairs per Table 4 subset")
+    parser.add_argument("--copies", type=int, help="instead: copies of the six Appendix D pairs (distinct ids)")
     parser.add_argument("--only", choices=["baseline"], help=argparse.SUPPRESS)  # child process mode
     parser.add_argument("--data")
     args = parser.parse_args()
@@ -134,7 +145,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        data = make_pairs(folder, args.copies)
+        data = make_pairs(folder, args)
         # The baseline runs in its own process so its peak memory is its own.
         child = subprocess.run([sys.executable, __file__, "--only", "baseline", "--data", str(data)],
                                capture_output=True, text=True, check=True, cwd=ROOT)
@@ -142,6 +153,8 @@ def main() -> None:
         ours = pipeline(data, folder)
     agree = sum(plain["correct"][k] == ours["correct"].get(k) for k in plain["correct"]) / len(plain["correct"])
     report = {
+        "workload": f"Appendix D x {args.copies}" if args.copies else
+        f"synthetic Table 4 shape, lengths x {args.scale}, {args.max_pairs} pairs per subset",
         "pairs": ours["pairs"],
         "baseline_pairs_per_s": plain["pairs"] / plain["seconds_total"],
         "pipeline_pairs_per_s": ours["pairs"] / ours["seconds_total"],

@@ -119,6 +119,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         engine_kwargs["enable_chunked_prefill"] = False
         engine_kwargs["max_num_batched_tokens"] = max(int(model["max_model_len"]), 8192)
         placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
+    engine_kwargs.update(model.get("engine_args") or {})  # the model file's word is last
     return engine_kwargs, runtime_env, placement
 
 

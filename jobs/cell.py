@@ -75,10 +75,11 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
     """What changes the cell's answers: the identity and prompt settings of its model and of the judges its
     requests are routed to, the protocol, the data bytes.
 
-    Data on object storage is not read here (only local files are hashed); its path is in the settings.
+    Data on object storage is not read here (only local files are hashed); its path is in the settings. vLLM
+    engine arguments count (one may quantize), but none set hashes as before they existed, so runs resume.
     """
     settings = [{k: v for k, v in to_dict(bench).items() if k not in METRIC_SETTINGS | PLAN_SETTINGS},
-                *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS}
+                *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS and (v or k != "engine_args")}
                   for m in [model, *(judges or {}).values()])]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:

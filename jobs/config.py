@@ -48,6 +48,9 @@ class ModelConfig:
     tensor_parallel_size: int = 1
     kv_cache_gib: int = 1  # vLLM on CPU: KV cache size
     enforce_eager: bool = False  # vLLM: skip graph compilation (engine start ~30 s instead of ~170 s on CPU)
+    # vLLM: further engine arguments, passed as written after ours (the GPU prefill settings: enable_chunked_prefill,
+    # enable_prefix_caching, max_num_batched_tokens, gpu_memory_utilization...); preflight checks the names
+    engine_args: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 16
     min_actors: int = 1
     max_actors: int = 1
@@ -286,6 +289,11 @@ def _check_choices(sweep: SweepConfig, sweep_file: Path) -> None:
         _check_model_extras(model, name, sweep_file)
 
 
+# vLLM arguments that ModelConfig holds under their own names; engine_args must not set them a second way.
+_OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "enforce_eager", "revision",
+                    "trust_remote_code", "tokenizer")
+
+
 def _check_model_extras(model: ModelConfig, name: str, sweep_file: Path) -> None:
     """Keys that only one engine reads must not sit on a model whose engine would ignore them."""
     where = f"{sweep_file}: key 'models.{name}"
@@ -295,6 +303,11 @@ def _check_model_extras(model: ModelConfig, name: str, sweep_file: Path) -> None
     if model.tokenizer is not None and model.engine != "transformers":
         raise ConfigError(f"{where}.tokenizer': only engine transformers loads a separate tokenizer, "
                           f"not engine {model.engine}")
+    if model.engine_args and model.engine != "vllm":
+        raise ConfigError(f"{where}.engine_args': only engine vllm takes engine arguments, not engine {model.engine}")
+    for key in model.engine_args:
+        if key in _OWN_ENGINE_KEYS:
+            raise ConfigError(f"{where}.engine_args.{key}': set by the model file's own key '{key}', not here")
     if model.api_params and model.kind != "api":
         raise ConfigError(f"{where}.api_params': only kind api sends request parameters, not kind {model.kind}")
     for key, value in model.api_params.items():

@@ -2,6 +2,7 @@
 minutes of an engine start, and should fail that cell alone with a message naming the model and the key."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from actors.model_store import MINILM, SMOLLM2, TINY_CLASSIFIER
@@ -35,6 +36,16 @@ def _model_source_problem(name: str, key: str, spec: str) -> str | None:
     return None
 
 
+def vllm_engine_arguments() -> frozenset[str] | None:
+    """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not): the
+    engine then rejects an unknown name when it starts."""
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+    except ImportError:
+        return None
+    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+
+
 def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     """Everything wrong with a model config that can be known before loading it."""
     from actors.http_engine import api_credentials
@@ -56,6 +67,9 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     if model.shared and (model.kind != "generative" or model.engine != "vllm"):
         problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
                         f"not kind {model.kind} on {model.engine}")
+    known = vllm_engine_arguments() if model.engine_args else None
+    problems += [f"models.{model.name}.engine_args.{key}: not an argument of vLLM's engine"
+                 for key in model.engine_args if known is not None and key not in known]
     template = model.chat_template
     if template and "{" not in template and not os.path.isfile(template):
         problems.append(f"models.{model.name}.chat_template: no such template file '{template}'")

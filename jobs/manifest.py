@@ -1,6 +1,6 @@
-"""The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score is,
-one entry per cell, and one per engine of the latest attempt (starts, start and busy seconds, requests, prompt,
-cached and generated tokens).
+"""The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
+is, the local copy each hf:// data path was read from, one entry per cell, and one per engine of the latest
+attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
 `skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
@@ -81,6 +81,12 @@ class Manifest:
     def set_cell(self, key: str, entry: dict[str, Any]) -> None:
         with self._lock:
             self.data["cells"][key] = entry
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_data_sources(self, sources: dict[str, str]) -> None:
+        """The local copy each hf:// data path of this attempt was read from (benchmarks.hub)."""
+        with self._lock:
+            self.data["data_sources"] = sources
             self.root.write_json(MANIFEST, self.data)
 
     def set_engines(self, entries: list[dict[str, Any]]) -> None:

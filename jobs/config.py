@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from actors.heads import HEADS
 from actors.sampling import SAMPLING_PARAMS
+from benchmarks.hub import check_url, is_hub
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
 
@@ -93,7 +94,9 @@ class BenchmarkConfig:
 
     name: str = MISSING
     module: str = MISSING  # benchmarks.<module>
-    data: list[str] = MISSING  # files or folders; relative: to the folder that holds the naming file's conf/
+    # files or folders; relative: to the folder that holds the naming file's conf/; or a Hugging Face Hub
+    # repository, hf://datasets/owner/name[@revision][/path/in/repo], through its cache (benchmarks.hub)
+    data: list[str] = MISSING
     limit: Optional[int] = None  # first N items of each path, for quick looks
     size: Optional[int] = None  # items in the full benchmark, for `ragjudge plan` when the data is not here
     plan_sample: Optional[str] = None  # a local file of representative items whose lengths `plan` scales to size
@@ -240,6 +243,7 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         root = source.parent.parent.parent if source != sweep_file.resolve() else sweep_root
         bench.data = [_from_root(root, p) for p in bench.data]
         bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)
+        _check_data(bench, str(source), name)
         _check_options(bench, str(source), name)
     _check_choices(sweep, sweep_file)
     return sweep
@@ -258,6 +262,15 @@ def _check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
         raise ConfigError(f"{source}: key '{key}': {e.reason}") from None
     if problems:
         raise ConfigError(f"{source}: benchmark '{name}': " + "; ".join(problems))
+
+
+def _check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here."""
+    for path in filter(is_hub, bench.data):
+        try:
+            check_url(path)
+        except ValueError as e:
+            raise ConfigError(f"{source}: key 'benchmarks.{name}.data': {e}") from None
 
 
 def _from_root(root: Path, path: str) -> str:

@@ -1,5 +1,6 @@
-"""The run's manifest.json: the sweep's config, package versions, git sha, one entry per cell, and one per
-engine of the latest attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
+"""The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
+is, the local copy each hf:// data path was read from, one entry per cell, and one per engine of the latest
+attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
 `skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
@@ -10,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,23 @@ from jobs.config import SweepConfig, to_dict
 from jobs.storage import RunRoot
 
 MANIFEST = "manifest.json"
+ALONE = "model alone: mean log-prob"  # reference: null, RAG-RewardBench Table 3's setting for RALMs
+
+
+def implicit_score(kind: str | None, reference: str | None) -> str | None:
+    """What an implicit RM's score is, in words a report can print: its mean per-token log-prob alone, or the
+    DPO-style log-ratio against its reference model (benchmarks.rag_rewardbench.implicit_reward). The two
+    can rank a pair differently, so reports print it beside the score. None for other kinds."""
+    if kind != "implicit":
+        return None
+    return f"log-ratio vs {reference}" if reference else ALONE
+
+
+def implicit_scores(config: Mapping[str, Any]) -> dict[str, str]:
+    """Model name -> implicit_score for the implicit models of a sweep's config as manifest.json stores it."""
+    models = config.get("models") or {}
+    labels = {name: implicit_score(m.get("kind"), m.get("reference")) for name, m in models.items()}
+    return {name: label for name, label in labels.items() if label}
 
 
 def versions() -> dict[str, str]:
@@ -45,7 +64,9 @@ class Manifest:
     def __init__(self, root: RunRoot, sweep: SweepConfig):
         self.root, self._lock = root, threading.Lock()
         self.data = root.read_json(MANIFEST) or {"run": sweep.storage.run, "cells": {}, "attempts": 0}
-        self.data.update(sweep=sweep.name, config=to_dict(sweep), versions=versions(), git_sha=git_sha())
+        config = to_dict(sweep)
+        self.data.update(sweep=sweep.name, config=config, implicit_scores=implicit_scores(config),
+                         versions=versions(), git_sha=git_sha())
         self.data["attempts"] = int(self.data.get("attempts", 0)) + 1
         root.write_json(MANIFEST, self.data)
 
@@ -60,6 +81,12 @@ class Manifest:
     def set_cell(self, key: str, entry: dict[str, Any]) -> None:
         with self._lock:
             self.data["cells"][key] = entry
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_data_sources(self, sources: dict[str, str]) -> None:
+        """The local copy each hf:// data path of this attempt was read from (benchmarks.hub)."""
+        with self._lock:
+            self.data["data_sources"] = sources
             self.root.write_json(MANIFEST, self.data)
 
     def set_engines(self, entries: list[dict[str, Any]]) -> None:

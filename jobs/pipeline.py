@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from benchmarks.hub import HubDataMissing, is_hub, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
@@ -50,14 +52,14 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     log = progress.message
     gpus = largest_gpu_node()
     problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
-    bench_problems: dict[str, list[str]] = {}
+    benchmarks, bench_problems = local_data(sweep, manifest)
     judges: dict[str, dict[str, ModelConfig]] = {}
-    for name, bench in sweep.benchmarks.items():
-        judges[name], bench_problems[name] = route_models(bench, sweep)
-        bench_problems[name] += [
+    for name, bench in benchmarks.items():
+        judges[name], routing = route_models(bench, sweep)
+        bench_problems[name] += routing + [
             p for judge in judges[name].values()
             for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))]
-    cells = [(bench, model) for bench in sweep.benchmarks.values() for model in sweep.models.values()]
+    cells = [(bench, model) for bench in benchmarks.values() for model in sweep.models.values()]
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
                      "the benchmark has no protocol for the model's kind")
     engines = EngineHost(log)
@@ -97,6 +99,26 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     finally:
         manifest.set_engines(engines.close())
         progress.close()
+
+
+def local_data(sweep: SweepConfig, manifest: Manifest
+               ) -> tuple[dict[str, BenchmarkConfig], dict[str, list[str]]]:
+    """Each benchmark with its hf:// data paths replaced by their copies in the Hugging Face cache (fetched
+    first when online: benchmarks.hub), and per benchmark the problems that fail its cells (a dataset that
+    cannot be had). manifest.json records the copy each URL was read from; its snapshot folder names the
+    commit."""
+    benchmarks, problems, sources = {}, {}, {}
+    for name, bench in sweep.benchmarks.items():
+        try:
+            data = [local_path(path) for path in bench.data]
+        except HubDataMissing as e:
+            benchmarks[name], problems[name] = bench, [str(e)]
+            continue
+        sources.update((url, copy) for url, copy in zip(bench.data, data) if is_hub(url))
+        benchmarks[name], problems[name] = replace(bench, data=data), []
+    if sources:
+        manifest.set_data_sources(sources)
+    return benchmarks, problems
 
 
 def _one_line_at_a_time(log: Callable[[str], None]) -> Callable[[str], None]:

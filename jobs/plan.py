@@ -7,7 +7,8 @@ execution): each pays one start (a fixed time plus bf16 weights at a load rate) 
 tensor-parallel group and then answers all of its model's cells; jobs.plan_schedule places these engines on
 nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbench_45.md. Tokens are
 counted with the model's tokenizer when it is on this machine, else estimated from characters
-(`chars_per_token`). Without the data, a benchmark's `plan_sample` gives the lengths, else its own
+(`chars_per_token`). hf:// data is counted when it is in the Hugging Face cache (never fetched for a plan).
+Without the data, a benchmark's `plan_sample` gives the lengths, else its own
 `plan_items` (RAG-RewardBench: synthetic pairs with its Table 4's sizes and lengths).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from jobs.cell import load, protocol_kind
@@ -69,8 +71,12 @@ Items = tuple[list[dict[str, Any]], float, str]  # items to count, the factor to
 def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
     """The items to count: the data; else `plan_sample` scaled to `size`; else the benchmark's own
     `plan_items` (scaled to `size` when that differs)."""
-    if all(os.path.exists(p) for p in bench.data):
-        items = [i for i in load(bench, spec) if not i.get("error")]
+    try:  # hf:// data counts when it is in the Hugging Face cache: a plan never downloads
+        data = [local_path(p, fetch=False) for p in bench.data]
+    except HubDataMissing:
+        data = []
+    if data and all(os.path.exists(p) for p in data):
+        items = [i for i in load(replace(bench, data=data), spec) if not i.get("error")]
         return items, 1.0, f"{bench.name}: {len(items)} items from the data"
     shaped = spec.plan_items() if bench.plan_sample is None else None
     if shaped is not None:

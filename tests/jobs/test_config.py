@@ -94,3 +94,13 @@ def test_aggregate_names_bad_rows_and_scores_the_good_ones(tmp_path):
     assert unknown.returncode == 2 and unknown.stderr.strip().splitlines() == [
         "ragjudge: unknown benchmark module 'nope' (known: bianbench, mtrag_generation, mtrag_retrieval, "
         "rag_rewardbench, utility)"]
+
+
+def test_hub_data_urls_are_checked_when_the_sweep_loads(tmp_path):
+    from sweeps import write_sweep
+
+    good = "hf://datasets/jinzhuoran/RAG-RewardBench@v1/data"
+    assert load_sweep(write_sweep(tmp_path, "hub", [], data=good)).benchmarks["rag_rewardbench"].data == [good]
+    sweep_file = write_sweep(tmp_path / "bad", "hub", [], data="hf://datasets/no-owner")
+    with pytest.raises(ConfigError, match=r"hub\.yaml: key 'benchmarks\.rag_rewardbench\.data': .*namespace/name"):
+        load_sweep(sweep_file)

@@ -88,3 +88,17 @@ def test_cli_plans_the_45_model_sweep_and_lists_the_registry():
     listing = subprocess.run([sys.executable, "-m", "jobs", "models"], capture_output=True, text=True, cwd=ROOT,
                              check=True).stdout
     assert len(listing.splitlines()) >= 2 + 45 + 9 and "smollm2_judge" in listing
+
+
+def test_hub_data_is_planned_from_the_cache_and_never_fetched(tmp_path, monkeypatch):
+    from hub_cache import cache_repo, offline_hub_cache
+
+    cache = offline_hub_cache(tmp_path, monkeypatch)
+    url = "hf://datasets/owner/pairs"
+    sweep = load_sweep(_sweep(tmp_path, url, ", size: 1485"))
+    assert sweep.benchmarks["rag_rewardbench"].data == [url]  # kept as written: fetched when the sweep runs
+    rm, _ = plan_sweep(sweep, GpuSpec())
+    assert "synthetic pairs with Table 4" in rm.items_from  # not cached: planned without it
+    cache_repo(cache, "owner/pairs", {"pairs.jsonl": SAMPLE.read_bytes()})
+    rm, _ = plan_sweep(sweep, GpuSpec())
+    assert rm.requests == 12 and "6 items from the data" in rm.items_from

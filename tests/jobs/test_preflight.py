@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from hub_cache import cache_repo, offline_hub_cache
 from sweeps import write_sweep
 
 from jobs.config import ModelConfig, load_sweep
@@ -27,9 +28,13 @@ def test_each_kind_of_problem_names_its_key(tmp_path, monkeypatch):
     assert model_problems(too_wide, gpus_per_node=4) == [
         "models.m.tensor_parallel_size: 8 GPUs on one node are needed, the largest node of this cluster has 4"]
     assert model_problems(too_wide, gpus_per_node=8) == []
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert "not in the local Hugging Face cache" in model_problems(_model(path="org/not-cached-rm"), 0)[0]
+    cache = offline_hub_cache(tmp_path, monkeypatch)  # offline, a hub id must be in the local cache
+    assert model_problems(_model(path="org/not-cached-rm"), 0) == [
+        "models.m.path: 'org/not-cached-rm' is not in the local Hugging Face cache and HF_HUB_OFFLINE=1"]
+    cache_repo(cache, "org/adapter", {"adapter_config.json": b"{}"}, repo_type="model")  # a snapshot, no config.json
+    assert model_problems(_model(path="org/adapter"), 0) == []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # online, it is fetched when the model loads
+    assert model_problems(_model(path="org/not-cached-rm"), 0) == []
 
 
 @pytest.mark.integration

@@ -165,3 +165,23 @@ def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):
                       "engine_args: {dtype: float16}\n")
     with pytest.raises(ConfigError, match=r"key 'models\.twice\.engine_args\.dtype': set by the model file's own key"):
         list_models(conf)
+
+
+def test_reference_null_scores_a_ralm_alone_and_the_manifest_says_so(tmp_path):
+    """`models.<name>.reference=null` on the command line is Table 3's setting (the RALM alone); manifest.json
+    records per implicit model which of the two settings the run used."""
+    from sweeps import write_sweep
+
+    from jobs.manifest import ALONE, Manifest
+    from jobs.storage import RunRoot
+
+    sweep_file = write_sweep(tmp_path, "ralms", ["self_rag_7b", "chatqa_1_5_8b", "tiny_classifier"],
+                             storage=f'root: "{tmp_path}/results"')
+    sweep = load_sweep(sweep_file, ["models.self_rag_7b.reference=null"])
+    assert sweep.models["self_rag_7b"].reference is None
+    assert sweep.models["chatqa_1_5_8b"].reference == "meta-llama/Meta-Llama-3-8B"
+    Manifest(RunRoot(str(tmp_path / "results"), "ralms"), sweep)
+    stored = RunRoot(str(tmp_path / "results"), "ralms").read_json("manifest.json")
+    assert stored["implicit_scores"] == {"self_rag_7b": ALONE,
+                                         "chatqa_1_5_8b": "log-ratio vs meta-llama/Meta-Llama-3-8B"}
+    assert stored["config"]["models"]["self_rag_7b"]["reference"] is None

@@ -177,3 +177,40 @@ def test_engine_rows_show_each_engine_with_its_cached_share_of_prompt_tokens():
     assert judge == ["judge", "vllm", "2", "40.0", "12.5", "8", "200", "50", "30", "25.0"]
     assert rm[-1] == "-"  # no prompt tokens counted: no share to show
     assert engine_rows({"cells": {}}) == []
+
+
+def test_implicit_models_are_labelled_with_what_their_score_is(tmp_path, monkeypatch):
+    """The manifest says per implicit model whether it was scored alone (Table 3) or against a reference; the
+    text leaderboard and the page put that beside the model. A run from before the label was recorded gets it
+    from its config's `reference`."""
+    from jobs.manifest import ALONE
+
+    root = build_run(str(tmp_path), "r", models=3, items=30)
+    manifest = root.read_json("manifest.json")
+    models = manifest["config"]["models"]
+    models["synthetic-rm-00"].update(kind="implicit", reference=None)
+    models["synthetic-rm-01"].update(kind="implicit", reference="base/llama")
+    root.write_json("manifest.json", manifest)  # no implicit_scores: derived from the config
+    _stub_protocol(monkeypatch)
+    printed: list[str] = []
+    write_report(root, out=printed.append)
+    board = next(block for block in printed if block.startswith("rag_rewardbench: leaderboard")).splitlines()
+    assert board[1].split()[:3] == ["rank", "model", "implicit"]
+    rows = {line.split()[1]: line for line in board[2:]}
+    assert f"  {ALONE}  " in rows["synthetic-rm-00"]
+    assert "  log-ratio vs base/llama  " in rows["synthetic-rm-01"]
+    assert rows["synthetic-rm-02"].split()[2] == "-"  # a judge: no implicit score
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
+    assert f"synthetic-rm-00 <small>implicit ({ALONE})</small>" in page
+    assert "synthetic-rm-01 <small>implicit (log-ratio vs base/llama)</small>" in page
+    assert "synthetic-rm-02 <small>generative</small>" in page
+
+    manifest["implicit_scores"] = {"synthetic-rm-00": "as recorded"}  # the manifest's record wins
+    root.write_json("manifest.json", manifest)
+    printed.clear()
+    write_report(root, out=printed.append)
+    assert "as recorded" in "\n".join(printed) and "log-ratio" not in "\n".join(printed)
+
+
+def test_a_board_without_implicit_models_has_no_implicit_column(run):
+    assert "implicit score" not in run["printed"]

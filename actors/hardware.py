@@ -6,10 +6,16 @@ file says `dtype: bfloat16-if-native` and gets the faster of the two on each mac
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 IF_NATIVE = "bfloat16-if-native"
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# tcmalloc, which vLLM's CPU guide asks to preload: no PyPI wheel ships it; Debian's libtcmalloc-minimal4 (or
+# google-perftools) puts it in the first folders, RHEL's gperftools-libs in /usr/lib64.
+TCMALLOC = ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
 
 
 def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
@@ -41,12 +47,22 @@ def resolve_dtype(dtype: str, device: str, flags: frozenset[str] | None = None) 
     return "bfloat16" if native_bf16(device, flags) else "float32"
 
 
-def cpu_engine_env() -> dict[str, str]:
+def tcmalloc(lib_dirs: Sequence[str] = LIB_DIRS) -> str | None:
+    """The path of an installed tcmalloc, or None."""
+    return next((str(Path(d) / name) for d in lib_dirs for name in TCMALLOC if (Path(d) / name).is_file()), None)
+
+
+def cpu_engine_env(lib_dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
     """Environment of a vLLM CPU engine so that every core Ray gives it does model work.
 
     vLLM's CPU build keeps one core per rank for its scheduler process unless VLLM_CPU_NUM_OF_RESERVED_CPU
     says otherwise (vllm/utils/ompmultiprocessing.py); on a 2-core machine that left one thread of model
     work. The scheduler mostly waits on the model, so we reserve none; "auto" binds one OpenMP thread per
-    physical core of the engine's CPU set.
+    physical core of the engine's CPU set. tcmalloc, where installed, is preloaded (scoring ran 1.18x as fast
+    with it on 2 AVX2 cores, vLLM's own LLM on 44 implicit requests). Intel OpenMP (the intel-openmp wheel) is
+    not preloaded: it was slower there.
     """
-    return {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+    env = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+    if lib := tcmalloc(lib_dirs):
+        env["LD_PRELOAD"] = ":".join(filter(None, [lib, os.environ.get("LD_PRELOAD")]))
+    return env

@@ -1,5 +1,5 @@
 """actors.hardware: bfloat16 only where the CPU computes it natively, vLLM's CPU thread settings, and engine arguments."""
-from actors.hardware import IF_NATIVE, cpu_engine_env, cpu_flags, native_bf16, resolve_dtype
+from actors.hardware import IF_NATIVE, cpu_engine_env, cpu_flags, native_bf16, resolve_dtype, tcmalloc
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
 AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
@@ -25,7 +25,18 @@ def test_explicit_dtypes_are_kept_whatever_the_cpu():
 
 
 def test_the_cpu_engine_reserves_no_core_and_binds_its_threads():
-    assert cpu_engine_env() == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+    assert cpu_engine_env(lib_dirs=()) == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+
+
+def test_tcmalloc_is_preloaded_where_installed_before_the_users_own_preloads(tmp_path, monkeypatch):
+    (tmp_path / "lib64").mkdir()
+    assert tcmalloc([str(tmp_path / "lib64")]) is None and "LD_PRELOAD" not in cpu_engine_env([str(tmp_path)])
+    (tmp_path / "lib64" / "libtcmalloc.so.4").write_bytes(b"")
+    found = str(tmp_path / "lib64" / "libtcmalloc.so.4")
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    assert cpu_engine_env([str(tmp_path), str(tmp_path / "lib64")])["LD_PRELOAD"] == found
+    monkeypatch.setenv("LD_PRELOAD", "/opt/mine.so")
+    assert cpu_engine_env([str(tmp_path / "lib64")])["LD_PRELOAD"] == f"{found}:/opt/mine.so"
 
 
 def test_the_model_files_engine_args_come_last():

@@ -6,6 +6,7 @@ does not fit or cannot be templated carries its error and the others are answere
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +44,8 @@ class TransformersEngine:
             self.model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=load.torch_dtype(), revision=revision, trust_remote_code=trust_remote_code).eval()
             self.model.to(self.device)
+        self._forward_args = (frozenset(inspect.signature(self.model.forward).parameters) if self.model is not None
+                              else frozenset())
 
     def classify(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
         """What the model's score head makes of each closed conversation: by default the raw logit of a
@@ -66,7 +69,7 @@ class TransformersEngine:
             return verdict.prompt_ids, verdict.candidate_ids
 
         def answer(ids: list[int], candidate_ids: list[int]) -> dict[str, Any]:
-            logp = self._logits(ids)[-1].log_softmax(-1)
+            logp = self._logits(ids, keep=1)[-1].log_softmax(-1)
             return {"candidate_logprobs": [float(logp[t]) for t in candidate_ids]}
 
         return self._rows(conversations, "generate", prompt, answer, {"candidate_logprobs": None})
@@ -76,9 +79,10 @@ class TransformersEngine:
         def answer(ids: list[int], start: int) -> dict[str, Any]:
             import torch
 
-            logits = self._logits(ids)[:-1]
-            target = torch.tensor(ids[1:], device=logits.device).unsqueeze(1)
-            logps = (logits.gather(1, target).squeeze(1) - logits.logsumexp(-1))[max(start, 1) - 1:]
+            first = max(start, 1) - 1  # the logits at position p score token p + 1
+            logits = self._logits(ids, keep=len(ids) - first)[:-1]
+            target = torch.tensor(ids[first + 1:], device=logits.device).unsqueeze(1)
+            logps = logits.gather(1, target).squeeze(1) - logits.logsumexp(-1)
             total = float(logps.sum())
             return {"logp_sum": total, "logp_mean": total / len(logps), "n_response_tokens": len(logps)}
 
@@ -110,11 +114,14 @@ class TransformersEngine:
             rows.append(row)
         return rows
 
-    def _logits(self, ids: list[int]):
+    def _logits(self, ids: list[int], keep: int = 0):
+        """The logits of the last `keep` positions (0: all). transformers' `logits_to_keep` skips the LM head
+        over the rest: for a 3,000-token judge prompt that is 3,000 x vocabulary floats never made."""
         import torch
 
+        kwargs = {"logits_to_keep": keep} if keep and "logits_to_keep" in self._forward_args else {}
         with torch.no_grad():
-            return self.model(torch.tensor([ids], device=self.device)).logits[0].float()
+            return self.model(torch.tensor([ids], device=self.device), **kwargs).logits[0, -keep:].float()
 
     def _continue(self, ids: list[int], sampling: dict[str, Any]) -> str:
         import torch

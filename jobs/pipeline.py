@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,9 +90,10 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
             return Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell holds nothing
         return cell_need([pair[1], *judges[pair[0].name].values()])
 
-    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them.
-    rank = {id(model): i for i, model in enumerate(sweep.models.values())}
-    order = sorted(range(len(cells)), key=lambda i: rank[id(cells[i][1])])
+    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
+    # longest first (the planner's rule, jobs/plan_schedule.py), so the longest engine does not start last.
+    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), map(users, cells)))}
+    order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
                                     sweep.max_concurrent_cells)
@@ -119,6 +121,13 @@ def local_data(sweep: SweepConfig, manifest: Manifest
     if sources:
         manifest.set_data_sources(sources)
     return benchmarks, problems
+
+
+def longest_first(models: Iterable[ModelConfig], users: Iterable[list[str]]) -> list[ModelConfig]:
+    """Models by the work their engines will do, most first, without reading data or tokenizers: how many
+    cells send each one requests (its own and those it judges), then its size; ties keep the sweep's order."""
+    load = Counter(name for names in users for name in set(names))
+    return sorted(models, key=lambda m: (-load[m.name], -(m.params_b or 0.0)))
 
 
 def _one_line_at_a_time(log: Callable[[str], None]) -> Callable[[str], None]:

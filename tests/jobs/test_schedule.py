@@ -79,3 +79,17 @@ def test_cells_run_side_by_side_up_to_the_capacity_and_results_keep_their_order(
     run_concurrently(cells, lambda c: need(0.0, 0.0), run, lambda: {"CPU": 4.0, "GPU": 0.0},
                      max_concurrent=3)
     assert state["peak"] == 3  # the configured limit binds before the resources do
+
+
+def test_models_run_longest_first_by_cells_served_then_size_ties_in_sweep_order():
+    from jobs.pipeline import longest_first
+
+    def sized(name, params_b=None):
+        return ModelConfig(name=name, path="p", kind="generative", params_b=params_b)
+
+    small, big, judge, unsized, twin = sized("small", 8.0), sized("big", 70.0), sized("judge", 0.1), sized("u"), \
+        sized("twin", 8.0)
+    # Each list is one cell's users: its own model, then the judges it routes to (a judge of itself counts once).
+    cells = [["small"], ["big"], ["judge", "judge"], ["u", "judge"], ["twin"], ["small", "judge"]]
+    order = longest_first([small, big, judge, unsized, twin], cells)
+    assert [m.name for m in order] == ["judge", "small", "big", "twin", "u"]

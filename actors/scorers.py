@@ -30,21 +30,26 @@ class RequestScorer:
     ref_logp_* under the reference model if there is one.
     """
 
-    def __init__(self, model: dict[str, Any]):
-        self.model, self.kind = model, model["kind"]
+    def __init__(self, model: dict[str, Any], padded_batch: int | None = None):
+        """`padded_batch`: forward that many sequences at a time, padded (actors.padded_batch: the reference
+        path of `ragjudge validate`); None, one at a time, unpadded, as the sweep scores."""
+        self.model, self.kind, self.padded_batch = model, model["kind"], padded_batch
         task = "classify" if self.kind == "discriminative" else "generate"
         self.engine = self._engine(model["path"], task)
         self.reference = self._engine(model["reference"], "generate") if model.get("reference") else None
 
     def _engine(self, path: str, task: str) -> TransformersEngine:
         own = path == self.model["path"]  # the head and tokenizer settings are the model's, not its reference's
-        return TransformersEngine(path, task=task, dtype=self.model["dtype"],
-                                  max_model_len=int(self.model["max_model_len"]),
-                                  chat_template=self.model.get("chat_template"),
-                                  revision=revision_for(self.model, path),
-                                  head=self.model.get("head") if own else None,
-                                  trust_remote_code=bool(self.model.get("trust_remote_code")),
-                                  tokenizer=self.model.get("tokenizer") if own else None)
+        settings = {"task": task, "dtype": self.model["dtype"], "max_model_len": int(self.model["max_model_len"]),
+                    "chat_template": self.model.get("chat_template"), "revision": revision_for(self.model, path),
+                    "head": self.model.get("head") if own else None,
+                    "trust_remote_code": bool(self.model.get("trust_remote_code")),
+                    "tokenizer": self.model.get("tokenizer") if own else None}
+        if self.padded_batch:
+            from actors.padded_batch import PaddedBatchEngine
+
+            return PaddedBatchEngine(path, batch_size=self.padded_batch, **settings)
+        return TransformersEngine(path, **settings)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [_conversation(m) for m in batch["messages"]]
@@ -69,13 +74,23 @@ class RequestScorer:
         answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows])
         if "prefill" not in batch:
             return answers
+        # One call per (prefill, candidates): a padded-batch engine then batches the verdicts it reads.
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for i, (prefill, candidates) in enumerate(zip(batch["prefill"], batch["candidates"])):
-            [verdict] = self.engine.verdict_logprobs([conversations[i]], str(prefill), [str(c) for c in candidates])
-            answers[i]["candidate_logprobs"] = verdict["candidate_logprobs"]
-            answers[i]["error"] = answers[i]["error"] or verdict["error"]
-            answers[i]["truncated"] = answers[i]["truncated"] or verdict["truncated"]
-            answers[i]["n_tokens"] = max(answers[i]["n_tokens"], verdict["n_tokens"])
+            groups.setdefault((str(prefill), tuple(str(c) for c in candidates)), []).append(i)
+        for (prefill, candidates), rows in groups.items():
+            verdicts = self.engine.verdict_logprobs([conversations[i] for i in rows], prefill, list(candidates))
+            for i, verdict in zip(rows, verdicts):
+                self._add_verdict(answers[i], verdict)
         return answers
+
+    @staticmethod
+    def _add_verdict(answer: dict[str, Any], verdict: dict[str, Any]) -> None:
+        """A request's verdict row into its text row: the candidates' log-probs, either part's error or truncation."""
+        answer["candidate_logprobs"] = verdict["candidate_logprobs"]
+        answer["error"] = answer["error"] or verdict["error"]
+        answer["truncated"] = answer["truncated"] or verdict["truncated"]
+        answer["n_tokens"] = max(answer["n_tokens"], verdict["n_tokens"])
 
 
 class ScorerServer:

@@ -1,5 +1,5 @@
-"""The `ragjudge` command: run a sweep, re-aggregate stored predictions, write a report, compare two runs,
-show a running sweep's progress."""
+"""The `ragjudge` command: validate a sweep's models, run a sweep, re-aggregate stored predictions, write a
+report, compare two runs, show a running sweep's progress."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
 
     sweep = load_sweep(args.sweep, args.overrides)
     connect_ray(sweep)
-    outcomes = run_sweep(sweep)
+    outcomes = run_sweep(sweep, include_held=args.include_held)
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
     if any(o.metrics for o in outcomes):
         print()
@@ -31,6 +31,27 @@ def _run(args: argparse.Namespace) -> int:
     for o in failed:
         print(f"FAILED {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from jobs.agreement import VALIDATE, Thresholds, format_table
+    from jobs.config import load_sweep
+    from jobs.pipeline import connect_ray
+    from jobs.storage import RunRoot
+    from jobs.validate import validate_sweep
+
+    thresholds = Thresholds(args.min_agreement, args.max_score_diff)
+    sweep = load_sweep(args.sweep, args.overrides)
+    connect_ray(sweep)
+    report = validate_sweep(sweep, args.pairs, thresholds, args.models and args.models.split(","))
+    print(f"\n{report['pairs']} RAG-RewardBench pairs of {', '.join(report['data'])}; held below "
+          f"{thresholds.min_agreement:.0%} verdict agreement"
+          + (f" or a score difference over {thresholds.max_score_diff:g}" if thresholds.max_score_diff is not None
+             else ""))
+    print(format_table(report["models"]))
+    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    print(f"\nValidation: {root.uri(VALIDATE)} (`ragjudge run` skips held models unless --include-held)")
+    return 1 if any(m["status"] == "held" for m in report["models"].values()) else 0
 
 
 def _aggregate(args: argparse.Namespace) -> int:
@@ -170,7 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("run", help="run every (benchmark, model) cell of a sweep")
     run.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     run.add_argument("overrides", nargs="*", help="key=value overrides, e.g. storage.root=s3://bucket/runs")
+    run.add_argument("--include-held", action="store_true", help="also run models `ragjudge validate` held")
     run.set_defaults(func=_run)
+    val = commands.add_parser("validate", help="score pairs on each model's engine and a reference path; hold "
+                              "models whose verdicts differ")
+    val.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
+    val.add_argument("overrides", nargs="*", help="key=value overrides, as for run")
+    val.add_argument("--pairs", type=int, default=32, help="the first N RAG-RewardBench pairs of the sweep's data")
+    val.add_argument("--min-agreement", type=float, default=0.95,
+                     help="hold a model whose verdicts agree on fewer pairs than this, in any comparison")
+    val.add_argument("--max-score-diff", type=float,
+                     help="also hold a model whose scores differ by more than this (default: no limit)")
+    val.add_argument("--models", help="comma-separated: validate these models of the sweep only")
+    val.set_defaults(func=_validate)
     agg = commands.add_parser("aggregate", help="recompute metrics from stored item predictions")
     agg.add_argument("--benchmark", required=True)
     agg.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")

@@ -1,5 +1,6 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
-is, the local copy each hf:// data path was read from, one entry per cell, and one per engine of the latest
+is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
+reason), one entry per cell, and one per engine of the latest
 attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
@@ -87,6 +88,12 @@ class Manifest:
         """The local copy each hf:// data path of this attempt was read from (benchmarks.hub)."""
         with self._lock:
             self.data["data_sources"] = sources
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_held(self, held: dict[str, str]) -> None:
+        """The models this attempt skipped because `ragjudge validate` held them, each with the reason."""
+        with self._lock:
+            self.data["held"] = held
             self.root.write_json(MANIFEST, self.data)
 
     def set_engines(self, entries: list[dict[str, Any]]) -> None:

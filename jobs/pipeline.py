@@ -18,6 +18,7 @@ from pathlib import Path
 from benchmarks.hub import HubDataMissing, is_hub, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
+from jobs.agreement import VALIDATE, held_models
 from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
 from jobs.engine_host import EngineHost
@@ -42,15 +43,21 @@ def connect_ray(sweep: SweepConfig) -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False
 
 
-def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
+def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.schedule);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
-    protocol for (one line names them all). Progress shows each running cell's requests and ETA, and
-    ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order."""
+    protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
+    validate` held (the reason printed and kept in manifest.json's `held`). Progress shows each running cell's
+    requests and ETA, and ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order."""
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
     manifest = Manifest(root, sweep)
     progress = Progress(root, _one_line_at_a_time(log))
     log = progress.message
+    held = {} if include_held else {name: reason for name, reason in held_models(root.read_json(VALIDATE)).items()
+                                    if name in sweep.models}
+    manifest.set_held(held)
+    for name, reason in held.items():
+        log(f"held {name} (ragjudge validate: {reason}); its cells are skipped, --include-held runs them")
     gpus = largest_gpu_node()
     problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     benchmarks, bench_problems = local_data(sweep, manifest)
@@ -63,11 +70,16 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
     cells = [(bench, model) for bench in benchmarks.values() for model in sweep.models.values()]
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
                      "the benchmark has no protocol for the model's kind")
+    progress.skipped([f"{b.name}/{m.name}" for b, m in cells if applies(b, m) and m.name in held],
+                     "held by ragjudge validate")
     engines = EngineHost(log)
+
+    def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
+        return applies(*pair) and pair[1].name not in held
 
     def users(pair: tuple[BenchmarkConfig, ModelConfig]) -> list[str]:
         """The models whose engines the cell sends requests to: its own, then its benchmark's judges."""
-        return [pair[1].name, *(j.name for j in judges[pair[0].name].values())] if applies(*pair) else []
+        return [pair[1].name, *(j.name for j in judges[pair[0].name].values())] if runs(pair) else []
 
     for pair in cells:
         engines.expect(users(pair))
@@ -78,6 +90,9 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
             kinds = ", ".join(benchmark(bench.module).kinds)
             return CellOutcome(bench.name, model.name, "skipped", None, 0.0,
                                f": {bench.name} has no protocol for {model.kind} models ({kinds})")
+        if model.name in held:
+            return CellOutcome(bench.name, model.name, "skipped", None, 0.0,
+                               f": held by ragjudge validate ({held[model.name]})")
         cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
                     engines)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
@@ -86,7 +101,7 @@ def run_sweep(sweep: SweepConfig, log=print) -> list[CellOutcome]:
         return outcome
 
     def demand(pair: tuple[BenchmarkConfig, ModelConfig]) -> Need:
-        if not applies(*pair):
+        if not runs(pair):
             return Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell holds nothing
         return cell_need([pair[1], *judges[pair[0].name].values()])
 

@@ -1,0 +1,117 @@
+"""How far two scorings of the same pairs agree, and which models `ragjudge validate` holds back from a sweep.
+
+Pure functions over RAG-RewardBench item rows (benchmarks.rag_rewardbench.rows.combine), so every rule here is
+checked by hand in unit tests. A pair's scores are what its verdict is read from: a scorer's two scores, an
+implicit RM's two rewards, a judge's candidate log-probs in both orders. Its verdict is which response the
+model prefers: chosen over rejected or not (a judge: its pick in each order). validate.json, which this module
+also reads back for `ragjudge run`, holds one entry per model of the sweep.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks.tables import aligned
+from jobs.config import ConfigError
+
+VALIDATE = "validate.json"  # beside manifest.json in the sweep's run folder
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a model is held: verdicts agreeing on fewer than `min_agreement` of the compared pairs, in any
+    comparison; or, when `max_score_diff` is set, a score moving by more than it (scores' scales differ by
+    kind: a classifier's logit, a mean log-prob, a log-prob of a verdict token, so it is off by default)."""
+
+    min_agreement: float = 0.95
+    max_score_diff: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_agreement <= 1.0:
+            raise ConfigError(f"min_agreement must lie in [0, 1], not {self.min_agreement}")
+        if self.max_score_diff is not None and self.max_score_diff < 0:
+            raise ConfigError(f"max_score_diff must not be negative, not {self.max_score_diff}")
+
+
+def pair_scores(row: Mapping[str, Any], kind: str) -> list[float | None]:
+    """The numbers a pair's verdict is read from."""
+    if kind == "discriminative":
+        return [row["score_chosen"], row["score_reject"]]
+    if kind == "implicit":
+        return [row["reward_chosen"], row["reward_reject"]]
+    if kind == "generative":
+        return [*(row["logprobs_cr"] or [None, None]), *(row["logprobs_rc"] or [None, None])]
+    raise ValueError(f"no pair scores for {kind!r} models")
+
+
+def pair_verdict(row: Mapping[str, Any], kind: str) -> Any:
+    """Which response the model prefers: chosen or not (a scorer), its pick in each order (a judge)."""
+    if kind == "generative":
+        return (row["pick_cr"], row["pick_rc"])
+    return row["correct"] == 1.0
+
+
+def compare(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]], kind: str) -> dict[str, Any]:
+    """Two paths' item rows, matched by item id: how many pairs both scored, the share whose verdicts agree,
+    the largest absolute score difference (a score one path has and the other lacks counts as infinite) and
+    the ids of the pairs whose verdicts differ."""
+    b_by_id = {row["item_id"]: row for row in rows_b if not row.get("error")}
+    both = [(a, b_by_id[a["item_id"]]) for a in rows_a if not a.get("error") and a["item_id"] in b_by_id]
+    flipped = [a["item_id"] for a, b in both if pair_verdict(a, kind) != pair_verdict(b, kind)]
+    diffs = [math.inf if (x is None) != (y is None) else abs(x - y)
+             for a, b in both for x, y in zip(pair_scores(a, kind), pair_scores(b, kind))
+             if x is not None or y is not None]
+    return {"pairs": len(both), "verdict_agreement": 1 - len(flipped) / len(both) if both else None,
+            "max_score_diff": max(diffs, default=None), "flipped": flipped}
+
+
+def verdict(comparisons: Mapping[str, Mapping[str, Any]], thresholds: Thresholds) -> tuple[str, str | None]:
+    """("ok", None) or ("held", why) from a model's comparisons (name -> compare's result)."""
+    reasons = []
+    for name, c in comparisons.items():
+        if not c["pairs"]:
+            reasons.append(f"{name}: no pair scored on both paths")
+            continue
+        if c["verdict_agreement"] < thresholds.min_agreement:
+            reasons.append(f"{name}: verdicts agree on {c['verdict_agreement']:.0%} of {c['pairs']} pairs "
+                           f"(< {thresholds.min_agreement:.0%})")
+        if thresholds.max_score_diff is not None and c["max_score_diff"] > thresholds.max_score_diff:
+            reasons.append(f"{name}: a score moved by {c['max_score_diff']:.4g} (> {thresholds.max_score_diff:g})")
+    return ("held", "; ".join(reasons)) if reasons else ("ok", None)
+
+
+def truncation_rate(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The share of pairs whose prompt did not fit the model's context (none is ever cut: they fail)."""
+    return sum(bool(row.get("truncated")) for row in rows) / len(rows) if rows else None
+
+
+def held_models(report: Mapping[str, Any] | None) -> dict[str, str]:
+    """Model name -> why validate held it, from a validate.json (None: none was written)."""
+    models = (report or {}).get("models", {})
+    return {name: entry.get("reason") or "held" for name, entry in models.items() if entry.get("status") == "held"}
+
+
+def _number(value: float | None, digits: str = ".4g") -> str:
+    return "" if value is None else format(value, digits)
+
+
+def format_table(models: Mapping[str, Mapping[str, Any]]) -> str:
+    """validate.json's models as a plain-text table: per model, its status, the worst agreement and the largest
+    score difference over its comparisons, its truncation rate, EOS token, padding side, the first 12 hex
+    digits of its chat template's and tokenizer's sha256, and why it was held or skipped."""
+    header = ("model", "status", "agreement", "max |diff|", "truncated", "eos", "padding", "template", "tokenizer",
+              "reason")
+    rows = []
+    for name, m in models.items():
+        comparisons = list((m.get("comparisons") or {}).values())
+        agreements = [c["verdict_agreement"] for c in comparisons if c["verdict_agreement"] is not None]
+        diffs = [c["max_score_diff"] for c in comparisons if c["max_score_diff"] is not None]
+        tokens = m.get("tokenizer") or {}
+        rows.append([name, m["status"], _number(min(agreements, default=None), ".2%"),
+                     _number(max(diffs, default=None)), _number(m.get("truncation_rate"), ".0%"),
+                     str(tokens.get("eos_token") or ""), str(tokens.get("padding_side") or ""),
+                     (tokens.get("chat_template_sha256") or "")[:12], (tokens.get("tokenizer_sha256") or "")[:12],
+                     m.get("reason") or ""])
+    return aligned([list(header), *rows], left=len(header))

@@ -1,0 +1,98 @@
+"""`ragjudge validate` on real engines: a tiny random classifier whose tokenizer pads on the left passes, and the
+same files with the padding side flipped to the right are held. Both pool the way transformers' classifiers do
+(the last token that is not the config's pad id, 0), while the tokenizer pads with its own pad token (2): padded
+on the left the last position is a real token, padded on the right it is padding. Our engine never pads, so
+only the padded-batch reference path (actors.padded_batch) can tell the two apart."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from sweeps import write_sweep
+
+from actors.model_store import SMOLLM2, resolve_model
+from actors.padded_batch import PaddedBatchEngine
+from actors.transformers_engine import TransformersEngine
+from jobs.agreement import VALIDATE
+from jobs.config import load_sweep
+from jobs.validate import validate_sweep
+
+pytestmark = pytest.mark.integration
+
+
+def _tiny_classifier(folder, padding_side: str) -> str:
+    """A seeded random LlamaForSequenceClassification (hidden 64, 2 layers) with SmolLM2's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(SMOLLM2), padding_side=padding_side)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, head_dim=32, num_labels=1, pad_token_id=0,
+                         initializer_range=0.2, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    LlamaForSequenceClassification(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def classifiers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("validate-models")
+    return {side: _tiny_classifier(root / side, side) for side in ("left", "right")}
+
+
+def test_padded_batches_match_one_at_a_time_only_when_padding_is_on_the_left(classifiers):
+    conversations = [[{"role": "user", "content": "Which river flows through Vienna?"},
+                      {"role": "assistant", "content": answer}]
+                     for answer in ("The Danube.", "The Danube flows through Vienna, as the passage says.", "No.")]
+    for side, path in classifiers.items():
+        alone = [row["score"] for row in TransformersEngine(path, task="classify").classify(conversations)]
+        padded = [row["score"] for row in PaddedBatchEngine(path, task="classify", batch_size=3).classify(conversations)]
+        if side == "left":
+            assert padded == pytest.approx(alone, abs=1e-4)
+        else:  # the longest needs no padding; the two shorter ones are read on a pad token
+            assert padded[1] == pytest.approx(alone[1], abs=1e-4)
+            assert padded[0] != pytest.approx(alone[0], abs=1e-3) and padded[2] != pytest.approx(alone[2], abs=1e-3)
+
+
+def test_a_causal_lm_in_padded_batches_scores_as_one_at_a_time():
+    """SmolLM2 (pads on the right) as an implicit RM and as a judge, through RequestScorer: a causal LM's
+    log-probs are read at each sequence's own positions, so padding changes nothing but rounding."""
+    from actors.scorers import RequestScorer
+    from benchmarks import rag_rewardbench as rb
+
+    items = [{"item_id": f"p{k}", "subset": "s", "prompt": "Which river flows through Vienna?" * k,
+              "chosen": "The Danube.", "reject": "The Rhine, I think, though the passage does not say so."}
+             for k in (1, 3)]
+    model = {"name": "smollm2", "path": resolve_model(SMOLLM2), "dtype": "float32", "max_model_len": 2048,
+             "max_new_tokens": 1}
+    for kind, columns in (("implicit", ("logp_sum", "logp_mean")), ("generative", ("candidate_logprobs",))):
+        requests = [r for item in items for r in rb.expand(item, kind)]
+        batch = {key: [r[key] for r in requests] for key in requests[0]}
+        alone, padded = (RequestScorer({**model, "kind": kind}, size)(batch) for size in (None, 4))
+        for column in columns:
+            flat = [[v for value in answers[column] for v in (value if isinstance(value, list) else [value])]
+                    for answers in (alone, padded)]
+            assert len(flat[0]) == len(requests) * (2 if kind == "generative" else 1)
+            assert flat[1] == pytest.approx(flat[0], abs=1e-3), (kind, column)
+
+
+def test_validate_holds_the_model_whose_padding_side_is_flipped(classifiers, ray_session, tmp_path):
+    models = [f'{{name: {name}, path: "{path}", kind: discriminative, engine: transformers, batch_size: 6}}'
+              for name, path in (("padded_left", classifiers["left"]), ("padded_right", classifiers["right"]))]
+    sweep = load_sweep(write_sweep(tmp_path, "v", models, f'root: "{tmp_path / "results"}"'))
+    report = validate_sweep(sweep, pairs=6, log=lambda line: None)
+    good, broken = report["models"]["padded_left"], report["models"]["padded_right"]
+    assert good["status"] == "ok", good
+    assert broken["status"] == "held"
+    assert "engine, batch 6 vs transformers, padded batches of 6: verdicts agree on" in broken["reason"]
+    assert list(good["comparisons"]) == ["engine, batch 1 vs engine, batch 6",
+                                         "engine, batch 6 vs transformers, padded batches of 6"]
+    assert all(c["pairs"] == 6 for c in good["comparisons"].values())
+    assert good["comparisons"]["engine, batch 1 vs engine, batch 6"]["max_score_diff"] == 0.0
+    assert good["truncation_rate"] == 0.0
+    assert good["tokenizer"]["padding_side"] == "left" and broken["tokenizer"]["padding_side"] == "right"
+    assert good["tokenizer"]["eos_token"] == "<|im_end|>"
+    assert good["tokenizer"]["tokenizer_sha256"] == broken["tokenizer"]["tokenizer_sha256"]
+    stored = json.loads((tmp_path / "results" / "v" / VALIDATE).read_text())
+    assert stored["models"]["padded_right"]["status"] == "held" and stored["pairs"] == 6

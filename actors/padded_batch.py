@@ -38,7 +38,8 @@ class PaddedBatchEngine(TransformersEngine):
         rows = []
         for start in range(0, len(conversations), self.batch_size):
             chunk = conversations[start:start + self.batch_size]
-            self._batch, self._outputs = [ids for ids in (self._fitting_ids(prompt, c, task) for c in chunk) if ids], None
+            fitting = (self._fitting_ids(prompt, conversation, task) for conversation in chunk)
+            self._batch, self._outputs = [ids for ids in fitting if ids], None
             rows += super()._rows(chunk, task, prompt, answer, empty)
         return rows
 

@@ -36,13 +36,11 @@ def _run(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from jobs.agreement import VALIDATE, Thresholds, format_table
     from jobs.config import load_sweep
-    from jobs.pipeline import connect_ray
     from jobs.storage import RunRoot
     from jobs.validate import validate_sweep
 
     thresholds = Thresholds(args.min_agreement, args.max_score_diff)
     sweep = load_sweep(args.sweep, args.overrides)
-    connect_ray(sweep)
     report = validate_sweep(sweep, args.pairs, thresholds, args.models and args.models.split(","))
     print(f"\n{report['pairs']} RAG-RewardBench pairs of {', '.join(report['data'])}; held below "
           f"{thresholds.min_agreement:.0%} verdict agreement"

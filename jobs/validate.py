@@ -27,6 +27,7 @@ from jobs.agreement import VALIDATE, Thresholds, compare, truncation_rate, verdi
 from jobs.config import PROJECT_CONF, ConfigError, ModelConfig, SweepConfig
 from jobs.engine_host import EngineHost
 from jobs.engines import answer_requests, resolved
+from jobs.pipeline import connect_ray
 from jobs.preflight import largest_gpu_node, model_problems
 from jobs.storage import RunRoot
 
@@ -111,21 +112,31 @@ def reference_answers(model: ModelConfig, requests: list[dict[str, Any]]) -> lis
     return ray.get(task.remote(resolved(model), padded))
 
 
+def reference_problem(model: ModelConfig) -> str | None:
+    """Why the model has no reference path, or None."""
+    if model.engine == "vllm" and model.tensor_parallel_size > 1:
+        return "a tensor-parallel model does not fit the transformers engine's one device"
+    if model.engine == "transformers" and model.kind == "discriminative" and model.head not in (None, "classifier"):
+        return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
+    return None
+
+
 def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: EngineHost, log: Log
                 ) -> tuple[dict[str, list[dict[str, Any]]], str | None]:
-    """Each path's answers, and why the reference path could not run (None when it ran). A shared judge is
+    """Each path's answers, and why the reference path did not run (None when it ran). A shared judge is
     validated on an engine of its own, with the deployment's settings."""
     local = replace(model, shared=False)
     one = replace(local, batch_size=1)
     paths = {"engine, batch 1": [row for request in requests for row in answer_requests([request], one, log, host)],
              f"engine, batch {model.batch_size}": list(answer_requests(requests, local, log, host))}
     host.release(model.name)  # its CPUs or GPUs, for the reference path
-    if model.tensor_parallel_size > 1:
-        return paths, "a tensor-parallel model does not fit the transformers engine's one device"
+    if problem := reference_problem(model):
+        return paths, problem
     try:
         paths[reference_name(model)] = reference_answers(model, requests)
     except Exception as e:  # noqa: BLE001 - the engine paths still compare; the report says why this did not
-        return paths, f"{type(e).__name__}: {e}"
+        cause = getattr(e, "cause", None) or e  # a Ray task's error wraps the one raised in it
+        return paths, f"{type(cause).__name__}: {cause}"
     return paths, None
 
 
@@ -161,14 +172,17 @@ def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any
             "truncation_rate": truncation_rate(rows[names[1]]), "seconds": round(time.perf_counter() - start, 1)}
 
 
-def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds = Thresholds(),
+def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds | None = None,
                    only: list[str] | None = None, log: Log = print) -> dict[str, Any]:
-    """Every model of the sweep (or those named in `only`) validated, one engine at a time; the report is
-    written to the run folder's validate.json and returned."""
+    """Every model of the sweep (or those named in `only`) validated, one engine at a time, on the sweep's Ray
+    cluster (joined or started as `ragjudge run` does); the report is written to the run folder's
+    validate.json and returned."""
     unknown = sorted(set(only or ()) - set(sweep.models))
     if unknown:
         raise ConfigError(f"--models: {', '.join(unknown)} not in the sweep ({', '.join(sweep.models)})")
+    thresholds = thresholds or Thresholds()
     items, paths, options = validation_pairs(sweep, pairs)
+    connect_ray(sweep)
     gpus, host = largest_gpu_node(), EngineHost(log)
     models: dict[str, Any] = {}
     try:

@@ -12,8 +12,8 @@ from sweeps import SAMPLE, write_sweep
 from jobs import pipeline
 from jobs.agreement import VALIDATE, Thresholds, compare, format_table, held_models, truncation_rate, verdict
 from jobs.cli import main
-from jobs.config import ConfigError, load_sweep
-from jobs.validate import skip_reason, validation_pairs
+from jobs.config import ConfigError, ModelConfig, load_sweep
+from jobs.validate import reference_name, reference_problem, skip_reason, validation_pairs
 
 
 def _scorer(item_id, chosen, reject, **extra):
@@ -96,17 +96,30 @@ def test_pairs_are_the_first_n_of_the_sweeps_own_data(tmp_path):
 
 
 def test_models_without_local_weights_or_a_verdict_are_skipped(tmp_path):
-    sweep = load_sweep(write_sweep(tmp_path, "v", [
-        "tiny_classifier", "bm25", "{name: api, path: gpt-x, kind: api, engine: http, api_base_env: NO_SUCH_BASE, "
-        "api_key_env: NO_SUCH_KEY}"], f'root: "{tmp_path / "r"}"'))
+    api = "{name: api, path: gpt-x, kind: api, engine: http, api_base_env: NO_BASE, api_key_env: NO_KEY}"
+    sweep = load_sweep(write_sweep(tmp_path, "v", ["tiny_classifier", "bm25", api], f'root: "{tmp_path / "r"}"'))
     assert skip_reason(sweep.models["tiny_classifier"], 0) is None
     assert skip_reason(sweep.models["bm25"], 0) == "a retriever model has no verdict on a pair"
     assert skip_reason(sweep.models["api"], 0) == "API model: no local weights to score two ways"
 
 
+def test_reference_paths():
+    vllm = ModelConfig(name="rm", path="org/rm", kind="discriminative", engine="vllm", batch_size=8)
+    assert (reference_name(vllm), reference_problem(vllm)) == ("transformers, one at a time", None)
+    hf = ModelConfig(name="rm", path="org/rm", kind="discriminative", engine="transformers", batch_size=4)
+    assert (reference_name(hf), reference_problem(hf)) == ("transformers, padded batches of 4", None)
+    assert reference_problem(ModelConfig(name="gpm", path="org/gpm", kind="discriminative", engine="transformers",
+                                         head="gpm")) == ("head 'gpm' scores one unpadded sequence at a time; it "
+                                                          "has no padded path")
+    big = ModelConfig(name="judge", path="org/70b", kind="generative", engine="vllm", tensor_parallel_size=4)
+    assert reference_problem(big) == "a tensor-parallel model does not fit the transformers engine's one device"
+
+
 def test_bad_thresholds_are_one_line_errors(tmp_path, capsys):
     assert main(["validate", "conf/sweeps/demo.yaml", "--min-agreement", "2"]) == 2
     assert capsys.readouterr().err.strip() == "ragjudge: min_agreement must lie in [0, 1], not 2.0"
+    assert main(["validate", "conf/sweeps/demo.yaml", "--pairs", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "ragjudge: --pairs must be at least 1, not 0"
 
 
 def test_run_skips_a_held_model_prints_why_and_records_it(tmp_path, monkeypatch):

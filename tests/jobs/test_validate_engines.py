@@ -47,7 +47,8 @@ def test_padded_batches_match_one_at_a_time_only_when_padding_is_on_the_left(cla
                      for answer in ("The Danube.", "The Danube flows through Vienna, as the passage says.", "No.")]
     for side, path in classifiers.items():
         alone = [row["score"] for row in TransformersEngine(path, task="classify").classify(conversations)]
-        padded = [row["score"] for row in PaddedBatchEngine(path, task="classify", batch_size=3).classify(conversations)]
+        batched = PaddedBatchEngine(path, task="classify", batch_size=3)
+        padded = [row["score"] for row in batched.classify(conversations)]
         if side == "left":
             assert padded == pytest.approx(alone, abs=1e-4)
         else:  # the longest needs no padding; the two shorter ones are read on a pad token

@@ -1,7 +1,7 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
 is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
-reason), one entry per cell, and one per engine of the latest
-attempt (starts, start and busy seconds, requests, prompt, cached and generated tokens).
+reason), one entry per cell, and one per engine of the latest attempt (starts, start and busy seconds,
+requests, prompt, cached and generated tokens).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
 `skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under

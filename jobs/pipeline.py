@@ -47,7 +47,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False) -> list
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.schedule);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
     protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
-    validate` held (the reason printed and kept in manifest.json's `held`). Progress shows each running cell's
+    validate` held (the reason printed and kept in manifest.json's `held`); a cell whose benchmark routes
+    requests to a held judge fails, naming it. Progress shows each running cell's
     requests and ETA, and ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order."""
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
     manifest = Manifest(root, sweep)
@@ -66,7 +67,9 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False) -> list
         judges[name], routing = route_models(bench, sweep)
         bench_problems[name] += routing + [
             p for judge in judges[name].values()
-            for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))]
+            for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))] + [
+            f"judge '{judge}' is held by ragjudge validate ({held[judge]}); --include-held runs it"
+            for judge in judges[name] if judge in held]
     cells = [(bench, model) for bench in benchmarks.values() for model in sweep.models.values()]
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
                      "the benchmark has no protocol for the model's kind")

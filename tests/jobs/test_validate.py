@@ -145,3 +145,19 @@ def test_run_skips_a_held_model_prints_why_and_records_it(tmp_path, monkeypatch)
     outcomes = {o.model: o for o in pipeline.run_sweep(sweep, log=lines.append, include_held=True)}
     assert outcomes["broken"].status == "done"
     assert json.loads((run / "manifest.json").read_text())["held"] == {}
+
+
+def test_a_cell_whose_judge_is_held_fails_naming_it(tmp_path, monkeypatch):
+    stand_in_engine(monkeypatch)
+    monkeypatch.setattr(pipeline, "largest_gpu_node", lambda: 0.0)
+    monkeypatch.setattr(pipeline, "_cluster_capacity", lambda: {"CPU": 2.0, "GPU": 0.0})
+    models = [f"{{name: {name}, path: p, kind: generative, engine: stand_in}}" for name in ("writer", "critic")]
+    sweep = load_sweep(write_sweep(tmp_path, "v", models, f'root: "{tmp_path / "r"}"'))
+    monkeypatch.setattr(pipeline, "route_models", lambda bench, sweep: ({"critic": sweep.models["critic"]}, []))
+    (tmp_path / "r" / "v").mkdir(parents=True)
+    (tmp_path / "r" / "v" / VALIDATE).write_text(json.dumps({"models": {"critic": {"status": "held",
+                                                                                   "reason": "flips"}}}))
+    outcomes = {o.model: o for o in pipeline.run_sweep(sweep, log=lambda line: None)}
+    assert outcomes["critic"].status == "skipped"
+    assert outcomes["writer"].status == "failed"
+    assert "judge 'critic' is held by ragjudge validate (flips); --include-held runs it" in outcomes["writer"].message

@@ -23,16 +23,18 @@ def _run(args: argparse.Namespace) -> int:
     from jobs.storage import RunRoot
 
     sweep = load_sweep(args.sweep, args.overrides)
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    where = (sweep.storage.root, sweep.storage.run)
     try:  # before Ray starts: a second driver on the run is refused at once
-        lease = Lease(root, sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
+        lease = Lease(RunRoot(*where, endpoint_url=sweep.storage.endpoint_url), sweep.storage.lease_timeout_s,
+                      on_lost=_stop_on_lost_lease)
         lease.acquire()
     except LeaseHeld as e:
         print(f"ragjudge: {e}", file=sys.stderr)
         return RUN_ROOT_BUSY
+    root = RunRoot(*where, endpoint_url=sweep.storage.endpoint_url, before_write=lease.confirm)
     try:
         connect_ray(sweep)
-        outcomes = run_sweep(sweep)
+        outcomes = run_sweep(sweep, before_write=lease.confirm)
         if any(o.metrics for o in outcomes):
             print()
             write_report(root)

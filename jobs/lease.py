@@ -11,9 +11,12 @@ Taking is create-if-absent: locally a finished temporary file is hard-linked to 
 half a file); on S3 a conditional PUT (If-None-Match: *), which AWS S3 and moto honour (an S3-compatible
 store that ignores it lets two drivers that start in the same instant both create it: the later PUT wins,
 and the earlier driver stops at its next heartbeat). A stale lease is overwritten, then read back after a
-second, so of two drivers taking over together the later writer holds it; the heartbeat reads the lease
-before each refresh, and a driver that finds another's token there has lost it and stops. Staleness
-compares the heartbeat with this host's clock: hosts' clocks must agree to well within the timeout.
+second, so of two drivers taking over together the later writer holds it. The heartbeat reads the lease
+before each refresh, and every write of the run is fenced (`confirm`): a driver whose own heartbeat is half
+a timeout old (frozen, suspended, cut off) reads the lease before it writes. A driver that finds another's
+token there, or no lease at all, has lost it and stops. Left open: a write already past its fence when the
+driver froze lands when it wakes. Staleness compares the heartbeat with this host's clock: hosts' clocks
+must agree to well within the timeout.
 """
 from __future__ import annotations
 
@@ -36,6 +39,10 @@ SETTLE_S = 1.0  # how long a takeover waits before reading the lease back
 
 class LeaseHeld(RuntimeError):
     """Another driver holds the run root's lease."""
+
+
+class LeaseLost(RuntimeError):
+    """Another driver took this driver's lease (this one looked gone); it must not write the run any more."""
 
 
 def _iso(seconds: float) -> str:
@@ -94,7 +101,8 @@ def _create(root: RunRoot, record: dict[str, Any]) -> bool:
 class Lease:
     """The lease of one run root, held from `__enter__` (or `acquire`) to `__exit__` (or `release`).
 
-    `on_lost(current)` runs on the heartbeat thread when another driver's token replaced this one's.
+    `on_lost(current)` runs (on the heartbeat thread, or before a write) when another driver's token replaced
+    this one's; `confirm` is the run's write fence (RunRoot's before_write).
     """
 
     def __init__(self, root: RunRoot, timeout_s: float, log: Callable[[str], None] = print,
@@ -106,6 +114,8 @@ class Lease:
         self.record = {"host": socket.gethostname(), "pid": os.getpid(), "started_at": _iso(now),
                        "heartbeat": now, "heartbeat_at": _iso(now), "timeout_s": timeout_s,
                        "token": uuid.uuid4().hex}
+        self.lost: dict[str, Any] | None = None  # the lease that replaced this one's, once it did
+        self._lock = threading.Lock()  # the heartbeat thread and writers' confirm() both refresh
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -144,6 +154,13 @@ class Lease:
         self._thread = threading.Thread(target=self._beat, name="run-root-lease", daemon=True)
         self._thread.start()
 
+    def confirm(self) -> None:
+        """Called before each write of the run. A driver whose heartbeat is half a timeout old (it was frozen,
+        suspended or cut off, so another may have taken over) reads the lease first: if it is no longer its
+        own, the write does not happen (on_lost runs, or LeaseLost is raised)."""
+        if time.time() - self.record["heartbeat"] > self.timeout_s / 2 and not self._refresh():
+            raise LeaseLost(f"{self.root.uri('')}: this driver's lease was taken by {holder(self.lost or {})}")
+
     def release(self) -> None:
         """Stop the heartbeat and remove lease.json if it is still this driver's."""
         self._stop.set()
@@ -156,20 +173,30 @@ class Lease:
             except FileNotFoundError:
                 pass
 
+    def _refresh(self) -> bool:
+        """Write a new heartbeat if the lease is still this driver's; else report it lost and return False.
+
+        A missing lease.json counts as lost too: a driver that took over and finished gives it back by removing
+        it, and this one must not take back a run that was finished without it.
+        """
+        with self._lock:
+            if self.lost is None:
+                current = self.root.read_json(LEASE)
+                if current is not None and current.get("token") == self.record["token"]:
+                    now = time.time()
+                    self.record.update(heartbeat=now, heartbeat_at=_iso(now))
+                    self.root.write_json(LEASE, self.record)
+                    return True
+                self.lost = current or {"host": None, "pid": None, "started_at": "(lease.json removed)"}
+                self.log(f"Lost the lease of {self.root.uri('')} to {holder(self.lost)}")
+                if self.on_lost:
+                    self.on_lost(self.lost)
+            return False
+
     def _beat(self) -> None:
         while not self._stop.wait(self.timeout_s / 4):
             try:
-                current = self.root.read_json(LEASE)
-                if current is None and _create(self.root, self.record):  # removed by hand: hold it again
-                    continue
-                if (current or {}).get("token") != self.record["token"]:
-                    lost = current or self.root.read_json(LEASE) or {}
-                    self.log(f"Lost the lease of {self.root.uri('')} to {holder(lost)}")
-                    if self.on_lost:
-                        self.on_lost(lost)
+                if not self._refresh():
                     return
-                now = time.time()
-                self.record.update(heartbeat=now, heartbeat_at=_iso(now))
-                self.root.write_json(LEASE, self.record)
             except Exception as e:  # noqa: BLE001 - a failed beat (a network blip) is retried at the next one
                 self.log(f"Lease heartbeat on {self.root.uri(LEASE)} failed, retrying: {redact(str(e))}")

@@ -126,10 +126,14 @@ def _rows(parts: list[pa.Table]) -> list[dict[str, Any]]:
 class RunRoot:
     """ROOT/RUN on a local path or an s3:// URI; all reads and writes of a run go through here."""
 
-    def __init__(self, uri: str, run: str, endpoint_url: str | None = None) -> None:
+    def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
+                 before_write: Callable[[], None] | None = None) -> None:
+        """`before_write` runs before every change to the run (the driver's lease fence: jobs.lease); it stays
+        with this object, not its pickles or siblings."""
         if not run or "/" in run.strip("/") or run in (".", ".."):
             raise ValueError(f"run must be one folder name, got {run!r}")
         self._args = (uri, run, endpoint_url)
+        self.before_write = before_write
         self.run = run.strip("/")
         if uri.startswith("s3://"):
             import s3fs
@@ -206,6 +210,7 @@ class RunRoot:
         On S3 one PUT (or a completed multipart upload) is already atomic. Locally the bytes go to a hidden
         temporary name in the same folder (skipped by pyarrow/Ray dataset discovery) and are then renamed.
         """
+        self._changing()
         if self.is_s3:
             target = path
         else:
@@ -227,6 +232,10 @@ class RunRoot:
                 except OSError:
                     pass
             raise
+
+    def _changing(self) -> None:
+        if self.before_write is not None:
+            self.before_write()
 
     def _read_bytes(self, path: str) -> bytes | None:
         try:
@@ -333,6 +342,7 @@ class RunRoot:
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
+                self._changing()
                 self.filesystem.create_dir(self.path(target).rsplit("/", 1)[0], recursive=True)
                 self.filesystem.move(path, self.path(target))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
@@ -363,4 +373,5 @@ class RunRoot:
         """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
         folder = self.path(self.partition(table, benchmark, model))
         if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
+            self._changing()
             self.filesystem.delete_dir(folder)

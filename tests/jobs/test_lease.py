@@ -1,6 +1,7 @@
 """The run root's lease (jobs.lease) on a local folder and on a real S3-compatible server on 127.0.0.1: a
 live lease refuses a second holder by name, a stale one (old heartbeat, or a dead process of this host) is
-taken over with a note, the heartbeat keeps it fresh, and a driver whose lease was taken notices."""
+taken over with a note, the heartbeat keeps it fresh, and a driver whose lease was taken notices (at its
+heartbeat, or before its next write when it was frozen)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ import uuid
 import pytest
 
 from jobs.config import ConfigError
-from jobs.lease import LEASE, Lease, LeaseHeld
+from jobs.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.storage import RunRoot
 
 
@@ -80,6 +81,17 @@ def test_the_heartbeat_refreshes_the_lease_and_notices_when_it_is_taken(root):
         assert lost and lost[0]["host"] == "thief"
         assert lease.record["token"] != "someone-else"
     assert root.read_json(LEASE)["host"] == "thief"  # not ours: left alone on release
+
+
+def test_a_driver_frozen_past_its_heartbeat_reads_the_lease_before_it_writes_and_writes_nothing(root):
+    with Lease(root, timeout_s=120, log=lambda _: None) as lease:
+        fenced = RunRoot(root.uri("").rsplit("/", 1)[0], "run", before_write=lease.confirm)
+        fenced.write_json("before.json", {"ok": True})  # a fresh heartbeat: written without a read
+        lease.record["heartbeat"] -= 100  # as if this driver had been frozen for 100 s
+        root.write_json(LEASE, lease_file("newcomer", 99, time.time()))  # ... and another took over
+        with pytest.raises(LeaseLost, match="host newcomer, pid 99"):
+            fenced.write_json("after.json", {"ok": False})
+        assert fenced.read_json("after.json") is None and lease.lost["host"] == "newcomer"
 
 
 def test_the_lease_file_holds_no_credentials(s3_server):

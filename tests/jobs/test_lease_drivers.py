@@ -1,12 +1,14 @@
 """Real `ragjudge run` driver processes on one run root, local and on a real S3-compatible server: a second
 driver refuses at once, naming the first, while the first is mid-cell (its API judge, a loopback server,
 holds every answer until the test lets it go); a lease left by a crashed driver elsewhere is taken over with
-a note once its heartbeat is older than storage.lease_timeout_s. (A driver SIGKILLed on this host is taken
-over at once: test_resume.py.)"""
+a note once its heartbeat is older than storage.lease_timeout_s, and so is a frozen driver's, which stops
+when it wakes. (A driver SIGKILLed on this host is taken over at once: test_resume.py.)"""
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -129,3 +131,47 @@ def test_a_lease_left_by_a_crashed_driver_is_taken_over_after_its_timeout(ray_se
                    "lease over with a note and finishes the run (time: last heartbeat to the run finished)",
            requests_lost=12 - len(set(ids)), requests_duplicated=len(ids) - len(set(ids)),
            time_to_recover_s=round(recovered_s, 2))
+
+
+def test_a_frozen_driver_is_taken_over_after_its_timeout_and_stops_when_it_wakes(ray_session, gate, root_uri,
+                                                                                tmp_path):
+    timeout_s = 3.0
+    sweep = write_sweep(tmp_path, "lease", [GATED], storage=f"lease_timeout_s: {timeout_s}")
+    env = {"RAGJUDGE_TEST_GATED_BASE": gate, "RAGJUDGE_TEST_GATED_KEY": "sk-gated-0123456789"}
+    run = open_run(f"{root_uri}/lease")
+    first = driver(sweep, root_uri, env=env)
+    try:
+        while not _Gate.asked.wait(timeout=0.2):  # mid-cell, its answers held
+            assert first.poll() is None, first.communicate()
+        first.send_signal(signal.SIGSTOP)  # frozen: alive, but its heartbeat stops (a suspended VM, a partition)
+        frozen = time.time()
+        while time.time() - run.read_json(LEASE)["heartbeat"] <= timeout_s:
+            time.sleep(0.1)
+        second = driver(sweep, root_uri, env=env)
+        while (run.read_json(LEASE) or {}).get("pid") != second.pid:
+            assert second.poll() is None, second.communicate()
+            time.sleep(0.1)
+        taken_s = time.time() - frozen
+
+        first.send_signal(signal.SIGCONT)
+        _, err = first.communicate(timeout=60)
+        assert first.returncode == 3, err
+        assert f"another driver took over this run (host {socket.gethostname()}, pid {second.pid})" in err
+    finally:
+        if first.poll() is None:
+            first.send_signal(signal.SIGCONT)
+            first.kill()
+    _Gate.opened.set()
+    out, err = second.communicate(timeout=600)
+    assert second.returncode == 0, out + err
+    assert f"Taking over the lease of {run.uri('')} from host {socket.gethostname()}, pid {first.pid}" in out, out
+    assert run.read_json(LEASE) is None and run.read_json("manifest.json")["attempts"] == 2
+    ids = [row["request_id"] for row in run.read_rows("requests", "rag_rewardbench", "gated")]
+    assert len(ids) == 12 == len(set(ids))
+    record(tmp_path, fault=f"a driver frozen mid-cell past the lease timeout ({'S3' if run.is_s3 else 'local'})",
+           injected=f"SIGSTOP of the first driver, storage.lease_timeout_s={timeout_s:g}; a second driver "
+                    "started once its heartbeat is stale; SIGCONT after the takeover",
+           outcome="the second takes the lease over with a note and finishes; the first, woken, finds another's "
+                   "lease and exits 3 before writing (time: freeze to takeover)",
+           requests_lost=12 - len(set(ids)), requests_duplicated=len(ids) - len(set(ids)),
+           time_to_recover_s=round(taken_s, 2))

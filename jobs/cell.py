@@ -171,10 +171,16 @@ def load(bench: BenchmarkConfig, spec: Benchmark) -> list[Item]:
 def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) -> list[Answer]:
     """Every answer the protocol needs: the stored ones, then round after round of new requests (the
     benchmark's followup builds each round from the answers so far) until none is new. Each part of answers is
-    stored as it arrives, so a resumed cell asks nothing twice."""
+    stored as it arrives, so a resumed cell asks nothing twice; a stored part that cannot be read is moved to
+    quarantine/ and its requests are asked again."""
     bench, model, root = cell.bench, cell.model, cell.root
     kind = protocol_kind(model)
-    answered = root.read_rows("requests", bench.name, model.name)
+    answered, unreadable = root.read_whole_rows("requests", bench.name, model.name)
+    for part in unreadable:
+        cell.log(f"WARNING {bench.name} x {model.name}: {root.uri(part['path'])} cannot be read "
+                 f"({part['reason']}); moved to {root.uri(part['moved_to'])}, its requests are asked again")
+    if unreadable:
+        cell.manifest.add_quarantined(cell.key, unreadable)
     done = {row["request_id"] for row in answered}
     requests = [r for item in items for r in spec.expand(item, kind, options)]
     cell.log(f"{bench.name} x {model.name}: {len(items)} items, {len(done)} requests already answered, "

@@ -12,20 +12,34 @@ from typing import Any
 from benchmarks.records import read_records
 from jobs.config import PROJECT_CONF
 
+RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
+
 
 def _run(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
+    from jobs.lease import Lease, LeaseHeld
     from jobs.pipeline import connect_ray, run_sweep
     from jobs.report import write_report
     from jobs.storage import RunRoot
 
     sweep = load_sweep(args.sweep, args.overrides)
-    connect_ray(sweep)
-    outcomes = run_sweep(sweep, include_held=args.include_held)
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
-    if any(o.metrics for o in outcomes):
-        print()
-        write_report(root)
+    where = (sweep.storage.root, sweep.storage.run)
+    try:  # before Ray starts: a second driver on the run is refused at once
+        lease = Lease(RunRoot(*where, endpoint_url=sweep.storage.endpoint_url), sweep.storage.lease_timeout_s,
+                      on_lost=_stop_on_lost_lease)
+        lease.acquire()
+    except LeaseHeld as e:
+        print(f"ragjudge: {e}", file=sys.stderr)
+        return RUN_ROOT_BUSY
+    root = RunRoot(*where, endpoint_url=sweep.storage.endpoint_url, before_write=lease.confirm)
+    try:
+        connect_ray(sweep)
+        outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm)
+        if any(o.metrics for o in outcomes):
+            print()
+            write_report(root)
+    finally:
+        lease.release()
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
@@ -50,6 +64,15 @@ def _validate(args: argparse.Namespace) -> int:
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
     print(f"\nValidation: {root.uri(VALIDATE)} (`ragjudge run` skips held models unless --include-held)")
     return 1 if any(m["status"] == "held" for m in report["models"].values()) else 0
+
+
+def _stop_on_lost_lease(holder: dict[str, Any]) -> None:
+    """Another driver took the lease (this one looked gone): stop now, as a crash would, so two drivers never
+    write one run; what this one stored stays, and the holder resumes from it."""
+    print(f"ragjudge: another driver took over this run (host {holder.get('host')}, pid {holder.get('pid')}); "
+          "stopping", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(RUN_ROOT_BUSY)
 
 
 def _aggregate(args: argparse.Namespace) -> int:

@@ -112,6 +112,8 @@ class StorageConfig:
     run: str = MISSING  # the run folder under root; the same run name resumes
     endpoint_url: Optional[str] = None  # S3-compatible endpoint; else AWS_ENDPOINT_URL
     flush_every: int = 64  # answered requests per stored part while a cell runs
+    # A driver's lease on the run (lease.json, jobs.lease) is stale this long after its last heartbeat.
+    lease_timeout_s: float = 120.0
 
 
 @dataclass

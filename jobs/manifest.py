@@ -1,7 +1,8 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
 is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
-reason), one entry per cell, and one per engine of the latest attempt (starts, start and busy seconds,
-requests, prompt, cached and generated tokens).
+reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
+prompt, cached and generated tokens), and every stored part that could not be read and was moved to
+quarantine/ (`quarantined`, kept across attempts).
 
 A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
 `skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
@@ -100,4 +101,12 @@ class Manifest:
         """This attempt's engines (jobs.engine_host's accounting: one entry per engine)."""
         with self._lock:
             self.data["engines"] = entries
+            self.root.write_json(MANIFEST, self.data)
+
+    def add_quarantined(self, cell: str, parts: list[dict[str, Any]]) -> None:
+        """Parts of `cell` moved to quarantine/ this attempt (RunRoot.read_whole_rows), kept across attempts:
+        each cost its requests again, and the part itself stays for a post-mortem."""
+        with self._lock:
+            self.data.setdefault("quarantined", []).extend(
+                {"cell": cell, "attempt": self.attempts, **part} for part in parts)
             self.root.write_json(MANIFEST, self.data)

@@ -43,14 +43,17 @@ def connect_ray(sweep: SweepConfig) -> None:
     ray.data.DataContext.get_current().enable_progress_bars = False
 
 
-def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False) -> list[CellOutcome]:
+def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
+              before_write: Callable[[], None] | None = None) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.schedule);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
     protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
     validate` held (the reason printed and kept in manifest.json's `held`); a cell whose benchmark routes
-    requests to a held judge fails, naming it. Progress shows each running cell's
-    requests and ETA, and ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order."""
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    requests to a held judge fails, naming it. Progress shows each running cell's requests and ETA, and
+    ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order. `before_write` fences every
+    write of the run (the driver's lease: jobs.lease)."""
+    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url,
+                   before_write=before_write)
     manifest = Manifest(root, sweep)
     progress = Progress(root, _one_line_at_a_time(log))
     log = progress.message

@@ -8,6 +8,8 @@ layout wherever the run is stored:
     ROOT/RUN/{predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
     ROOT/RUN/metrics/benchmark=B/model=M/metrics.json
     ROOT/RUN/report/...
+    ROOT/RUN/quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
+    ROOT/RUN/lease.json   (the driver writing the run: jobs.lease)
 
 Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
 never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
@@ -31,6 +33,7 @@ import pyarrow.parquet as pq
 # The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
 Table = Literal["predictions", "requests", "errors"]
 TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
+QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
 
 _SECRET_NAMES = {"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
                  "OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
@@ -108,13 +111,29 @@ def _table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(columns)
 
 
+def _rows(parts: list[pa.Table]) -> list[dict[str, Any]]:
+    """The rows of several parts in order; a column that only some parts have is None in the others' rows."""
+    names = list(dict.fromkeys(name for part in parts for name in part.column_names))
+    rows: list[dict[str, Any]] = []
+    for part in parts:
+        part_rows = part.to_pylist()
+        if part.column_names != names:
+            part_rows = [{name: row.get(name) for name in names} for row in part_rows]
+        rows.extend(part_rows)
+    return rows
+
+
 class RunRoot:
     """ROOT/RUN on a local path or an s3:// URI; all reads and writes of a run go through here."""
 
-    def __init__(self, uri: str, run: str, endpoint_url: str | None = None) -> None:
+    def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
+                 before_write: Callable[[], None] | None = None) -> None:
+        """`before_write` runs before every change to the run (the driver's lease fence: jobs.lease); it stays
+        with this object, not its pickles or siblings."""
         if not run or "/" in run.strip("/") or run in (".", ".."):
             raise ValueError(f"run must be one folder name, got {run!r}")
         self._args = (uri, run, endpoint_url)
+        self.before_write = before_write
         self.run = run.strip("/")
         if uri.startswith("s3://"):
             import s3fs
@@ -191,6 +210,7 @@ class RunRoot:
         On S3 one PUT (or a completed multipart upload) is already atomic. Locally the bytes go to a hidden
         temporary name in the same folder (skipped by pyarrow/Ray dataset discovery) and are then renamed.
         """
+        self._changing()
         if self.is_s3:
             target = path
         else:
@@ -212,6 +232,10 @@ class RunRoot:
                 except OSError:
                     pass
             raise
+
+    def _changing(self) -> None:
+        if self.before_write is not None:
+            self.before_write()
 
     def _read_bytes(self, path: str) -> bytes | None:
         try:
@@ -297,14 +321,33 @@ class RunRoot:
                     parts.append(pq.read_table(f))
                 else:
                     parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if columns(n)]))
-        names = list(dict.fromkeys(name for part in parts for name in part.column_names))
-        rows: list[dict[str, Any]] = []
-        for part in parts:
-            part_rows = part.to_pylist()
-            if part.column_names != names:
-                part_rows = [{name: row.get(name) for name in names} for row in part_rows]
-            rows.extend(part_rows)
-        return rows
+        return _rows(parts)
+
+    def read_whole_rows(self, table: Table, benchmark: str, model: str
+                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The rows of a partition's readable parts, and the parts that are not (cut short, emptied, garbled).
+
+        Resume must not fail on one bad part, nor trust it: each is moved to `quarantine/<its relative
+        path>` (kept for a post-mortem, out of every table's reads) and named as {path, moved_to, bytes, reason},
+        so its rows count as never stored. Only decoding fails a part: each is fetched whole first, so a
+        storage error (a network failure) still raises instead of moving a good part aside.
+        """
+        parts, moved = [], []
+        for _, path in self._part_files(table, benchmark, model):
+            data = self._read_bytes(path)
+            if data is None:  # removed since it was listed
+                continue
+            try:
+                parts.append(pq.read_table(pa.BufferReader(data)))
+            except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
+                relpath = path[len(self.base) + 1:]
+                target = f"{QUARANTINE}/{relpath}"
+                self._changing()
+                self.filesystem.create_dir(self.path(target).rsplit("/", 1)[0], recursive=True)
+                self.filesystem.move(path, self.path(target))
+                moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
+                              "reason": redact(f"{type(e).__name__}: {e}")})
+        return _rows(parts), moved
 
     def read_dataset(self, table: Table):
         """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
@@ -330,4 +373,5 @@ class RunRoot:
         """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
         folder = self.path(self.partition(table, benchmark, model))
         if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
+            self._changing()
             self.filesystem.delete_dir(folder)

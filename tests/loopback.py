@@ -1,4 +1,5 @@
-"""A JSON-answering request handler for the loopback API servers of the HTTP engine tests."""
+"""A JSON-answering request handler for the loopback API servers of the HTTP engine tests, and the body of a
+chat completion they answer with."""
 from __future__ import annotations
 
 import json
@@ -19,3 +20,11 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
+
+
+def chat_completion(model: str, content: str) -> dict:
+    """An OpenAI-compatible chat.completion body with one finished choice saying `content`."""
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}

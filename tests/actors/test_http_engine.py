@@ -16,7 +16,7 @@ import urllib.request
 from http.server import ThreadingHTTPServer
 
 import pytest
-from loopback import JsonHandler
+from loopback import JsonHandler, chat_completion
 from sweeps import SAMPLE, write_sweep
 
 from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
@@ -96,10 +96,7 @@ class _Scripted(JsonHandler):
                 return self._reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
             if "BAD" in body["messages"][-1]["content"]:
                 return self._reply(500, {"error": {"message": "boom"}})
-            self._reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                              "choices": [{"index": 0, "finish_reason": "stop",
-                                           "message": {"role": "assistant", "content": "Choose 2"}}],
-                              "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}})
+            self._reply(200, chat_completion(body["model"], "Choose 2"))
         finally:
             with state["lock"]:
                 state["in_flight"] -= 1

@@ -1,0 +1,106 @@
+"""The run root's lease (jobs.lease) on a local folder and on a real S3-compatible server on 127.0.0.1: a
+live lease refuses a second holder by name, a stale one (old heartbeat, or a dead process of this host) is
+taken over with a note, the heartbeat keeps it fresh, and a driver whose lease was taken notices (at its
+heartbeat, or before its next write when it was frozen)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from jobs.config import ConfigError
+from jobs.lease import LEASE, Lease, LeaseHeld, LeaseLost
+from jobs.storage import RunRoot
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request, tmp_path) -> RunRoot:
+    if request.param == "local":
+        return RunRoot(str(tmp_path / "results"), "run")
+    bucket = request.getfixturevalue("s3_server")["bucket"]
+    return RunRoot(f"s3://{bucket}/lease-{uuid.uuid4().hex[:8]}", "run")
+
+
+def lease_file(host: str, pid: int, heartbeat: float) -> dict:
+    return {"host": host, "pid": pid, "started_at": "2026-01-01T00:00:00+00:00", "heartbeat": heartbeat,
+            "heartbeat_at": "then", "timeout_s": 120.0, "token": "someone-else"}
+
+
+def test_a_live_lease_refuses_a_second_holder_naming_it_until_it_is_given_back(root):
+    first = Lease(root, timeout_s=120, log=lambda _: None)
+    with first:
+        stored = root.read_json(LEASE)
+        assert stored["token"] == first.record["token"] and stored["pid"] == os.getpid()
+        with pytest.raises(LeaseHeld) as refused:
+            Lease(root, timeout_s=120).acquire()
+        message = str(refused.value)
+        for part in (f"host {socket.gethostname()}", f"pid {os.getpid()}", f"started {stored['started_at']}"):
+            assert part in message
+    assert root.read_json(LEASE) is None  # given back
+    with Lease(root, timeout_s=120):
+        pass
+
+
+def test_a_lease_without_a_heartbeat_for_the_timeout_is_taken_over_with_a_note(root):
+    root.write_json(LEASE, lease_file("crashed-node", 4242, time.time() - 300))
+    notes: list[str] = []
+    with Lease(root, timeout_s=120, log=notes.append) as lease:
+        assert root.read_json(LEASE)["token"] == lease.record["token"]
+    assert len(notes) == 1 and "host crashed-node, pid 4242" in notes[0] and "300 s ago" in notes[0]
+    root.write_json(LEASE, lease_file("busy-node", 4242, time.time() - 60))  # within the timeout: alive
+    with pytest.raises(LeaseHeld, match="host busy-node, pid 4242"):
+        Lease(root, timeout_s=120).acquire()
+
+
+def test_a_lease_of_a_dead_process_of_this_host_is_taken_over_at_once(root):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    root.write_json(LEASE, lease_file(socket.gethostname(), gone.pid, time.time()))
+    notes: list[str] = []
+    with Lease(root, timeout_s=120, log=notes.append):
+        pass
+    assert notes and f"pid {gone.pid} no longer runs on this host" in notes[0]
+
+
+def test_the_heartbeat_refreshes_the_lease_and_notices_when_it_is_taken(root):
+    lost: list[dict] = []
+    with Lease(root, timeout_s=0.4, log=lambda _: None, on_lost=lost.append) as lease:
+        first = root.read_json(LEASE)["heartbeat"]
+        deadline = time.time() + 10
+        while root.read_json(LEASE)["heartbeat"] == first and time.time() < deadline:
+            time.sleep(0.05)
+        assert root.read_json(LEASE)["heartbeat"] > first
+        root.write_json(LEASE, lease_file("thief", 7, time.time()))
+        while not lost and time.time() < deadline:
+            time.sleep(0.05)
+        assert lost and lost[0]["host"] == "thief"
+        assert lease.record["token"] != "someone-else"
+    assert root.read_json(LEASE)["host"] == "thief"  # not ours: left alone on release
+
+
+def test_a_driver_frozen_past_its_heartbeat_reads_the_lease_before_it_writes_and_writes_nothing(root):
+    with Lease(root, timeout_s=120, log=lambda _: None) as lease:
+        fenced = RunRoot(root.uri("").rsplit("/", 1)[0], "run", before_write=lease.confirm)
+        fenced.write_json("before.json", {"ok": True})  # a fresh heartbeat: written without a read
+        lease.record["heartbeat"] -= 100  # as if this driver had been frozen for 100 s
+        root.write_json(LEASE, lease_file("newcomer", 99, time.time()))  # ... and another took over
+        with pytest.raises(LeaseLost, match="host newcomer, pid 99"):
+            fenced.write_json("after.json", {"ok": False})
+        assert fenced.read_json("after.json") is None and lease.lost["host"] == "newcomer"
+
+
+def test_the_lease_file_holds_no_credentials(s3_server):
+    root = RunRoot(f"s3://{s3_server['bucket']}/lease-secrets", "run")
+    with Lease(root, timeout_s=120):
+        body = root.read_bytes(LEASE)
+    assert s3_server["secret"].encode() not in body and s3_server["key_id"].encode() not in body
+
+
+def test_a_timeout_that_is_not_positive_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="storage.lease_timeout_s"):
+        Lease(RunRoot(str(tmp_path), "run"), timeout_s=0)

@@ -105,7 +105,9 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         "dtype": resolve_dtype(model["dtype"], device),
         "max_model_len": int(model["max_model_len"]),
         "tensor_parallel_size": int(model["tensor_parallel_size"]),
-        "enable_prefix_caching": task != "classify",
+        # Judges only: vLLM reads no cached prefix for a request that asks for prompt log-probs (an implicit
+        # RM's), and our classifiers pool the whole prompt.
+        "enable_prefix_caching": task == "judge",
         "enforce_eager": bool(model["enforce_eager"]),
         "revision": revision_for(model, path),
         "trust_remote_code": bool(model.get("trust_remote_code")),  # the model file's own setting, never global

@@ -1,6 +1,7 @@
 """Reading Bi'anBench rows (Table 10's schema) into items; a bad row becomes an error item in its place."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,8 @@ def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[st
             if required:
                 problems.append(f"field '{field}' " + ("missing" if value is None else "empty"))
             return ""
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (
+                isinstance(value, float) and not math.isfinite(value)):
             problems.append(f"field '{field}' is not text")
             return ""
         return str(value)

@@ -106,6 +106,9 @@ def load_queries(path: str, strip_tags: bool = False) -> Loaded[dict[str, str]]:
     first_line: dict[str, str] = {}
     for where, obj in json_objects(path, ("_id", "text"), problems):
         qid = task_id(obj["_id"])
+        if not obj["text"].strip():
+            report(problems, f"{where}: field 'text' empty: no query to ask")
+            continue
         if qid in queries:
             report(problems, f"{where}: duplicate _id {qid!r} (first at {first_line[qid]}; that one is kept)")
             continue
@@ -122,8 +125,12 @@ def load_qrels(path: str) -> Loaded[dict[str, dict[str, int]]]:
     """
     qrels: dict[str, dict[str, int]] = {}
     problems: list[str] = []
-    for where, number, line in numbered_lines(path):
-        fields = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_MINIMAL), [])
+    for where, number, line in numbered_lines(path, problems):
+        try:
+            fields = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_MINIMAL), [])
+        except csv.Error as e:  # e.g. a field past csv's size limit
+            report(problems, f"{where}:{number}: not a TSV line ({e})")
+            continue
         if number == 1 and tuple(f.strip() for f in fields) == QRELS_HEADER:
             continue
         if number == 1:

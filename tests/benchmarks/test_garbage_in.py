@@ -118,6 +118,8 @@ def test_cut_off_gzip_keeps_the_rows_before_the_cut(loader, tmp_path):
     assert read.good <= clean.good
     if isinstance(clean.kept, list) and not isinstance(clean.kept[0], str):
         assert read.kept == clean.kept[: len(read.kept)]  # a run's rows: the ones before the cut
+    print(f"garbage-in {loader.name} cut-off gzip: 1 input, {len(read.errors)} error row, "
+          f"{read.good} of {clean.good} good rows kept")
 
 
 @pytest.mark.parametrize("loader", LOADERS, ids=_ids)
@@ -130,6 +132,7 @@ def test_a_folder_where_a_file_is_expected(loader, tmp_path):
     else:
         read = loader.read(str(folder))
         assert read.good == 0 and len(read.errors) == 1 and "a folder" in read.errors[0]
+    print(f"garbage-in {loader.name} folder for a file: 1 input")
 
 
 @pytest.mark.parametrize("loader", [loader for loader in LOADERS if loader.huge], ids=_ids)
@@ -140,3 +143,4 @@ def test_a_10_mb_text_is_a_good_row(loader, tmp_path):
     path.write_bytes(b"".join(line + b"\n" for line in [*good, json_line(huge)]))
     read = loader.read(str(path))
     assert read.errors == [] and read.good == _clean(loader, tmp_path, good).good + 1
+    print(f"garbage-in {loader.name} 10 MB text: 1 input, read as a good row")

@@ -70,6 +70,22 @@ def test_field_garbage_beside_good_rows(loader, tmp_path):
           f"{len(read.errors)} error rows, {read.good} good rows kept")
 
 
+@pytest.mark.parametrize("loader", [loader for loader in LOADERS if loader.name in ("rag_rewardbench", "utility")],
+                         ids=_ids)
+def test_lone_surrogate_in_a_row_without_id(loader, tmp_path):
+    """A row without an id gets one hashed from its text, which a lone surrogate made raise."""
+    good = loader.good()
+    row = {k: v for k, v in loader.good_rows()[0].items() if k != loader.id_field}
+    fields = [field for field in loader.fields if field != loader.id_field]
+    bad = [json.dumps({**row, field: "\ud800"}).encode("ascii") for field in fields]  # "\\ud800" escapes
+    content, _, bad_at = interleave(good, bad)
+    path = tmp_path / f"data{loader.suffix}"
+    path.write_bytes(content)
+    read = loader.read(str(path))
+    _check(loader, path, read, _clean(loader, tmp_path, good), bad_at, dict(zip(bad_at, fields)))
+    print(f"garbage-in {loader.name} lone surrogate without an id: {len(bad)} inputs")
+
+
 def test_qrels_field_garbage(tmp_path):
     loader = next(loader for loader in LOADERS if loader.name == "mtrag_qrels")
     good = loader.good()

@@ -46,6 +46,7 @@ class Loader:
     where: Callable[[str, int], str]  # how its messages name a file's row
     huge: Callable[[dict[str, Any]], dict[str, Any]] | None  # a good row with a 10 MB text in it
     tolerated: tuple[str, ...] = ()  # field garbage kinds it reads as a good row, by design
+    module: str = ""  # the benchmark whose items it loads (benchmarks.protocol.benchmark), if any
 
     def good_rows(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.good()]
@@ -101,16 +102,17 @@ def _run_lines() -> list[bytes]:
 LOADERS = (
     Loader("rag_rewardbench", ".jsonl", lambda: _first_lines(f"{DATA}/rag_rewardbench_appendix_d.jsonl", 3),
            ("id", "prompt", "chosen", "reject", "subset"), "id", lambda i: f"garbage-{i}",
-           _items(rag_rewardbench_items), _item_where, _huge("chosen")),
+           _items(rag_rewardbench_items), _item_where, _huge("chosen"), module="rag_rewardbench"),
     Loader("bianbench", ".jsonl", lambda: _first_lines(str(DATA / "bianbench_table10.jsonl"), 4),
            ("id", "split", "task", "context", "answer", "label", "source_ds"), "id", lambda i: f"garbage-{i}",
-           _items(bianbench_items), _item_where, _huge("context")),
+           _items(bianbench_items), _item_where, _huge("context"), module="bianbench"),
     Loader("utility", ".jsonl", lambda: _first_lines(str(DATA / "utility" / "candidate_passages.jsonl"), 2),
            ("id", "question", "passage", "ground_truth_label"), "id",
-           lambda i: f"garbage-{i}", _items(utility_items), _item_where, _huge("question")),
+           lambda i: f"garbage-{i}", _items(utility_items), _item_where, _huge("question"), module="utility"),
     Loader("mtrag_tasks", ".jsonl", lambda: _first_lines(str(GENERATION / "sample_responses_10.jsonl"), 3),
            ("task_id", "collection", "input", "targets", "contexts"), "task_id",
-           lambda i: f"garbage{i}<::>1", _items(mtrag_task_items), _item_where, _task_huge),
+           lambda i: f"garbage{i}<::>1", _items(mtrag_task_items), _item_where, _task_huge,
+           module="mtrag_generation"),
     Loader("mtrag_corpus", ".jsonl", lambda: _first_lines(f"{CORPUS}/govt.jsonl.gz", 3), ("_id", "text"),
            "_id", lambda i: f"garbage-{i}", _loaded(load_corpus), _line_where, _huge("text"),
            ("text=empty", "text=blank")),  # BEIR corpora hold title-only passages
@@ -123,4 +125,4 @@ LOADERS = (
            _loaded(load_qrels, lambda qrels: sum(map(len, qrels.values()))), _line_where, None),
 )
 JSON_LOADERS = tuple(loader for loader in LOADERS if loader.fields)
-ITEM_LOADERS = tuple(loader for loader in LOADERS if loader.where is _item_where)  # error items in place
+ITEM_LOADERS = tuple(loader for loader in LOADERS if loader.module)  # error items in place

@@ -4,7 +4,8 @@ the field, for a bad field). Each test prints how many garbage inputs it tried: 
 filled from `pytest tests/benchmarks/test_garbage_in.py -rP`.
 
 Decisions: an empty file (or one of blank lines only) is one error row, "no rows"; a 10 MB text loads as a
-good row (the engine step marks a prompt over max_model_len truncated, with an error, and never cuts it); a
+good row, and the prompt builder keeps it whole (the engine step marks a prompt over max_model_len
+truncated, with an error, and never cuts it: actors/vllm_stage.prepare, actors/transformers_engine); a
 folder where a file is expected is read as a folder of data files (an empty one raises FileNotFoundError, the
 CLI's one-line "no such data" error) by the item loaders, and is one problem for the mtRAG file readers.
 """
@@ -14,8 +15,11 @@ import json
 from pathlib import Path
 
 import pytest
-from garbage import cut_gzip, field_garbage, file_garbage, interleave, json_line, line_garbage
+from garbage import HUGE, cut_gzip, field_garbage, file_garbage, interleave, json_line, line_garbage
 from garbage_loaders import ITEM_LOADERS, JSON_LOADERS, LOADERS, Loader, Read
+
+from benchmarks.options import typed_options
+from benchmarks.protocol import benchmark
 
 
 def _ids(loader: Loader) -> str:
@@ -70,8 +74,8 @@ def test_field_garbage_beside_good_rows(loader, tmp_path):
           f"{len(read.errors)} error rows, {read.good} good rows kept")
 
 
-@pytest.mark.parametrize("loader", [loader for loader in LOADERS if loader.name in ("rag_rewardbench", "utility")],
-                         ids=_ids)
+@pytest.mark.parametrize("loader", [loader for loader in ITEM_LOADERS
+                                    if loader.module in ("rag_rewardbench", "utility")], ids=_ids)
 def test_lone_surrogate_in_a_row_without_id(loader, tmp_path):
     """A row without an id gets one hashed from its text, which a lone surrogate made raise."""
     good = loader.good()
@@ -159,4 +163,9 @@ def test_a_10_mb_text_is_a_good_row(loader, tmp_path):
     path.write_bytes(b"".join(line + b"\n" for line in [*good, json_line(huge)]))
     read = loader.read(str(path))
     assert read.errors == [] and read.good == _clean(loader, tmp_path, good).good + 1
+    if loader.module:  # the prompt builder keeps it whole: the engine, not the builder, judges the length
+        spec = benchmark(loader.module)
+        item = next(i for i in read.rows if i["item_id"] not in _clean(loader, tmp_path, good).kept)
+        requests = spec.expand(item, "generative", typed_options(spec.Options, {}))
+        assert any("x" * HUGE in json.dumps(r["messages"]) for r in requests)
     print(f"garbage-in {loader.name} 10 MB text: 1 input, read as a good row")

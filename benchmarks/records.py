@@ -59,7 +59,7 @@ def read_records(path: str) -> Iterator[Record]:
             empty = False
             yield Record(source, 1, None, f"cannot be read ({e.strerror or e})")
         if empty:
-            yield Record(source, 1, None, "no rows (an empty file)")
+            yield Record(source, 1, None, "no rows in this file")
 
 
 def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]],

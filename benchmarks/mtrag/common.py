@@ -188,7 +188,7 @@ def _numbered(where: str, lines: Iterable[Line], problems: list[str]) -> Iterato
         else:
             yield where, number, line.rstrip("\r\n")
     if empty:
-        report(problems, f"{where}:1: no rows (an empty file, or blank lines only)")
+        report(problems, f"{where}:1: no rows in this file")
 
 
 def json_objects(path: str, required: tuple[str, ...], problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -128,6 +128,16 @@ def test_whole_file_garbage(loader, tmp_path):
     print(f"garbage-in {loader.name} file garbage: {len(kinds)} inputs")
 
 
+@pytest.mark.parametrize("loader", ITEM_LOADERS, ids=_ids)
+def test_a_broken_link_beside_good_files(loader, tmp_path):
+    (tmp_path / f"good{loader.suffix}").write_bytes(b"".join(line + b"\n" for line in loader.good()))
+    broken = tmp_path / f"broken{loader.suffix}"
+    broken.symlink_to(tmp_path / "nowhere")
+    read = loader.read(str(tmp_path))
+    assert read.good == len(loader.good()) and len(read.errors) == 1 and f"{broken}: row 1:" in read.errors[0]
+    print(f"garbage-in {loader.name} broken link: 1 input")
+
+
 @pytest.mark.parametrize("loader", LOADERS, ids=_ids)
 def test_cut_off_gzip_keeps_the_rows_before_the_cut(loader, tmp_path):
     good = loader.good()

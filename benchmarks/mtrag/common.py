@@ -7,7 +7,8 @@ spelling (the qrels' ids, the short domain names); run rows are kept as written 
 are scored.
 
 Readers never stop on a bad line: it is logged, skipped and listed in `Loaded.problems` as "file:line: why",
-so a caller can count and report it. A missing file raises FileNotFoundError naming the path.
+so a caller can count and report it; so are a line that is not UTF-8, where a cut-off gzip stops, an empty
+file and a folder (benchmarks.decoding). A missing file raises FileNotFoundError naming the path.
 """
 from __future__ import annotations
 

@@ -84,3 +84,10 @@ def unstorable_field(data: dict[str, Any]) -> str | None:
             elif isinstance(item, list):
                 pending.extend(item)
     return None
+
+
+def quoted(value: Any, limit: int = 80) -> str:
+    """repr(value) for a message, cut to `limit` characters: a 10 MB garbage value must not make a 10 MB
+    error."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from benchmarks.decoding import Line, decoded_lines, file_lines, json_object
+from benchmarks.decoding import Line, decoded_lines, file_lines, json_object, quoted
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def domain(collection: str) -> str:
     if name.startswith("mt-rag-"):
         name = name.removeprefix("mt-rag-").split("-", 1)[0]
     if name not in _ALIASES:
-        raise ValueError(f"unknown mtRAG collection {collection!r}: expected one of {', '.join(DOMAINS)}, "
+        raise ValueError(f"unknown mtRAG collection {quoted(collection)}: expected one of {', '.join(DOMAINS)}, "
                          f"ibmcloud, or a long name such as {COLLECTIONS['clapnq']}")
     return _ALIASES[name]
 
@@ -74,7 +74,7 @@ def turn(tid: str) -> int:
     """The 1-based turn number in a task id (either spelling)."""
     _, sep, number = task_id(tid).rpartition(SEPARATOR)
     if not sep or not number.isdigit():
-        raise ValueError(f"task id {tid!r}: expected <conversation_id><::><turn number>")
+        raise ValueError(f"task id {quoted(tid)}: expected <conversation_id><::><turn number>")
     return int(number)
 
 

@@ -90,6 +90,20 @@ def test_lone_surrogate_in_a_row_without_id(loader, tmp_path):
     print(f"garbage-in {loader.name} lone surrogate without an id: {len(bad)} inputs")
 
 
+@pytest.mark.parametrize("loader", JSON_LOADERS, ids=_ids)
+def test_a_huge_bad_value_makes_a_short_error(loader, tmp_path):
+    """Each field of a row, in turn, a 1 MB text that is no valid value for it: errors quote it cut short."""
+    junk = "not-a-value-" + "x" * 1_000_000
+    row = loader.good_rows()[0]
+    bad = [json_line({**row, loader.id_field: loader.fresh_id(i), field: junk})
+           for i, field in enumerate(loader.fields)]
+    path = tmp_path / f"data{loader.suffix}"
+    path.write_bytes(b"".join(line + b"\n" for line in bad))
+    read = loader.read(str(path))
+    assert max(map(len, read.errors), default=0) < 2000
+    print(f"garbage-in {loader.name} 1 MB bad values: {len(bad)} inputs, {len(read.errors)} error rows")
+
+
 def test_qrels_field_garbage(tmp_path):
     loader = next(loader for loader in LOADERS if loader.name == "mtrag_qrels")
     good = loader.good()

@@ -103,6 +103,19 @@ class HttpJudge:
             except openai.APIError as exc:  # after the client's retries: this row fails, the others go on
                 status = getattr(exc, "status_code", None)
                 return {"text": None, "n_tokens": 0, "error": f"api: HTTP {status}: {str(exc)[:300]}"}
-        usage = response.usage
-        return {"text": response.choices[0].message.content or "", "error": None,
-                "n_tokens": usage.prompt_tokens if usage else 0}
+        text, problem = completion_text(response)
+        usage = getattr(response, "usage", None)
+        return {"text": text, "error": problem, "n_tokens": getattr(usage, "prompt_tokens", None) or 0}
+
+
+def completion_text(response: Any) -> tuple[str | None, str | None]:
+    """(text, None) of a chat completion, or (None, why) for a 200 reply that is none (no choices, no message,
+    content that is not text): an endpoint's garbage fails its own row, not the batch."""
+    choices = getattr(response, "choices", None)
+    message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
+    if message is None:
+        return None, "api: the reply has no choices[0].message"
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        return None, f"api: choices[0].message.content is {type(content).__name__}, not text"
+    return content or "", None

@@ -5,12 +5,14 @@ row, so rows are yielded with their (source, row) position instead of being read
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from benchmarks.decoding import as_object, file_lines, json_object, json_problem
+from benchmarks.options import is_int
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 
@@ -43,14 +45,21 @@ def data_files(path: str) -> list[str]:
 
 
 def read_records(path: str) -> Iterator[Record]:
-    """Yield every row of every data file under `path`; unreadable rows become records with a problem."""
+    """Yield every row of every data file under `path`; unreadable rows become records with a problem, and so
+    does a file with no rows at all (row 1: "no rows"), so an empty or truncated download is never silent."""
     for source in data_files(path):
-        if source.endswith(".parquet"):
-            yield from _parquet_records(source)
-        elif source.endswith((".jsonl", ".jsonl.gz")):
-            yield from _jsonl_records(source)
-        else:
-            yield from _json_records(source)
+        read = _parquet_records if source.endswith(".parquet") else (
+            _jsonl_records if source.endswith((".jsonl", ".jsonl.gz")) else _json_records)
+        empty = True
+        try:
+            for record in read(source):
+                empty = False
+                yield record
+        except OSError as e:  # opening failed: a broken link, no permission
+            empty = False
+            yield Record(source, 1, None, f"cannot be read ({e.strerror or e})")
+        if empty:
+            yield Record(source, 1, None, "no rows in this file")
 
 
 def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]],
@@ -73,6 +82,15 @@ def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], lis
             continue
         first_seen[item["item_id"]] = where
         yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
+
+
+def id_problem(row: dict[str, Any]) -> str | None:
+    """What is wrong with a row's own `id`, when it has one: only text or an integer can name an item (a list,
+    an object, true or NaN would all become ids that say nothing, or that collide)."""
+    value = row.get("id")
+    if value is None or isinstance(value, str) or is_int(value):
+        return None
+    return "field 'id' is not text or an integer"
 
 
 def error_item(benchmark: str, record: Record, problem: str, subset: str = "", item_id: str | None = None
@@ -99,39 +117,40 @@ def items_or_errors(path: str, read_row: Callable[[Record], tuple[dict[str, Any]
 
 
 def _jsonl_records(source: str) -> Iterator[Record]:
-    opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
-    with opener(source, "rt", encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield Record(source, number, None, f"not valid JSON ({e.msg})")
-                continue
-            if isinstance(data, dict):
-                yield Record(source, number, data)
-            else:
-                yield Record(source, number, None, "not a JSON object")
+    for number, line, problem in file_lines(source):
+        if line is not None and not line.strip():
+            continue
+        data, problem = json_object(line) if line is not None else (None, problem)
+        yield Record(source, number, data, problem)
 
 
 def _json_records(source: str) -> Iterator[Record]:
-    with open(source, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            yield Record(source, e.lineno, None, f"not valid JSON ({e.msg})")
-            return
-    rows = data if isinstance(data, list) else [data]
-    for number, row in enumerate(rows, 1):
-        if isinstance(row, dict):
-            yield Record(source, number, row)
-        else:
-            yield Record(source, number, None, "not a JSON object")
+    with open(source, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        yield Record(source, raw.count(b"\n", 0, e.start) + 1, None,
+                     f"not valid UTF-8 (byte {raw[e.start]:#04x}): the whole file is unread")
+        return
+    if not text.strip():
+        return
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        yield Record(source, getattr(e, "lineno", 1), None, json_problem(e))
+        return
+    for number, row in enumerate(data if isinstance(data, list) else [data], 1):
+        yield Record(source, number, *as_object(row))
 
 
 def _parquet_records(source: str) -> Iterator[Record]:
     import pyarrow.parquet as pq  # pyarrow is a core dependency; imported here to keep this module light
 
-    for number, row in enumerate(pq.read_table(source).to_pylist(), 1):
+    try:
+        table = pq.read_table(source)
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+        yield Record(source, 1, None, f"not a readable Parquet file ({e})")
+        return
+    for number, row in enumerate(table.to_pylist(), 1):
         yield Record(source, number, row)

@@ -1,12 +1,14 @@
 """Reading Bi'anBench rows (Table 10's schema) into items; a bad row becomes an error item in its place."""
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks.bianbench.fields import BENCHMARK, LANGUAGES, SPLITS, TASKS, label_of, task_name
+from benchmarks.decoding import quoted
 from benchmarks.records import error_item, read_items
 
 _SPLIT_IN_NAME = re.compile(r"(?:^|[_\-. ])(en|zh|cf)$", re.IGNORECASE)
@@ -37,7 +39,8 @@ def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[st
             if required:
                 problems.append(f"field '{field}' " + ("missing" if value is None else "empty"))
             return ""
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (
+                isinstance(value, float) and not math.isfinite(value)):
             problems.append(f"field '{field}' is not text")
             return ""
         return str(value)
@@ -51,11 +54,11 @@ def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[st
             problems.append(f"field 'split' missing (and the file name {Path(source).name} does not end in "
                             "_en, _zh or _cf)")
     elif split not in SPLITS:
-        problems.append(f"field 'split': {row.get('split')!r} is not one of {', '.join(SPLITS)}")
+        problems.append(f"field 'split': {quoted(row.get('split'))} is not one of {', '.join(SPLITS)}")
     task = task_name(row.get("task"))
     if task is None:
         problems.append("field 'task' missing" if row.get("task") is None else
-                        f"field 'task': {row.get('task')!r} is not Question Answering, Summarization, Data-to-Text"
+                        f"field 'task': {quoted(row.get('task'))} is not Question Answering, Summarization, Data-to-Text"
                         f" or Machine Translation (or {', '.join(TASKS)})")
     context = row.get("context")
     if isinstance(context, list) and all(isinstance(p, str) for p in context):
@@ -71,14 +74,14 @@ def _read_row(row: dict[str, Any], source: str) -> tuple[dict[str, Any], list[st
     label = label_of(row)
     if label is None:
         problems.append("field 'label' missing" if row.get("label") is None else
-                        f"field 'label': {row.get('label')!r} is not PASS, FAIL, 通过 or 失败")
+                        f"field 'label': {quoted(row.get('label'))} is not PASS, FAIL, 通过 or 失败")
     subset = text("source_ds")
     kind = text("type", required=False)
     language = split if split in LANGUAGES else ""
     if split == "cf":
         stated = str(row.get("language") or "").strip().lower()
         if stated and stated not in LANGUAGES:
-            problems.append(f"field 'language': {row.get('language')!r} is not en or zh")
+            problems.append(f"field 'language': {quoted(row.get('language'))} is not en or zh")
         raw_label = str(row.get("label") or "").strip()
         language = stated or ("zh" if raw_label in ("通过", "失败") else "en")
     item = {"item_id": f"{BENCHMARK}/{split}/{source_id}", "benchmark": BENCHMARK, "id": source_id,

@@ -41,13 +41,15 @@ def parse_verdict(text: str | None) -> str:
 
 
 def parse_reasoning(text: str | None) -> str | None:
-    """The REASONING / 推理过程 of the last JSON object that has one (a list of points joined by newlines)."""
+    """The REASONING / 推理过程 of the last JSON object that has one (a list of points joined by newlines).
+    Values JSON cannot write (a Python literal's set, bytes or complex number) are written as Python does."""
     for obj in reversed(_json_objects(text or "")):
         value = _field(obj, _REASONING_KEYS)
         if isinstance(value, list):
-            return "\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value)
+            return "\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+                             for v in value)
         if value is not None:
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return None
 
 
@@ -96,7 +98,7 @@ def _closing_brace(text: str, start: int) -> int | None:
 def _parse_object(span: str) -> dict[str, Any] | None:
     try:
         value = json.loads(span)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser recurses
         try:
             value = ast.literal_eval(span)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

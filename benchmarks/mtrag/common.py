@@ -7,12 +7,11 @@ spelling (the qrels' ids, the short domain names); run rows are kept as written 
 are scored.
 
 Readers never stop on a bad line: it is logged, skipped and listed in `Loaded.problems` as "file:line: why",
-so a caller can count and report it. A missing file raises FileNotFoundError naming the path.
+so a caller can count and report it; so are a line that is not UTF-8, where a cut-off gzip stops, an empty
+file and a folder (benchmarks.decoding). A missing file raises FileNotFoundError naming the path.
 """
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import logging
 import math
@@ -21,6 +20,8 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from benchmarks.decoding import Line, decoded_lines, file_lines, json_object, quoted
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def domain(collection: str) -> str:
     if name.startswith("mt-rag-"):
         name = name.removeprefix("mt-rag-").split("-", 1)[0]
     if name not in _ALIASES:
-        raise ValueError(f"unknown mtRAG collection {collection!r}: expected one of {', '.join(DOMAINS)}, "
+        raise ValueError(f"unknown mtRAG collection {quoted(collection)}: expected one of {', '.join(DOMAINS)}, "
                          f"ibmcloud, or a long name such as {COLLECTIONS['clapnq']}")
     return _ALIASES[name]
 
@@ -73,7 +74,7 @@ def turn(tid: str) -> int:
     """The 1-based turn number in a task id (either spelling)."""
     _, sep, number = task_id(tid).rpartition(SEPARATOR)
     if not sep or not number.isdigit():
-        raise ValueError(f"task id {tid!r}: expected <conversation_id><::><turn number>")
+        raise ValueError(f"task id {quoted(tid)}: expected <conversation_id><::><turn number>")
     return int(number)
 
 
@@ -156,44 +157,51 @@ def report(problems: list[str], message: str) -> None:
     problems.append(message)
 
 
-def numbered_lines(path: str) -> Iterator[tuple[str, int, str]]:
-    """(where, 1-based line number, line without its newline) of a plain, .gz, or one-member .zip file."""
+def numbered_lines(path: str, problems: list[str]) -> Iterator[tuple[str, int, str]]:
+    """(where, 1-based line number, line without its newline) of a plain, .gz, or one-member .zip file. A line
+    that is not UTF-8, the line where a cut-off or corrupt file stops, a corrupt zip, a folder and an empty
+    file are problems; the lines around them are still read."""
+    if os.path.isdir(path):
+        report(problems, f"{path}:1: a folder, not a file: nothing read")
+        return
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: no such file")
     if path.endswith(".zip"):
-        with zipfile.ZipFile(path) as z:
-            members = [n for n in z.namelist() if n.endswith((".jsonl", ".tsv")) and "__MACOSX" not in n]
-            if len(members) != 1:
-                raise ValueError(f"{path}: expected one .jsonl or .tsv member, found {members or 'none'}")
-            with z.open(members[0]) as raw:
-                yield from _numbered(f"{path}:{members[0]}", io.TextIOWrapper(raw, encoding="utf-8"))
-    elif path.endswith(".gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            yield from _numbered(path, f)
+        try:
+            with zipfile.ZipFile(path) as z:
+                members = [n for n in z.namelist() if n.endswith((".jsonl", ".tsv")) and "__MACOSX" not in n]
+                if len(members) != 1:
+                    raise ValueError(f"{path}: expected one .jsonl or .tsv member, found {members or 'none'}")
+                with z.open(members[0]) as raw:
+                    yield from _numbered(f"{path}:{members[0]}", decoded_lines(raw), problems)
+        except zipfile.BadZipFile as e:
+            report(problems, f"{path}:1: not a readable zip file ({e})")
     else:
-        with open(path, encoding="utf-8") as f:
-            yield from _numbered(path, f)
+        yield from _numbered(path, file_lines(path), problems)
 
 
-def _numbered(where: str, lines: Iterable[str]) -> Iterator[tuple[str, int, str]]:
-    for number, line in enumerate(lines, 1):
-        yield where, number, line.rstrip("\r\n")
+def _numbered(where: str, lines: Iterable[Line], problems: list[str]) -> Iterator[tuple[str, int, str]]:
+    empty = True
+    for number, line, problem in lines:
+        empty = empty and line is not None and not line.strip()
+        if line is None:
+            report(problems, f"{where}:{number}: {problem}")
+        else:
+            yield where, number, line.rstrip("\r\n")
+    if empty:
+        report(problems, f"{where}:1: no rows in this file")
 
 
 def json_objects(path: str, required: tuple[str, ...], problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """("file:line", object) for each JSON line that is an object with text in each required field; the first
     required field is the row's id and must not be blank."""
-    for where, number, line in numbered_lines(path):
+    for where, number, line in numbered_lines(path, problems):
         if not line.strip():
             continue
         at = f"{where}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            report(problems, f"{at}: not valid JSON ({e.msg})")
-            continue
-        if not isinstance(obj, dict):
-            report(problems, f"{at}: not a JSON object")
+        obj, problem = json_object(line)
+        if obj is None:
+            report(problems, f"{at}: {problem}")
             continue
         missing = next((f for f in required if not isinstance(obj.get(f), str)), None)
         if missing is None and not obj[required[0]].strip():

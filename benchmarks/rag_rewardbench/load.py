@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.records import Record, items_or_errors
+from benchmarks.records import Record, id_problem, items_or_errors
 
 BENCHMARK = "rag_rewardbench"
 REQUIRED_FIELDS = ("prompt", "chosen", "reject", "subset")
@@ -34,10 +34,12 @@ def item_id(row: dict[str, Any]) -> str:
 
 
 def read_pair(record: Record) -> tuple[dict[str, Any], list[str]]:
-    """One row's item, and its first problem (a required field missing, empty or not text)."""
+    """One row's item, and its first problem (an id that is not one, a required field missing, empty or not
+    text)."""
     row = record.data or {}
     subset = row.get("subset") if isinstance(row.get("subset"), str) else ""
-    problems = [f"field '{field}' " + ("missing" if row.get(field) is None else "empty or not text")
+    problems = [problem for problem in [id_problem(row)] if problem]
+    problems += [f"field '{field}' " + ("missing" if row.get(field) is None else "empty or not text")
                 for field in REQUIRED_FIELDS if not isinstance(row.get(field), str) or not row[field].strip()]
     item = {"item_id": item_id(row), "benchmark": BENCHMARK, "subset": subset,
             **{field: row.get(field) for field in ("prompt", "chosen", "reject")},

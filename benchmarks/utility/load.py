@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from benchmarks.options import is_int
-from benchmarks.records import Record, items_or_errors
+from benchmarks.records import Record, id_problem, items_or_errors
 from benchmarks.utility.options import BENCHMARK
 
 DEFAULT_SUBSET = "GTI"  # the subset of rows without a dataset
@@ -56,6 +56,8 @@ def fallback_id(record: Record) -> str:
 def row_problem(row: Mapping[str, Any]) -> str | None:
     """The first thing wrong with a raw row, naming its field; None for a good row."""
     question, passages, labels = row.get("question"), row.get("passage"), row.get("ground_truth_label")
+    if (problem := id_problem(row)) is not None:
+        return problem
     if not isinstance(question, str) or not question.strip():
         return "field 'question' " + ("missing" if question is None else "empty or not text")
     if not isinstance(passages, list) or not passages:

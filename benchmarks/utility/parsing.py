@@ -43,10 +43,14 @@ def _after_last(pattern: re.Pattern[str], text: str) -> str | None:
 
 
 def _ids(numbers: list[str], n: int) -> list[int]:
-    """Distinct in-range ids in the order given."""
+    """Distinct in-range ids in the order given. A number too long for int() (over 4,300 digits) is out of
+    range too."""
     out: list[int] = []
     for number in numbers:
-        i = int(number)
+        try:
+            i = int(number)
+        except ValueError:
+            continue
         if i < n and i not in out:
             out.append(i)
     return out

@@ -77,8 +77,16 @@ def vllm_server():
     proc.wait(timeout=60)
 
 
+# A 200 whose body is no chat completion, for the prompt that names it.
+GARBAGE_REPLIES = {"no choices": {"id": "x", "object": "chat.completion", "choices": []},
+                   "null choices": {"id": "x", "choices": None}, "a list": [1, 2, 3],
+                   "no message": {"id": "x", "choices": [{"index": 0, "finish_reason": "stop"}]},
+                   "content not text": {"id": "x", "choices": [{"index": 0, "message": {"content": [42]}}]}}
+
+
 class _Scripted(JsonHandler):
-    """Chat completions that fail as told: `fail_first` 429s, then 500 for prompts containing 'BAD'."""
+    """Chat completions that fail as told: `fail_first` 429s, then 500 for prompts containing 'BAD', and the
+    garbage of GARBAGE_REPLIES for a prompt that names one."""
 
     state: dict = {}
 
@@ -96,6 +104,8 @@ class _Scripted(JsonHandler):
                 return self._reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
             if "BAD" in body["messages"][-1]["content"]:
                 return self._reply(500, {"error": {"message": "boom"}})
+            if body["messages"][-1]["content"] in GARBAGE_REPLIES:
+                return self._reply(200, GARBAGE_REPLIES[body["messages"][-1]["content"]])
             self._reply(200, chat_completion(body["model"], "Choose 2"))
         finally:
             with state["lock"]:
@@ -173,6 +183,17 @@ def test_a_failing_request_fails_its_own_row_only(scripted):
     assert out["text"] == ["Choose 2", None, "Choose 2"]
     assert out["error"][0] is None and out["error"][2] is None and out["error"][1].startswith("api: HTTP 500")
     assert state["seen"] == 4  # the bad one was tried twice (max_retries=1)
+
+
+def test_a_reply_that_is_no_chat_completion_fails_its_own_row_only(scripted):
+    base, _ = scripted()
+    kinds = list(GARBAGE_REPLIES)
+    batch = _batch([_user(k) for k in ["ok", *kinds, "ok2"]])
+    out = HttpJudge(_model(max_retries=0), base, Secret(KEY))(batch)
+    assert out["text"][0] == out["text"][-1] == "Choose 2" and out["error"][0] is out["error"][-1] is None
+    for kind, text, error in zip(kinds, out["text"][1:-1], out["error"][1:-1]):
+        assert text is None and error and error.startswith("api: "), (kind, text, error)
+    print(f"garbage-in http judge replies: {len(kinds)} inputs, {len(kinds)} error rows, 2 good rows kept")
 
 
 def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from benchmarks.decoding import quoted
 from benchmarks.mtrag.common import domain, task_id
 from benchmarks.mtrag.generation.options import BENCHMARK
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
@@ -50,7 +51,7 @@ def _read_row(row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if not labels:
         problems.append("field 'answerability' missing (top level or the last turn's enrichments)")
     elif answerability not in ANSWERABILITY:
-        problems.append(f"field 'answerability': {labels[0]!r} is not one of {', '.join(ANSWERABILITY)}")
+        problems.append(f"field 'answerability': {quoted(labels[0])} is not one of {', '.join(ANSWERABILITY)}")
     number = _turn_number(row.get("turn"), turns, problems)
     reference = _first_text(row.get("targets"), "targets", problems, required=True)
     prediction = _first_text(row.get("predictions"), "predictions", problems, required=False)
@@ -114,7 +115,7 @@ def _turn_number(value: Any, turns: list[dict[str, str]], problems: list[str]) -
         return value
     if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
         return int(value)
-    problems.append(f"field 'turn': {value!r} is not a turn number")
+    problems.append(f"field 'turn': {quoted(value)} is not a turn number")
     return counted
 
 

@@ -197,6 +197,6 @@ def _json_values(text: str | None) -> Iterable[Any]:
         if char in "{[":
             try:
                 value, _ = decoder.raw_decode(source, start)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON here, nested too deeply, or an integer too long
                 continue
             yield value

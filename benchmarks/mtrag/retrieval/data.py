@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 
+from benchmarks.decoding import quoted
 from benchmarks.mtrag.common import Loaded, domain, json_objects, numbered_lines, report, task_id
 
 BENCHMARK = "mtrag_retrieval"  # the benchmark's name in item ids and metrics
@@ -88,7 +89,7 @@ def load_corpus(path: str) -> Loaded[dict[str, dict[str, str]]]:
     for where, obj in json_objects(path, ("_id", "text"), problems):
         pid = obj["_id"]
         if pid in corpus:
-            report(problems, f"{where}: duplicate _id {pid!r} (first at {first_line[pid]}; that one is kept)")
+            report(problems, f"{where}: duplicate _id {quoted(pid)} (first at {first_line[pid]}; that one is kept)")
             continue
         title = obj.get("title")
         corpus[pid] = {"title": title if isinstance(title, str) else "", "text": obj["text"]}
@@ -106,8 +107,11 @@ def load_queries(path: str, strip_tags: bool = False) -> Loaded[dict[str, str]]:
     first_line: dict[str, str] = {}
     for where, obj in json_objects(path, ("_id", "text"), problems):
         qid = task_id(obj["_id"])
+        if not obj["text"].strip():
+            report(problems, f"{where}: field 'text' empty: no query to ask")
+            continue
         if qid in queries:
-            report(problems, f"{where}: duplicate _id {qid!r} (first at {first_line[qid]}; that one is kept)")
+            report(problems, f"{where}: duplicate _id {quoted(qid)} (first at {first_line[qid]}; that one is kept)")
             continue
         queries[qid] = strip_speaker_tags(obj["text"]) if strip_tags else obj["text"]
         first_line[qid] = where
@@ -122,8 +126,12 @@ def load_qrels(path: str) -> Loaded[dict[str, dict[str, int]]]:
     """
     qrels: dict[str, dict[str, int]] = {}
     problems: list[str] = []
-    for where, number, line in numbered_lines(path):
-        fields = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_MINIMAL), [])
+    for where, number, line in numbered_lines(path, problems):
+        try:
+            fields = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_MINIMAL), [])
+        except csv.Error as e:  # e.g. a field past csv's size limit
+            report(problems, f"{where}:{number}: not a TSV line ({e})")
+            continue
         if number == 1 and tuple(f.strip() for f in fields) == QRELS_HEADER:
             continue
         if number == 1:
@@ -141,7 +149,7 @@ def load_qrels(path: str) -> Loaded[dict[str, dict[str, int]]]:
         try:
             relevance = int(score)
         except ValueError:
-            report(problems, f"{where}:{number}: score {score!r} is not an integer")
+            report(problems, f"{where}:{number}: score {quoted(score)} is not an integer")
             continue
         qrels.setdefault(task_id(qid), {})[pid] = relevance
     return Loaded(qrels, problems)

@@ -123,3 +123,23 @@ def test_this_machine_is_found_without_importing_an_engine():
     machine = Machine.here()
     assert machine.installed <= EVERYTHING and machine.gpus >= 0
     assert ("vllm" in machine.installed) == (machine.vllm_build is not None)
+
+
+def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache, monkeypatch):
+    """The overnight sweep's 45 entries, on an 8-GPU node with each named repository cached (a stand-in config
+    at the revision the file pins) and each API key set: nothing stands in the way of any of them."""
+    from jobs.config import load_sweep
+    from jobs.preflight import WEIGHT_KEYS, model_problems
+
+    models = load_sweep("conf/sweeps/rag_rewardbench_45.yaml").models.values()
+    assert len(models) == 45
+    for model in models:
+        for key in WEIGHT_KEYS if model.engine != "http" else ():  # an API model's path is its endpoint's name
+            if getattr(model, key):
+                revision = model.revision if key == "path" and model.revision else "main"
+                cache_repo(cache, getattr(model, key), {"config.json": b"{}"}, repo_type="model", revision=revision)
+        for variable in (model.api_key_env, model.api_base_env):
+            if variable:
+                monkeypatch.setenv(variable, SECRET if variable == model.api_key_env else "http://127.0.0.1:9")
+    machine = Machine(8, EVERYTHING, "gpu")
+    assert {m.name: model_problems(m, 8) + why_not(m, machine) for m in models} == {m.name: [] for m in models}

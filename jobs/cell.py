@@ -205,8 +205,8 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
                 done.update(row["request_id"] for row in part)
                 if cell.progress:
                     cell.progress.advanced(cell.key, len(part))
-        by_item = _by_item(answered)
-        requests = [r for item in items for r in spec.followup(item, by_item[item["item_id"]], kind, options)]
+        so_far = answers_by_item(answered)
+        requests = [r for item in items for r in spec.followup(item, so_far[item["item_id"]], kind, options)]
         if all(r["request_id"] in done for r in requests):
             return answered
     raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
@@ -217,7 +217,7 @@ def combine_rows(cell: Cell, spec: Benchmark, options: Any, items: list[Item], a
     kind = protocol_kind(cell.model)
     # An HTTP API cannot prefill, so its verdict can only be read from the text.
     verdict = ("text" if cell.model.engine == "http" else cell.model.verdict) if kind == "generative" else None
-    by_item = _by_item(answered)
+    by_item = answers_by_item(answered)
     rows: list[Row] = []
     for item in items:
         combined = spec.combine(item, by_item[item["item_id"]], kind, options, verdict=verdict)
@@ -238,7 +238,8 @@ def _by_route(requests: list[Request]) -> list[tuple[str | None, list[Request]]]
     return sorted(groups.items(), key=lambda group: (group[0] is not None, group[0] or ""))
 
 
-def _by_item(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
+def answers_by_item(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
+    """Answers grouped by the item they belong to (an item without answers gets an empty list)."""
     by_item: dict[str, list[Answer]] = defaultdict(list)
     for row in answers:
         by_item[row["item_id"]].append(row)

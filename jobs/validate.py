@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -24,6 +23,7 @@ from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
 from jobs.agreement import VALIDATE, Thresholds, compare, truncation_rate, verdict
+from jobs.cell import answers_by_item
 from jobs.config import PROJECT_CONF, ConfigError, ModelConfig, SweepConfig
 from jobs.engine_host import EngineHost
 from jobs.engines import answer_requests, resolved
@@ -156,9 +156,7 @@ def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any
         return {**entry, "status": "held", "reason": f"engine failed: {type(e).__name__}: {e}"}
     rows = {}
     for path, path_answers in answers.items():
-        by_item: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for answer in path_answers:
-            by_item[answer["item_id"]].append(answer)
+        by_item = answers_by_item(path_answers)
         rows[path] = [spec.combine(item, by_item[item["item_id"]], model.kind, options, verdict="logprob")
                       for item in items]
     names = list(rows)

@@ -53,7 +53,8 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
         out["pooling_params"] = {"use_activation": False}
     elif task == "logprobs":
         ids, out["response_start"] = tpl.response(messages)
-        out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+        # No detokenizing: we read the log-probs' values, never their text.
+        out["sampling_params"] = {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0, "detokenize": False}
     else:
         # Both parts carry the same keys with the same types: Ray Data stores the column in one block, and a
         # key missing from some rows becomes a null that turns the other rows' integers into floats.
@@ -105,9 +106,9 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         "dtype": resolve_dtype(model["dtype"], device),
         "max_model_len": int(model["max_model_len"]),
         "tensor_parallel_size": int(model["tensor_parallel_size"]),
-        # Judges only: vLLM reads no cached prefix for a request that asks for prompt log-probs (an implicit
-        # RM's), and our classifiers pool the whole prompt.
-        "enable_prefix_caching": task == "judge",
+        # Judges and implicit RMs (whose prompt log-probs read the cache only through VllmServer); our
+        # classifiers pool the whole prompt.
+        "enable_prefix_caching": task in ("judge", "logprobs"),
         "enforce_eager": bool(model["enforce_eager"]),
         "revision": revision_for(model, path),
         "trust_remote_code": bool(model.get("trust_remote_code")),  # the model file's own setting, never global

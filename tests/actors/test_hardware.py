@@ -45,7 +45,10 @@ def test_the_model_files_engine_args_come_last():
     model = {"name": "m", "path": "/x", "dtype": "float32", "max_model_len": 2048, "tensor_parallel_size": 1, "enforce_eager": True,
              "kv_cache_gib": 1, "num_cpus": 1, "num_gpus": 0}
     kwargs, _, _ = engine_settings(model, "/x", "logprobs")
-    assert kwargs["max_num_batched_tokens"] == 8192 and not kwargs["enable_prefix_caching"]
+    assert kwargs["max_num_batched_tokens"] == 8192 and kwargs["enable_prefix_caching"]
     assert engine_settings(model, "/x", "judge")[0]["enable_prefix_caching"]
+    assert not engine_settings(model, "/x", "classify")[0]["enable_prefix_caching"]
+    kwargs, _, _ = engine_settings({**model, "engine_args": {"enable_prefix_caching": False}}, "/x", "logprobs")
+    assert not kwargs["enable_prefix_caching"]
     kwargs, _, _ = engine_settings({**model, "engine_args": {"max_num_batched_tokens": 4096}}, "/x", "logprobs")
     assert kwargs["max_num_batched_tokens"] == 4096

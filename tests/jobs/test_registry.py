@@ -151,9 +151,8 @@ def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
         assert args["max_num_batched_tokens"] > 8192, model.name
         if model.kind == "discriminative":  # a pooler that cannot chunk needs a whole prompt in one step
             assert args["max_num_batched_tokens"] >= model.max_model_len, model.name
-        else:  # a judge's orders share their prompt; an implicit RM's prompt log-probs never read the cache
-            assert args["enable_chunked_prefill"], model.name
-            assert args["enable_prefix_caching"] == (model.kind == "generative"), model.name
+        else:  # a judge's orders share their prompt, as an implicit RM's two responses do
+            assert args["enable_chunked_prefill"] and args["enable_prefix_caching"], model.name
         assert set(args) <= known, model.name
 
 

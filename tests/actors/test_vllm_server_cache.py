@@ -1,0 +1,69 @@
+"""An implicit RM's prompt log-probs read vLLM's prefix cache through VllmServer and still equal uncached ones.
+
+One engine (SmolLM2 on vLLM's CPU build, in this process) answers a pair sharing its prompt and a request
+sent twice. The second copy finds every full block of itself cached, response included: vLLM then returns
+values that are not log-probs for the cached positions, so the server must ask again without the cache.
+"""
+import asyncio
+
+import pytest
+
+from actors.model_store import resolve_model
+from actors.vllm_stage import engine_settings, prepare, read_answer
+from jobs.config import load_model, to_dict
+
+pytestmark = pytest.mark.integration
+
+PASSAGE = "The Nile flows north through eleven countries and ends in a delta on the Mediterranean Sea. " * 12
+PROMPT = [{"role": "user", "content": f"{PASSAGE}\nWhich sea does the Nile flow into?"}]
+ANSWERS = ("It flows into the Mediterranean Sea, through a wide delta in the north of Egypt.",
+           "It flows into the Red Sea after crossing the Sahara desert in Sudan and Egypt.")
+
+
+def request(request_id: str, answer: str) -> dict:
+    return {"request_id": request_id, "messages": [*PROMPT, {"role": "assistant", "content": answer}]}
+
+
+@pytest.fixture(scope="module")
+def implicit_server():
+    from actors.vllm_server import VllmServer
+
+    model = to_dict(load_model("smollm2_implicit", "test"))
+    path = resolve_model(model["path"])
+    runtime_env = engine_settings(model, path, "logprobs")[1]  # what the sweep gives the engine's actor
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in runtime_env["env_vars"].items():
+            patch.setenv(name, value)
+        server = VllmServer(model, path, "logprobs", key="cache-test")
+        yield server, model, path
+        server.shutdown()
+
+
+def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch):
+    server, model, path = implicit_server
+    counts = []  # each batch's counts, as the sweep's ledger would get them
+    monkeypatch.setattr("actors.vllm_server.report", lambda ledger, method, *args: counts.append(args[-1]))
+    assert server.reads_cache
+    requests = [request("chosen", ANSWERS[0]), request("rejected", ANSWERS[1]), request("again", ANSWERS[0])]
+    rows = [prepare(r, model, path, "logprobs") for r in requests]
+
+    async def ask():
+        pair = await server.answer(rows[:2])  # the pair's leader first, then its follower reads the prompt
+        again = await server.answer(rows[2:])  # every full block of it is cached now, response included
+        server.reads_cache = False
+        try:
+            uncached = await server.answer(rows)
+        finally:
+            server.reads_cache = True
+        return pair + again, uncached
+
+    cached, uncached = asyncio.run(ask())
+    pair_counts, again_counts = counts[0], counts[1]
+    assert 0 < pair_counts["cached_prompt_tokens"] <= rows[1]["response_start"]  # the follower read the prompt
+    assert again_counts["cached_prompt_tokens"] == 0  # the answer kept is the one asked again without the cache
+    got = [read_answer(row, "logprobs", ("request_id",)) for row in cached]
+    want = [read_answer(row, "logprobs", ("request_id",)) for row in uncached]
+    for g, w in zip(got, want):
+        assert g["n_response_tokens"] == w["n_response_tokens"] > 10
+        assert g["logp_sum"] == pytest.approx(w["logp_sum"], abs=1e-3), g["request_id"]
+    assert got[0]["logp_sum"] != pytest.approx(got[1]["logp_sum"], abs=1e-2)  # two different responses

@@ -162,11 +162,57 @@ def test_rendered_slurm_script_is_valid_bash_and_runs_the_sweep(sweep_file, tmp_
     assert command and str(tmp_path) not in command.group(0).replace(str(DATA), "")
     assert to_dict(load_sweep(command.group(1))) == {**to_dict(load_sweep(sweep_file)),
                                                        "conf": [str(PROJECT_CONF)]}
-    for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00"):
+    for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00",
+                      "--signal=B:TERM@90", "--requeue"):  # storage.grace_s 30 s + 60 s
         assert f"#SBATCH {directive}" in text
     assert not re.search(r"@\{[a-z_]+\}", text)  # every field filled
     cpu_only = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
     assert "--gpus-per-node" not in cpu_only  # no GRES request on a CPU partition
+
+
+STUB_DRIVER = """
+import signal, sys, time
+from pathlib import Path
+folder, code = Path(sys.argv[1]), int(sys.argv[2])
+def stop(signum, frame):
+    (folder / "signal").write_text(signal.Signals(signum).name)
+    sys.exit(code)
+signal.signal(signal.SIGTERM, stop)
+(folder / "ready").write_text("")
+time.sleep(0 if code == 1 else 60)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("code,signalled", [(143, True), (1, False)], ids=["interrupted", "failed"])
+def test_the_batch_shell_forwards_slurms_signal_and_requeues_an_interrupted_driver(sweep_file, tmp_path, code,
+                                                                                     signalled):
+    """The rendered script's driver section with a stand-in driver and a stand-in scontrol: SIGTERM to the
+    batch shell (what --signal=B:TERM sends) reaches the driver, and its exit 143 requeues the job; another
+    exit code does not."""
+    text = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
+    section = text.split("# ---- the driver", 1)[1].split("\n", 1)[1]  # from the line after the marker
+    stub = tmp_path / "driver.py"
+    stub.write_text(STUB_DRIVER)
+    section = re.sub(r"^.*python -m jobs run .* &$", f"{sys.executable} {stub} {tmp_path} {code} &", section,
+                     count=1, flags=re.M)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path}/scontrol.log\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    shell = subprocess.Popen(["bash", "-c", "set -euo pipefail\n" + section], stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242"})
+    deadline = time.time() + 60
+    while not (tmp_path / "ready").exists():
+        assert time.time() < deadline and shell.poll() is None, shell.communicate()
+        time.sleep(0.05)
+    if signalled:
+        shell.send_signal(signal.SIGTERM)
+    _, err = shell.communicate(timeout=60)
+    assert shell.returncode == code, err
+    assert (tmp_path / "signal").exists() == signalled
+    requeued = (tmp_path / "scontrol.log").read_text() if (tmp_path / "scontrol.log").exists() else ""
+    assert requeued == ("requeue 4242\n" if signalled else ""), err
 
 
 def test_a_sweep_inside_the_project_is_named_by_its_relative_path_in_every_target():

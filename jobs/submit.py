@@ -99,8 +99,9 @@ def _job_name(sweep: SweepConfig) -> str:
 
 
 def signal_lead_s(sweep: SweepConfig) -> int:
-    """Seconds before the time limit that Slurm signals the batch shell: the driver's grace period, and 60 s
-    for Ray's shutdown and the requeue after it."""
+    """Seconds from the stop signal to the hard end (Slurm: its warning before the time limit; Kubernetes: the
+    head's terminationGracePeriodSeconds): the driver's grace period, and 60 s for Ray's shutdown and the
+    requeue after it."""
     return math.ceil(sweep.storage.grace_s) + 60
 
 
@@ -129,7 +130,9 @@ def _fields(sweep: SweepConfig, command: list[str], target: str, options: Submit
             "entrypoint": json.dumps(f"cd {shlex.quote(project)} && {shell}"), "ray_version": ray.__version__,
             "image": json.dumps(options.image), "project_dir": json.dumps(project), "secret": json.dumps(options.secret),
             "secret_names": " ".join(names) or "(none for this sweep)", "nodes": str(options.nodes),
-            "gpus_per_node": str(options.gpus_per_node), "cpus_per_node": str(options.cpus(sweep))}
+            "gpus_per_node": str(options.gpus_per_node), "cpus_per_node": str(options.cpus(sweep)),
+            "job_stop_wait_s": str(math.ceil(sweep.storage.grace_s) + 30),
+            "termination_grace_s": str(signal_lead_s(sweep))}
 
 
 def _refuse_secrets(text: str, what: str) -> str:

@@ -104,7 +104,8 @@ def stop_on_signals(grace_s: float, before_exit: Callable[[], None]) -> Iterator
     finally:
         if not stop.is_set():
             for signum, handler in previous.items():
-                signal.signal(signum, handler)
+                if handler is not None:  # None: a handler installed outside Python, which cannot be put back
+                    signal.signal(signum, handler)
 
 
 _END = object()  # the engine's stream ended

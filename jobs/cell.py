@@ -3,8 +3,9 @@
     load -> answer_rounds -> combine_rows -> score_text_pairs -> write_cell -> aggregate
 
 Answered requests stream back to the driver and are stored in parts of `flush_every` rows while the cell runs,
-so a killed run resumes without asking the model again; the item rows, the errors and the metrics are written
-when the cell completes. A retrieval benchmark's cell is indexed and searched instead (jobs.retrieval).
+so a killed run resumes without asking the model again; a stopped one (SIGTERM, SIGINT: jobs.interrupt) first
+stores the answers it holds, in a shorter part. The item rows, the errors and the metrics are written when the
+cell completes. A retrieval benchmark's cell is indexed and searched instead (jobs.retrieval).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -23,6 +24,7 @@ from benchmarks.protocol import Answer, Benchmark, Item, Request, RetrievalBench
 from jobs.config import BenchmarkConfig, ModelConfig, to_dict
 from jobs.engine_host import EngineHost
 from jobs.engines import RUN_SETTINGS, answer_requests
+from jobs.interrupt import Interrupted, Stop, answered_parts
 from jobs.manifest import Manifest
 from jobs.preflight import PreflightError
 from jobs.progress import Progress
@@ -41,7 +43,7 @@ PLAN_SETTINGS = frozenset({"size", "plan_sample"})  # read by `ragjudge plan` on
 class CellOutcome:
     benchmark: str
     model: str
-    status: str  # done | cached | failed | skipped
+    status: str  # done | cached | failed | skipped | interrupted
     metrics: dict[str, Any] | None
     seconds: float
     message: str = ""
@@ -60,6 +62,7 @@ class Cell:
     judges: dict[str, ModelConfig] = field(default_factory=dict)  # route name -> the model that answers it
     progress: Progress | None = None  # the sweep's live progress and status.json
     engines: EngineHost | None = None  # the sweep's engines; None: each round starts and releases its own
+    stop: Stop = field(default_factory=Stop)  # set by SIGTERM or SIGINT (jobs.interrupt)
 
     @property
     def key(self) -> str:
@@ -98,7 +101,8 @@ def cell_hash(bench: BenchmarkConfig, answers: str) -> str:
 
 def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     """One cell, unless it finished before with the same hash; `problems` found before it (preflight, routing)
-    fail it before any engine starts. A failure is recorded in the manifest and never stops the sweep."""
+    fail it before any engine starts. A failure is recorded in the manifest and never stops the sweep; nor does
+    a stop (SIGTERM, SIGINT), recorded as `interrupted` with the signal and its time."""
     root, bench, model = cell.root, cell.bench, cell.model
     start = time.time()
     key = cell.key
@@ -118,11 +122,12 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         if problems := list(problems):
             raise PreflightError("; ".join(problems))
         metrics = evaluate(cell)
+    except Interrupted as e:
+        return _ended(cell, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()}, start,
+                      str(e))
     except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
-        cell.manifest.set_cell(key, {"status": "failed", **stamp, "error": message})
-        _finished(cell, "failed")
-        return CellOutcome(bench.name, model.name, "failed", None, time.time() - start, f": {message}")
+        return _ended(cell, "failed", {**stamp, "error": message}, start, message)
     root.write_json(metrics_path, metrics)
     cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
                                  "started_at": round(start, 3), "finished_at": round(time.time(), 3),
@@ -134,6 +139,13 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
 def _finished(cell: Cell, status: str) -> None:
     if cell.progress:
         cell.progress.cell_finished(cell.key, status)
+
+
+def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message: str) -> CellOutcome:
+    """A cell that ended without metrics (failed, interrupted): its manifest entry, progress and outcome."""
+    cell.manifest.set_cell(cell.key, {"status": status, **entry})
+    _finished(cell, status)
+    return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, f": {message}")
 
 
 def evaluate(cell: Cell) -> dict[str, Any]:
@@ -198,7 +210,9 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
             cell.log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
-            for part in _batched(answer_requests(part_todo, answerer, cell.log, cell.engines), cell.flush_every):
+            cell.stop.check()  # before an engine starts or a request is sent
+            stream = answer_requests(part_todo, answerer, cell.log, cell.engines)
+            for part in answered_parts(stream, cell.flush_every, cell.stop):
                 root.write_rows("requests", bench.name, model.name, part,
                                 part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
                 answered.extend(part)
@@ -244,10 +258,3 @@ def answers_by_item(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
     for row in answers:
         by_item[row["item_id"]].append(row)
     return by_item
-
-
-def _batched(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    """Answers in parts of `size` rows as they stream in: each part is stored before the next is awaited."""
-    iterator = iter(rows)
-    while part := list(islice(iterator, size)):
-        yield part

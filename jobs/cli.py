@@ -13,10 +13,13 @@ from benchmarks.records import read_records
 from jobs.config import PROJECT_CONF
 
 RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
+# Exit status after SIGTERM or SIGINT: 128 + the signal's number, 143 or 130 (jobs.interrupt); the answered
+# requests are stored and the same command resumes. 1: a cell failed; 2: a user's mistake.
 
 
 def _run(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
+    from jobs.interrupt import stop_on_signals
     from jobs.lease import Lease, LeaseHeld
     from jobs.pipeline import connect_ray, run_sweep
     from jobs.report import write_report
@@ -33,18 +36,22 @@ def _run(args: argparse.Namespace) -> int:
         return RUN_ROOT_BUSY
     root = RunRoot(*where, endpoint_url=sweep.storage.endpoint_url, before_write=lease.confirm)
     try:
-        connect_ray(sweep)
-        outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm)
-        if any(o.metrics for o in outcomes):
-            print()
-            write_report(root)
+        connect_ray(sweep)  # Ray installs its own SIGTERM handler here: ours go in after it
+        with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
+            outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop)
+            if any(o.metrics for o in outcomes) and not stop.is_set():
+                print()
+                write_report(root)
     finally:
         lease.release()
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
-    failed = [o for o in outcomes if o.status == "failed"]
-    for o in failed:
-        print(f"FAILED {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
-    return 1 if failed else 0
+    unfinished = [o for o in outcomes if o.status in ("failed", "interrupted")]
+    for o in unfinished:
+        print(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
+    if stop.is_set():
+        print(f"ragjudge: stopped by {stop.signal_name}; the same command resumes the run", file=sys.stderr)
+        return stop.exit_code
+    return 1 if unfinished else 0
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -114,6 +114,9 @@ class StorageConfig:
     flush_every: int = 64  # answered requests per stored part while a cell runs
     # A driver's lease on the run (lease.json, jobs.lease) is stale this long after its last heartbeat.
     lease_timeout_s: float = 120.0
+    # After SIGTERM or SIGINT the driver stores its answered requests and exits; past this it exits anyway
+    # (jobs.interrupt). Slurm's warning signal comes this plus 60 s before the time limit (deploy/slurm.sbatch).
+    grace_s: float = 30.0
 
 
 @dataclass

@@ -158,8 +158,10 @@ def _stand_in(requests: list[dict[str, Any]], model: ModelConfig, log: Log, host
 
 
 def dataset_rows(ds) -> Iterator[dict[str, Any]]:
-    """Stream a Ray dataset's rows to the driver as plain dicts, without materializing it."""
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+    """Stream a Ray dataset's rows to the driver as plain dicts, without materializing it. Each block as soon
+    as it is ready: Ray's prefetching holds a block back until the next one is ready, and answers held there
+    are neither stored when a run stops (jobs.interrupt) nor seen by progress while the engine waits."""
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
         yield from batch.to_pylist()
 
 

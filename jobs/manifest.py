@@ -4,8 +4,9 @@ reason), one entry per cell, one per engine of the latest attempt (starts, start
 prompt, cached and generated tokens), and every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts).
 
-A cell's status is running | done | failed (a cell whose model kind the benchmark has no protocol for is
-`skipped`: it is reported, never stored). Cells run in threads of the driver, so every change is written under
+A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.interrupt: with
+`signal` and `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is
+reported, never stored). Cells run in threads of the driver, so every change is written under
 one lock.
 """
 from __future__ import annotations

@@ -22,6 +22,7 @@ from jobs.agreement import VALIDATE, held_models
 from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
 from jobs.engine_host import EngineHost
+from jobs.interrupt import Stop
 from jobs.manifest import Manifest
 from jobs.preflight import largest_gpu_node, model_problems
 from jobs.progress import Progress
@@ -44,14 +45,16 @@ def connect_ray(sweep: SweepConfig) -> None:
 
 
 def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
-              before_write: Callable[[], None] | None = None) -> list[CellOutcome]:
+              before_write: Callable[[], None] | None = None, stop: Stop | None = None) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.schedule);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
     protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
     validate` held (the reason printed and kept in manifest.json's `held`); a cell whose benchmark routes
     requests to a held judge fails, naming it. Progress shows each running cell's requests and ETA, and
     ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order. `before_write` fences every
-    write of the run (the driver's lease: jobs.lease)."""
+    write of the run (the driver's lease: jobs.lease). Once `stop` is set (SIGTERM, SIGINT: jobs.interrupt) no
+    cell starts, and the running ones store what they have answered and end `interrupted`."""
+    stop = stop or Stop()
     root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url,
                    before_write=before_write)
     manifest = Manifest(root, sweep)
@@ -99,8 +102,10 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         if model.name in held:
             return CellOutcome(bench.name, model.name, "skipped", None, 0.0,
                                f": held by ragjudge validate ({held[model.name]})")
+        if stop.is_set():  # admitted after the signal: left for the rerun, its manifest entry as it was
+            return CellOutcome(bench.name, model.name, "interrupted", None, 0.0, f": {stop.signal_name}: not started")
         cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
-                    engines)
+                    engines, stop)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
         engines.finished(users(pair))
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")

@@ -95,7 +95,7 @@ class Progress:
                     self.log(line)
 
     def cell_finished(self, key: str, status: str) -> None:
-        """The cell ended: done, failed or cached."""
+        """The cell ended: done, failed, cached or interrupted."""
         with self._lock:
             now = self.clock()
             cell = self._cell(key, now)

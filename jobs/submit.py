@@ -14,6 +14,7 @@ one appears (e.g. a key pasted into an override).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -97,6 +98,13 @@ def _job_name(sweep: SweepConfig) -> str:
     return slug[:47].rstrip("-")
 
 
+def signal_lead_s(sweep: SweepConfig) -> int:
+    """Seconds from the stop signal to the hard end (Slurm: its warning before the time limit; Kubernetes: the
+    head's terminationGracePeriodSeconds): the driver's grace period, and 60 s for Ray's shutdown and the
+    requeue after it."""
+    return math.ceil(sweep.storage.grace_s) + 60
+
+
 def _fields(sweep: SweepConfig, command: list[str], target: str, options: SubmitOptions) -> dict[str, str]:
     names = secret_names(sweep)
     shell = shlex.join(command)
@@ -113,7 +121,7 @@ def _fields(sweep: SweepConfig, command: list[str], target: str, options: Submit
                 "secret_names": " ".join(names), "gpus_per_node": str(options.gpus_per_node),
                 "ray_port": str(options.ray_port), "ray": "ray", "python": shlex.quote(options.python),
                 "ray_temp_dir": "/tmp/ray_ragjudge_$SLURM_JOB_ID", "command": shell,
-                "ray_head_args": options.ray_head_args}
+                "ray_head_args": options.ray_head_args, "signal_lead_s": str(signal_lead_s(sweep))}
     project = options.project_dir or "/app"
     import ray
 
@@ -122,7 +130,9 @@ def _fields(sweep: SweepConfig, command: list[str], target: str, options: Submit
             "entrypoint": json.dumps(f"cd {shlex.quote(project)} && {shell}"), "ray_version": ray.__version__,
             "image": json.dumps(options.image), "project_dir": json.dumps(project), "secret": json.dumps(options.secret),
             "secret_names": " ".join(names) or "(none for this sweep)", "nodes": str(options.nodes),
-            "gpus_per_node": str(options.gpus_per_node), "cpus_per_node": str(options.cpus(sweep))}
+            "gpus_per_node": str(options.gpus_per_node), "cpus_per_node": str(options.cpus(sweep)),
+            "job_stop_wait_s": str(math.ceil(sweep.storage.grace_s) + 30),
+            "termination_grace_s": str(signal_lead_s(sweep))}
 
 
 def _refuse_secrets(text: str, what: str) -> str:

@@ -162,11 +162,59 @@ def test_rendered_slurm_script_is_valid_bash_and_runs_the_sweep(sweep_file, tmp_
     assert command and str(tmp_path) not in command.group(0).replace(str(DATA), "")
     assert to_dict(load_sweep(command.group(1))) == {**to_dict(load_sweep(sweep_file)),
                                                        "conf": [str(PROJECT_CONF)]}
-    for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00"):
+    for directive in ("--nodes=4", "--gpus-per-node=8", "--partition=h100", "--time=02:00:00",
+                      "--signal=B:TERM@90", "--requeue"):  # storage.grace_s 30 s + 60 s
         assert f"#SBATCH {directive}" in text
     assert not re.search(r"@\{[a-z_]+\}", text)  # every field filled
     cpu_only = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
     assert "--gpus-per-node" not in cpu_only  # no GRES request on a CPU partition
+
+
+STUB_DRIVER = """
+import signal, sys, time
+from pathlib import Path
+folder, code, linger = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+def stop(signum, frame):
+    (folder / "signal").write_text(signal.Signals(signum).name)
+    time.sleep(linger)  # storing its answers
+    (folder / "done").write_text("")
+    sys.exit(code)
+signal.signal(signal.SIGTERM, stop)
+(folder / "ready").write_text("")
+time.sleep(0 if code == 1 else 60)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("code,signalled", [(143, True), (1, False)], ids=["interrupted", "failed"])
+def test_the_batch_shell_forwards_slurms_signal_and_requeues_an_interrupted_driver(sweep_file, tmp_path, code,
+                                                                                     signalled):
+    """The rendered script's driver section with a stand-in driver and a stand-in scontrol: SIGTERM to the
+    batch shell (what --signal=B:TERM sends) reaches the driver, and its exit 143 requeues the job; another
+    exit code does not."""
+    text = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
+    section = text.split("# ---- the driver", 1)[1].split("\n", 1)[1]  # from the line after the marker
+    stub = tmp_path / "driver.py"
+    stub.write_text(STUB_DRIVER)
+    section = re.sub(r"^.*python -m jobs run .* &$", f"{sys.executable} {stub} {tmp_path} {code} 0 &", section,
+                     count=1, flags=re.MULTILINE)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path}/scontrol.log\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    shell = subprocess.Popen(["bash", "-c", "set -euo pipefail\n" + section], stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242"})
+    deadline = time.time() + 60
+    while not (tmp_path / "ready").exists():
+        assert time.time() < deadline and shell.poll() is None, shell.communicate()
+        time.sleep(0.05)
+    if signalled:
+        shell.send_signal(signal.SIGTERM)
+    _, err = shell.communicate(timeout=60)
+    assert shell.returncode == code, err
+    assert (tmp_path / "signal").exists() == signalled
+    requeued = (tmp_path / "scontrol.log").read_text() if (tmp_path / "scontrol.log").exists() else ""
+    assert requeued == ("requeue 4242\n" if signalled else ""), err
 
 
 def test_a_sweep_inside_the_project_is_named_by_its_relative_path_in_every_target():
@@ -244,7 +292,7 @@ def test_secrets_are_passed_by_name_never_by_value(secret_sweep, monkeypatch, ca
     manifest = yaml.safe_load(outputs["k8s"])
     head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert head["envFrom"] == [{"secretRef": {"name": "ragjudge-secrets", "optional": True}}]
-    assert "env" not in head
+    assert head["env"] == [{"name": "RAY_JOB_STOP_WAIT_TIME_S", "value": "60"}]  # the one literal value
 
     # A secret's value pasted into an override is refused rather than written out.
     pasted = [f"storage.run={FAKE_SECRETS['RAGJUDGE_TEST_API_KEY']}"]
@@ -289,7 +337,8 @@ def ray_head():
     gcs, dashboard, client, agent_http, agent_grpc, metrics, runtime_env = _free_ports(7)
     venv_bin = str(Path(sys.executable).parent)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token),
-           "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{venv_bin}:{os.environ['PATH']}"}
+           "RAY_USAGE_STATS_ENABLED": "0", "PATH": f"{venv_bin}:{os.environ['PATH']}",
+           "RAY_JOB_STOP_WAIT_TIME_S": "30"}  # as the rendered RayJob sets it on its head
     env.pop("RAY_ADDRESS", None)
     log = (temp / "head.log").open("w")
     head = subprocess.Popen(
@@ -357,6 +406,40 @@ def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     assert "python -m jobs run" in jobs
     assert not [name for name, value in FAKE_SECRETS.items() if value in jobs]
     assert ray_head["token"] not in jobs
+
+
+@pytest.mark.integration
+def _job_client(env: dict, code: str) -> str:
+    """Run `code` with `client`, a JobSubmissionClient of the test's head, in a process with the head's token;
+    its output."""
+    setup = "import os; from ray.job_submission import JobSubmissionClient; "
+    client = "client = JobSubmissionClient(os.environ['RAY_API_SERVER_ADDRESS']); "
+    return subprocess.run([sys.executable, "-c", setup + client + code], env=env, capture_output=True, text=True,
+                          timeout=120, check=True).stdout.strip()
+
+
+def test_the_rayjob_heads_prestop_hook_stops_the_driver_with_sigterm_and_waits(ray_head, sweep_file, tmp_path):
+    """An eviction's preStop hook, from the rendered RayJob, against a real job server: the running job's driver
+    (a stand-in that takes 5 s to exit after SIGTERM, beyond Ray's default 3 s) gets SIGTERM, exits on its own,
+    and the hook returns only after it has."""
+    manifest = yaml.safe_load(render(sweep_file, [], "k8s"))
+    head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    hook = head["lifecycle"]["preStop"]["exec"]["command"]
+    stub = tmp_path / "driver.py"
+    stub.write_text(STUB_DRIVER)
+    env = {**ray_head["env"], "RAY_API_SERVER_ADDRESS": ray_head["url"]}
+    job = _job_client(env, f"print(client.submit_job(entrypoint={f'{sys.executable} {stub} {tmp_path} 143 5'!r}))")
+    deadline = time.time() + 120
+    while not (tmp_path / "ready").exists():
+        assert time.time() < deadline, _job_client(env, f"print(client.get_job_logs({job!r}))")
+        time.sleep(0.2)
+    start = time.perf_counter()
+    stopped = subprocess.run(hook, env=env, capture_output=True, text=True, timeout=120, check=False)
+    waited_s = time.perf_counter() - start
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert (tmp_path / "signal").read_text() == "SIGTERM" and (tmp_path / "done").exists()
+    assert _job_client(env, f"print(client.get_job_status({job!r}).value)") == "STOPPED"
+    print(f"preStop hook: the driver got SIGTERM and exited on its own; the hook returned {waited_s:.1f} s later")
 
 
 # ---- (g) the rendered script under a real single-node Slurm (munged, slurmctld, slurmd started here) ----

@@ -67,7 +67,7 @@ class HttpJudge:
 
         self.model = model
         self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
-                                  max_retries=int(model["max_retries"]), timeout=600.0)
+                                  max_retries=int(model["max_retries"]), timeout=float(model["timeout_s"]))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [[{"role": str(m["role"]), "content": str(m["content"])} for m in messages]

@@ -35,7 +35,8 @@ def _free_port() -> int:
 
 def _model(**overrides) -> dict:
     return {"name": "api_judge", "path": "smollm2", "max_new_tokens": 8, "max_concurrency": 4, "max_retries": 2,
-            "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY", **overrides}
+            "timeout_s": 120.0, "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY",
+            **overrides}
 
 
 def _batch(requests: list[dict]) -> dict:

@@ -1,9 +1,11 @@
 """Judges behind an OpenAI-compatible chat API: hosted models (GPT-4o, Claude, Gemini gateways) or `vllm serve`.
 
-The `openai` client does the HTTP work we would otherwise write: it retries 408/409/429/5xx with exponential
-backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests in flight per actor, turn a
-401 into an error that names the model and the key's variable (never its value), and keep any other failed
-request as an error on its own row.
+The `openai` client does the HTTP work we would otherwise write: it retries 408/409/429/5xx, timeouts (after
+the model's `timeout_s`) and broken connections (a reset, a close without a reply, a body cut short) with
+exponential backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests in flight per
+actor, turn a 401 into an error that names the model and the key's variable (never its value), and keep any
+other failed request, or a 200 reply that is no chat completion, as an error on its own row that names the
+model, what failed and after how many tries. A 200 is never retried: the endpoint answered.
 
 An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text. Endpoints
 differ in the parameters they take: o1-style reasoning models want `max_completion_tokens` and reject
@@ -12,12 +14,14 @@ differ in the parameters they take: o1-style reasoning models want `max_completi
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from actors.sampling import REQUEST_INPUTS, text_sampling
+from benchmarks.decoding import quoted
 
 
 class Secret(str):
@@ -67,7 +71,7 @@ class HttpJudge:
 
         self.model = model
         self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
-                                  max_retries=int(model["max_retries"]), timeout=600.0)
+                                  max_retries=int(model["max_retries"]), timeout=float(model["timeout_s"]))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         conversations = [[{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
@@ -100,22 +104,74 @@ class HttpJudge:
                 raise ApiAuthError(
                     f"model '{self.model['name']}': the endpoint refused the key in "
                     f"{self.model['api_key_env']} (HTTP {exc.status_code})") from None
-            except openai.APIError as exc:  # after the client's retries: this row fails, the others go on
-                status = getattr(exc, "status_code", None)
-                return {"text": None, "n_tokens": 0, "error": f"api: HTTP {status}: {str(exc)[:300]}"}
-        text, problem = completion_text(response)
+            # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
+            # json.JSONDecodeError through): this row fails, the others go on.
+            except (openai.APIError, json.JSONDecodeError) as exc:
+                failure = request_failure(exc, float(self.model["timeout_s"]))
+                return {"text": None, "n_tokens": 0, "error": failure.row_error(self.model["name"])}
+        text, failure = completion_text(response)
         usage = getattr(response, "usage", None)
-        return {"text": text, "error": problem, "n_tokens": getattr(usage, "prompt_tokens", None) or 0}
+        return {"text": text, "error": failure and failure.row_error(self.model["name"]),
+                "n_tokens": getattr(usage, "prompt_tokens", None) or 0}
 
 
-def completion_text(response: Any) -> tuple[str | None, str | None]:
-    """(text, None) of a chat completion, or (None, why) for a 200 reply that is none (no choices, no message,
-    content that is not text): an endpoint's garbage fails its own row, not the batch."""
+class Failure(NamedTuple):
+    """Why a row has no answer: what failed, the details in the endpoint's or the network's own words, and
+    the requests sent for it (None for a 200 reply: the client does not say how many tries led to it)."""
+
+    what: str
+    detail: str = ""
+    tries: int | None = None
+
+    def row_error(self, model: str) -> str:
+        """'api: <what> (model '<model>', <n> tries): <detail>', the row's error."""
+        tries = "" if self.tries is None else f", {self.tries} {'try' if self.tries == 1 else 'tries'}"
+        return f"api: {self.what} (model '{model}'{tries})" + (f": {self.detail}" if self.detail else "")
+
+
+def request_failure(exc: Exception, timeout_s: float) -> Failure:
+    """The Failure of a request the client gave up on (openai.APIError) or could not parse (JSONDecodeError).
+
+    A broken connection is told in the network's own words: 'Connection reset by peer', 'Server disconnected
+    without sending a response', 'peer closed connection without sending complete message body (received N
+    bytes, expected M)'; the openai client's own message is 'Connection error.' for all of them.
+    """
+    import openai
+
+    if isinstance(exc, json.JSONDecodeError):
+        return Failure("the reply is not JSON", quoted(exc.doc))
+    # Each try sends its retry count: the last one's, plus one, is the number of requests sent.
+    tries = int(exc.request.headers.get("x-stainless-retry-count", 0)) + 1
+    if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError, its base class
+        return Failure(f"timeout after {timeout_s:g} s", tries=tries)
+    if isinstance(exc, openai.APIConnectionError):
+        return Failure("connection failed", _cause_message(exc), tries)
+    if isinstance(exc, openai.APIStatusError):
+        return Failure(f"HTTP {exc.status_code}", str(exc)[:300], tries)
+    return Failure(type(exc).__name__, str(exc)[:300], tries)
+
+
+def _cause_message(exc: BaseException) -> str:
+    """The first non-empty message among the exceptions that caused `exc` (httpx's, or the OSError under it)."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):  # the chain is short (openai, httpx, httpcore, anyio, OSError); never loop on a cycle
+        if cause is None or str(cause):
+            break
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else ""
+
+
+def completion_text(response: Any) -> tuple[str | None, Failure | None]:
+    """(text, None) of a chat completion, or (None, why) for a 200 reply that is none (a body that is not JSON,
+    which the client hands over as text; no choices, no message, content that is not text): an endpoint's
+    garbage fails its own row, not the batch."""
+    if isinstance(response, str):
+        return None, Failure("the reply is not JSON", quoted(response))
     choices = getattr(response, "choices", None)
     message = getattr(choices[0], "message", None) if isinstance(choices, list) and choices else None
     if message is None:
-        return None, "api: the reply has no choices[0].message"
+        return None, Failure("the reply has no choices[0].message")
     content = getattr(message, "content", None)
     if content is not None and not isinstance(content, str):
-        return None, f"api: choices[0].message.content is {type(content).__name__}, not text"
+        return None, Failure(f"choices[0].message.content is {type(content).__name__}, not text")
     return content or "", None

@@ -74,7 +74,11 @@ class ModelConfig:
     api_base_env: Optional[str] = None  # kind api: name of the environment variable holding the base URL
     api_key_env: Optional[str] = None  # kind api: name of the environment variable holding the key (never the key)
     max_concurrency: int = 8  # kind api: requests in flight per actor
-    max_retries: int = 5  # kind api: retries of a 408/409/429/5xx answer, with exponential backoff
+    # kind api: retries of a 408/409/429/5xx answer, a timeout or a broken connection, with exponential backoff
+    max_retries: int = 5
+    # kind api: seconds to wait for a connection or for the reply's next bytes before a try is given up and
+    # retried
+    timeout_s: float = 120.0
     # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
     # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
     api_params: dict[str, Optional[str]] = field(default_factory=dict)

@@ -26,8 +26,8 @@ ENGINES: dict[str, Answerer] = {}
 # Settings that change how a model runs, not what it answers: changing them keeps stored answers.
 RUN_SETTINGS = frozenset({
     "batch_size", "min_actors", "max_actors", "num_cpus", "num_gpus", "kv_cache_gib", "enforce_eager",
-    "tensor_parallel_size", "max_concurrency", "max_retries", "api_base_env", "api_key_env", "note", "params_b",
-    "shared", "min_replicas", "max_replicas", "target_ongoing_requests", "downscale_delay_s"})
+    "tensor_parallel_size", "max_concurrency", "max_retries", "timeout_s", "api_base_env", "api_key_env", "note",
+    "params_b", "shared", "min_replicas", "max_replicas", "target_ongoing_requests", "downscale_delay_s"})
 
 
 def engine(name: str) -> Callable[[Answerer], Answerer]:

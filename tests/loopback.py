@@ -1,9 +1,15 @@
-"""A JSON-answering request handler for the loopback API servers of the HTTP engine tests, and the body of a
-chat completion they answer with."""
+"""A JSON-answering request handler for the loopback API servers of the HTTP engine tests, the body of a chat
+completion they answer with, and ScriptedApi: a server that fails as a test's script says."""
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import socket
+import struct
+import threading
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 
 class JsonHandler(BaseHTTPRequestHandler):
@@ -28,3 +34,106 @@ def chat_completion(model: str, content: str) -> dict:
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}
+
+
+class ScriptedApi(ThreadingHTTPServer):
+    """A chat-completions server on 127.0.0.1 that fails as scripted, to test what the HTTP judge does with
+    each fault of a real network and endpoint.
+
+    `script` maps a text to the steps answering the requests whose last message contains it, one step per
+    request in turn, the last one repeated (["reset", "ok"]: a reset, then answers); other requests are
+    answered. Steps are the names in STEPS. `seen` counts the requests per script key ("" for the others).
+    """
+
+    def __init__(self, script: dict[str, list[str]], hang_s: float = 60.0):
+        super().__init__(("127.0.0.1", 0), _Faulty)
+        self.script, self.hang_s = script, hang_s
+        self.seen: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        self.released = threading.Event()  # ends the hanging steps when the server stops
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def next_step(self, prompt: str) -> str:
+        key = next((key for key in self.script if key in prompt), "")
+        with self.lock:
+            n = self.seen[key]
+            self.seen[key] += 1
+        steps = self.script.get(key, ["ok"])
+        return steps[min(n, len(steps) - 1)]
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.released.set()
+        self.shutdown()
+        self.server_close()
+
+
+class _Faulty(JsonHandler):
+    server: ScriptedApi
+
+    def do_POST(self) -> None:  # http.server's method name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        STEPS[self.server.next_step(body["messages"][-1]["content"])](self, body)
+
+    def ok(self, body: dict) -> None:
+        self._reply(200, chat_completion(body["model"], "Choose 2"))
+
+    def hang(self, body: dict) -> None:
+        """No reply until the server stops: past any client timeout."""
+        self.server.released.wait(self.server.hang_s)
+        self.close_connection = True
+
+    def reset(self, body: dict) -> None:
+        """Close with SO_LINGER 0: the client reads a TCP RST (ECONNRESET), not an orderly end."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.rfile.close()  # the last reference besides the socket's own: close() below is the real one
+        self.connection.close()
+        self.close_connection = True
+
+    def close(self, body: dict) -> None:
+        """An orderly close (FIN) without a byte of reply: a proxy or server dropping the request."""
+        self.close_connection = True
+
+    def truncated(self, body: dict) -> None:
+        """Headers promising the whole body, half of it, then the connection closed."""
+        data = json.dumps(chat_completion(body["model"], "Choose 2")).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[:len(data) // 2])
+        self.close_connection = True
+
+    def html(self, body: dict) -> None:
+        """A 200 HTML error page, as a gateway or captive portal sends."""
+        self._raw(200, "text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>")
+
+    def json_garbage(self, body: dict) -> None:
+        """A 200 that says it is JSON and is not."""
+        self._raw(200, "application/json", b"<html><body>upstream error</body></html>")
+
+    def _raw(self, status: int, content_type: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _status(code: int, retry_after_s: int | None = None) -> Callable[[_Faulty, dict], None]:
+    """An error reply of HTTP `code`, with a Retry-After header where one is given."""
+    headers = None if retry_after_s is None else {"Retry-After": str(retry_after_s)}
+    return lambda handler, body: handler._reply(code, {"error": {"message": f"scripted {code}"}}, headers)
+
+
+STEPS: dict[str, Callable[[_Faulty, dict], None]] = {
+    "ok": _Faulty.ok, "hang": _Faulty.hang, "reset": _Faulty.reset, "close": _Faulty.close,
+    "truncated": _Faulty.truncated, "html": _Faulty.html, "json garbage": _Faulty.json_garbage,
+    "500": _status(500), "503": _status(503), "429": _status(429, retry_after_s=1),
+    "429 for an hour": _status(429, retry_after_s=3600)}  # a spent daily quota

@@ -2,7 +2,7 @@
 rounds through jobs.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -45,3 +45,17 @@ def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_
     manifest = Manifest(root, SweepConfig(name="test", storage=StorageConfig(run=run_name, root=str(tmp_path))))
     cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {})
     return root, run_cell(cell)
+
+
+def inline_actor_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engines that answer through an actor pool (http) call their actor class in this process, a batch at a
+    time, instead of in Ray Data actors: the engine's own code and its rows' way to the cell, without Ray."""
+    def pool(requests: list[dict[str, Any]], model: ModelConfig, actor: type, kwargs: dict[str, Any]
+             ) -> Iterator[dict[str, Any]]:
+        answer = actor(**kwargs)
+        for start in range(0, len(requests), model.batch_size):
+            chunk = requests[start:start + model.batch_size]
+            out = answer({key: [r[key] for r in chunk] for key in chunk[0]})
+            yield from engines.merge_parts({key: out[key][i] for key in out} for i in range(len(chunk)))
+
+    monkeypatch.setattr(engines, "_actor_pool", pool)

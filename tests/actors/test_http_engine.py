@@ -1,7 +1,10 @@
 """The OpenAI-compatible judge engine against real servers on 127.0.0.1.
 
 A real `vllm serve` (vLLM's OpenAI-compatible server, CPU, SmolLM2-135M-Instruct) stands in for a hosted API;
-a tiny scripted server covers what vLLM never does on its own: 429s, 5xx and slow answers.
+a tiny scripted server covers what vLLM never does on its own: 429s, 5xx and slow answers, and
+tests/loopback.ScriptedApi the faults of a network and an endpoint (issue 16 item 6): timeouts, resets, closes
+without a reply, truncated and non-JSON bodies, 5xx and 429s, once (retried) and on every try (one row fails).
+Each fault test prints its row of docs/reliability.md (tests/fault_rows.py).
 """
 from __future__ import annotations
 
@@ -14,9 +17,11 @@ import threading
 import time
 import urllib.request
 from http.server import ThreadingHTTPServer
+from typing import NamedTuple
 
 import pytest
-from loopback import JsonHandler, chat_completion
+from fault_rows import record
+from loopback import JsonHandler, ScriptedApi, chat_completion
 from sweeps import SAMPLE, write_sweep
 
 from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
@@ -35,7 +40,8 @@ def _free_port() -> int:
 
 def _model(**overrides) -> dict:
     return {"name": "api_judge", "path": "smollm2", "max_new_tokens": 8, "max_concurrency": 4, "max_retries": 2,
-            "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY", **overrides}
+            "timeout_s": 120.0, "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY",
+            **overrides}
 
 
 def _batch(requests: list[dict]) -> dict:
@@ -194,6 +200,83 @@ def test_a_reply_that_is_no_chat_completion_fails_its_own_row_only(scripted):
     for kind, text, error in zip(kinds, out["text"][1:-1], out["error"][1:-1]):
         assert text is None and error and error.startswith("api: "), (kind, text, error)
     print(f"garbage-in http judge replies: {len(kinds)} inputs, {len(kinds)} error rows, 2 good rows kept")
+
+
+class Fault(NamedTuple):
+    step: str  # the ScriptedApi step that injects it
+    retried: bool  # by the openai client, up to max_retries
+    says: str  # in the row's error
+
+
+# Every fault of the network or the endpoint the scripted server injects, as an API judge meets them.
+FAULTS = {
+    "timeout": Fault("hang", True, "timeout after 2 s"),
+    "connection reset (RST)": Fault("reset", True, "ConnectionResetError: [Errno 104] Connection reset by peer"),
+    "connection closed without a reply": Fault("close", True, "Server disconnected without sending a response"),
+    "truncated body (Content-Length past the end)": Fault(
+        "truncated", True, "peer closed connection without sending complete message body (received"),
+    "200 HTML page": Fault("html", False, "the reply is not JSON (model 'api_judge'): '<html>"),
+    "200 application/json that is not JSON": Fault("json garbage", False, "the reply is not JSON"),
+    "HTTP 500": Fault("500", True, "HTTP 500"),
+    "HTTP 503": Fault("503", True, "HTTP 503"),
+    "HTTP 429, Retry-After 1 s": Fault("429", True, "HTTP 429"),
+    "HTTP 429, Retry-After 1 hour": Fault("429 for an hour", False, "HTTP 429"),
+}
+RETRIES = 2
+
+
+def _faulty_batch(script: dict[str, list[str]], step: str) -> tuple[dict, ScriptedApi, float]:
+    """A judge (max_retries 2; a 2 s timeout where the server hangs) answers 'good 1', 'faulty', 'good 2' from a
+    ScriptedApi with `script` for 'faulty'; returns its output, the server and the seconds it took."""
+    model = _model(max_retries=RETRIES, timeout_s=2.0 if step == "hang" else 30.0)
+    with ScriptedApi(script) as api:
+        start = time.perf_counter()
+        batch = _batch([_user("good 1"), _user("faulty"), _user("good 2")])
+        out = HttpJudge(model, api.base_url, Secret(KEY))(batch)
+        return out, api, time.perf_counter() - start
+
+
+def _record(tmp_path, fault: str, persistent: bool, out: dict, tries: int, seconds: float) -> None:
+    failed = sum(error is not None for error in out["error"])
+    record(tmp_path, fault=f"API judge: {fault}{'' if persistent else ', once'}",
+           injected=f"tests/loopback.py ScriptedApi step '{FAULTS[fault].step}' "
+                    f"{'on every try' if persistent else 'then a good reply'}, max_retries {RETRIES}",
+           outcome=f"{_tries(tries)} at the server, {len(out['error']) - failed} rows answered, {failed} failed",
+           requests_lost=failed, requests_duplicated=tries - 1, time_to_recover_s=round(seconds, 2))
+
+
+def _tries(n: int) -> str:
+    return f"{n} {'try' if n == 1 else 'tries'}"
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_once_is_retried_unless_the_reply_is_final(fault, tmp_path):
+    step, retried, says = FAULTS[fault]
+    out, api, seconds = _faulty_batch({"faulty": [step, "ok"]}, step)
+    assert out["text"][0] == out["text"][2] == "Choose 2" and out["error"][0] is out["error"][2] is None
+    if retried:
+        assert out["text"][1] == "Choose 2" and out["error"][1] is None
+        assert api.seen["faulty"] == 2
+        assert step != "hang" or seconds < 10  # the hung try given up after timeout_s (2), not the server's 60
+    else:  # a 200 is the endpoint's answer; a Retry-After past the client's 2 min means "not now"
+        assert out["text"][1] is None and says in out["error"][1]
+        assert api.seen["faulty"] == 1
+    _record(tmp_path, fault, False, out, api.seen["faulty"], seconds)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_fault_on_every_try_fails_its_own_row_only(fault, tmp_path):
+    step, retried, says = FAULTS[fault]
+    out, api, seconds = _faulty_batch({"faulty": [step]}, step)
+    assert out["text"][0] == out["text"][2] == "Choose 2" and out["error"][0] is out["error"][2] is None
+    tries = RETRIES + 1 if retried else 1
+    assert api.seen["faulty"] == tries
+    error = out["error"][1]
+    assert out["text"][1] is None and error.startswith("api: ") and says in error, error
+    assert "model 'api_judge'" in error
+    if step not in ("html", "json garbage"):  # a 200: the client does not say how many tries led to it
+        assert f"{_tries(tries)})" in error, error
+    _record(tmp_path, fault, True, out, tries, seconds)
 
 
 def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):

@@ -3,9 +3,11 @@ completion they answer with, and ScriptedApi: a server that fails as a test's sc
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,6 +51,7 @@ class ScriptedApi(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Faulty)
         self.script, self.hang_s = script, hang_s
         self.seen: Counter[str] = Counter()
+        self.given_up = 0  # hanging requests the client closed before the server gave up on them
         self.lock = threading.Lock()
         self.released = threading.Event()  # ends the hanging steps when the server stops
 
@@ -85,8 +88,15 @@ class _Faulty(JsonHandler):
         self._reply(200, chat_completion(body["model"], "Choose 2"))
 
     def hang(self, body: dict) -> None:
-        """No reply until the server stops: past any client timeout."""
-        self.server.released.wait(self.server.hang_s)
+        """No reply until the client closes the connection (counted in `given_up`), `hang_s` passes or the
+        server stops."""
+        deadline = time.monotonic() + self.server.hang_s
+        while not self.server.released.is_set() and time.monotonic() < deadline:
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):  # end of stream: the client left
+                with self.server.lock:
+                    self.server.given_up += 1
+                break
         self.close_connection = True
 
     def reset(self, body: dict) -> None:

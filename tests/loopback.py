@@ -9,7 +9,8 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
@@ -28,6 +29,19 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], release: threading.Event) -> Iterator[str]:
+    """`handler` on 127.0.0.1 for the block: its /v1 base URL. `release` is set on the way out, so requests the
+    handler holds end before the server shuts down."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        release.set()
+        server.shutdown()
 
 
 def chat_completion(model: str, content: str) -> dict:

@@ -14,12 +14,11 @@ import sys
 import threading
 import time
 import uuid
-from http.server import ThreadingHTTPServer
 
 import pytest
 import ray
 from fault_rows import record
-from loopback import JsonHandler, chat_completion
+from loopback import JsonHandler, chat_completion, serving
 from sweeps import write_sweep
 
 from jobs.lease import LEASE
@@ -50,11 +49,8 @@ class _Gate(JsonHandler):
 def gate():
     _Gate.asked.clear()
     _Gate.opened.clear()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Gate)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    _Gate.opened.set()
-    server.shutdown()
+    with serving(_Gate, _Gate.opened) as base:
+        yield base
 
 
 @pytest.fixture(params=["local", "s3"])

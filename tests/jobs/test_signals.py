@@ -15,13 +15,12 @@ import sys
 import threading
 import time
 from collections import Counter
-from http.server import ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
 import ray
 from fault_rows import record
-from loopback import JsonHandler, chat_completion
+from loopback import JsonHandler, chat_completion, serving
 from sweeps import write_sweep
 
 from jobs.lease import LEASE
@@ -69,12 +68,8 @@ class _Held(JsonHandler):
 def held_api():
     _Held.asked.clear()
     _Held.released.clear()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Held)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield {"RAGJUDGE_TEST_HELD_BASE": f"http://127.0.0.1:{server.server_address[1]}/v1",
-           "RAGJUDGE_TEST_HELD_KEY": "sk-held-0123456789"}
-    _Held.released.set()
-    server.shutdown()
+    with serving(_Held, _Held.released) as base:
+        yield {"RAGJUDGE_TEST_HELD_BASE": base, "RAGJUDGE_TEST_HELD_KEY": "sk-held-0123456789"}
 
 
 def driver(sweep_file, root: str, env: dict) -> subprocess.Popen:

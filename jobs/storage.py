@@ -238,7 +238,12 @@ class RunRoot:
             self.before_write()
 
     def _read_bytes(self, path: str) -> bytes | None:
+        """The file's bytes, or None. On S3 one GET: a file-like read is a HEAD then ranged GETs pinned to the
+        HEAD's ETag, which fail (FileExpired) when another writer replaces the object in between, as a lease's
+        heartbeat does every few seconds; a single GET returns one whole version."""
         try:
+            if self.fsspec is not None:
+                return self.fsspec.cat_file(path)
             with self.filesystem.open_input_stream(path) as f:
                 return f.read()
         except FileNotFoundError:

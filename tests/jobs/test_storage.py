@@ -208,3 +208,27 @@ def test_ray_data_reads_the_predictions_tree_on_s3(ray_session, s3_server):
         [("org/judge-1", r["item_id"]) for r in ROWS] + [("tiny", r["item_id"]) for r in ROWS[:2]])
     assert {r["item_id"]: r["messages"] for r in rows if r["model"] == "tiny"} == {
         r["item_id"]: r["messages"] for r in ROWS[:2]}
+
+
+def test_a_json_file_rewritten_while_it_is_read_on_s3_reads_as_one_whole_version(s3_server):
+    """A lease's heartbeat rewrites lease.json while other drivers read it: every read gets one version."""
+    import threading
+
+    root = RunRoot(f"s3://{s3_server['bucket']}/rewritten", "run")
+    root.write_json("lease.json", {"beat": 0, "pad": "x" * 200})
+    stop, beats = threading.Event(), []
+
+    def rewrite() -> None:
+        while not stop.is_set():
+            beats.append(len(beats) + 1)
+            root.write_json("lease.json", {"beat": beats[-1], "pad": "x" * 200})
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        seen = [root.read_json("lease.json")["beat"] for _ in range(150)]
+    finally:
+        stop.set()
+        writer.join()
+    assert len(set(seen)) > 10 and len(beats) > 10  # the reads did overlap many rewrites
+    assert seen == sorted(seen)  # whole versions, in the order they were written

@@ -5,6 +5,7 @@ sent twice. The second copy finds every full block of itself cached, response in
 values that are not log-probs for the cached positions, so the server must ask again without the cache.
 """
 import asyncio
+import gc
 
 import pytest
 
@@ -37,6 +38,8 @@ def implicit_server():
         server = VllmServer(model, path, "logprobs", key="cache-test")
         yield server, model, path
         server.shutdown()
+        del server.engine  # collected now, not at interpreter exit when vLLM's modules are half torn down
+        gc.collect()
 
 
 def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch):

@@ -28,9 +28,10 @@ from jobs.interrupt import Interrupted, Stop, answered_parts
 from jobs.manifest import Manifest
 from jobs.preflight import PreflightError
 from jobs.progress import Progress
+from jobs.redaction import redact
 from jobs.reducers import aggregate
 from jobs.retrieval import evaluate_retrieval
-from jobs.storage import RunRoot, redact
+from jobs.storage import RunRoot
 from jobs.text_pairs import encoder_settings, with_text_pair_scores
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)

@@ -31,7 +31,8 @@ from datetime import datetime, timezone
 from typing import Any, Self
 
 from jobs.config import ConfigError
-from jobs.storage import RunRoot, redact
+from jobs.redaction import redact
+from jobs.storage import RunRoot
 
 LEASE = "lease.json"
 SETTLE_S = 1.0  # how long a takeover waits before reading the lease back

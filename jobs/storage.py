@@ -13,8 +13,8 @@ layout wherever the run is stored:
 
 Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
 never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
-text and every string cell written here passes through `redact`, so an error message that echoes a secret
-from the environment is stored without it.
+text and every string cell written here passes through `redact` (jobs.redaction), so an error message that
+echoes a secret from the environment is stored without it.
 """
 from __future__ import annotations
 
@@ -30,50 +30,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from jobs.redaction import redact, scrub, secret_values
+
 # The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
 Table = Literal["predictions", "requests", "errors"]
 TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
 QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
 
-_SECRET_NAMES = {"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                 "OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
-# *_API_KEY, *_TOKEN, *_SECRET*, *_PASSWORD, *_ACCESS_KEY*; anchored: TOKENIZERS_PARALLELISM is no secret.
-_SECRET_PATTERN = re.compile(r"(^|_)(API_KEY|TOKEN|PASSWORD|ACCESS_KEY(_ID)?)$|SECRET")
-_MIN_SECRET_LEN = 4  # shorter values ("1", "on") would shred every message and protect nothing
-_REDACTED = "[redacted]"
 _SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
-
-
-def _secret_values() -> list[str]:
-    """Values of secret-bearing environment variables, longest first (a longer one goes whole)."""
-    values: set[str] = set()
-    for name, value in os.environ.items():
-        upper = name.upper()
-        if (upper in _SECRET_NAMES or _SECRET_PATTERN.search(upper)) and len(value) >= _MIN_SECRET_LEN:
-            values.add(value)
-            values.add(quote(value, safe=""))  # as it appears inside a URL or form body
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str) -> str:
-    """`text` without the values of secret-bearing environment variables, so errors can be logged."""
-    for secret in _secret_values():
-        text = text.replace(secret, _REDACTED)
-    return text
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    """A copy of a (nested) row value with every secret removed from its strings."""
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, _REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrub(v, secrets) for v in value]
-    return value
 
 
 def partition_value(name: str) -> str:
@@ -286,13 +250,13 @@ class RunRoot:
             raise ValueError(f"part must be a plain name, got {part!r}")
         if not rows:
             return None
-        secrets = _secret_values()
+        secrets = secret_values()
         stored = []
         for row in rows:
             row = {**row}
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
-            stored.append(_scrub(row, secrets) if secrets else row)
+            stored.append(scrub(row, secrets) if secrets else row)
         relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
         self._write_bytes(self.path(relpath), table=_table(stored))
         return self.uri(relpath)

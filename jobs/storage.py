@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from jobs.parquet_rows import joined_rows, parquet_bytes
 from jobs.redaction import redact, scrub, secret_values
 from jobs.storage_retry import RETRY_S, retrying
 
@@ -63,35 +64,6 @@ def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
     commands that read a finished or running run take it."""
     parent, _, run = path.rstrip("/").rpartition("/")
     return RunRoot(parent or ".", run, endpoint_url=endpoint_url)
-
-
-def _table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows -> an Arrow table whose columns are the union of all rows' keys (a missing key is null).
-
-    pa.Table.from_pylist would take the columns from the first row alone and drop the rest without a word.
-    """
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row))
-    columns = {}
-    for name in names:
-        try:
-            columns[name] = pa.array([row.get(name) for row in rows])
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise ValueError(f"column {name!r} mixes types that one Parquet column cannot hold: {e}") from e
-    return pa.table(columns)
-
-
-def _rows(parts: list[pa.Table]) -> list[dict[str, Any]]:
-    """The rows of several parts in order; a column that only some parts have is None in the others' rows."""
-    names = list(dict.fromkeys(name for part in parts for name in part.column_names))
-    rows: list[dict[str, Any]] = []
-    for part in parts:
-        part_rows = part.to_pylist()
-        if part.column_names != names:
-            part_rows = [{name: row.get(name) for name in names} for row in part_rows]
-        rows.extend(part_rows)
-    return rows
 
 
 class RunRoot:
@@ -190,18 +162,14 @@ class RunRoot:
         (jobs.storage_retry): StorageUnreachable past it, StorageFull at once on a full disk."""
         return retrying(action, doing=doing, file=self._scheme + path, root=self.uri(""), retry_s=self.retry_s)
 
-    def _write_bytes(self, path: str, data: bytes | None = None, table: pa.Table | None = None) -> None:
+    def _write_bytes(self, path: str, data: bytes) -> None:
         """Write a file so that readers see the old version or the whole new one, never a torn file.
 
-        The bytes are made in memory first, so each try writes them whole. On S3 one PUT (or a multipart
-        upload, completed only at the end) is atomic. Locally the bytes go to a hidden temporary name in the
-        same folder (skipped by pyarrow/Ray dataset discovery), renamed once whole, removed if the write fails.
+        The bytes are whole in memory, so each try writes all of them. On S3 one PUT (or a multipart upload,
+        completed only at the end) is atomic. Locally the bytes go to a hidden temporary name in the same
+        folder (skipped by pyarrow/Ray dataset discovery), renamed once whole, removed if the write fails.
         """
-        if table is not None:
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink)
-            data = sink.getvalue().to_pybytes()
-        self.retrying("write", path, lambda: self._put(path, data or b""))
+        self.retrying("write", path, lambda: self._put(path, data))
 
     def _put(self, path: str, data: bytes) -> None:
         self._changing()  # before every try: an outage may have outlasted the lease
@@ -298,19 +266,28 @@ class RunRoot:
             row.setdefault("model", model)
             stored.append(scrub(row, secrets) if secrets else row)
         relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
-        self._write_bytes(self.path(relpath), table=_table(stored))
+        self._write_bytes(self.path(relpath), parquet_bytes(stored))
         return self.uri(relpath)
 
     def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
         folder = self.path(self.partition(table, benchmark, model))
-        selector = pafs.FileSelector(folder, allow_not_found=True)
-        infos = self.retrying("list", folder, lambda: self.filesystem.get_file_info(selector))
         parts = []
-        for info in infos:
-            name = info.base_name
-            if info.type == pafs.FileType.File and name.startswith("part-") and name.endswith(".parquet"):
-                parts.append((name[len("part-"):-len(".parquet")], info.path))
+        for path in self.retrying("list", folder, lambda: self._files(folder)):
+            name = path.rsplit("/", 1)[1]
+            if name.startswith("part-") and name.endswith(".parquet"):
+                parts.append((name[len("part-"):-len(".parquet")], path))
         return sorted(parts)
+
+    def _files(self, folder: str) -> list[str]:
+        """The files directly in `folder`, [] if there is none. On S3 one listing: pyarrow's selector over
+        fsspec asks isdir, then exists, and raises NotADirectoryError when the first part lands in between."""
+        if self.fsspec is None:
+            infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+            return [info.path for info in infos if info.type == pafs.FileType.File]
+        try:
+            return [entry["name"] for entry in self.fsspec.ls(folder, detail=True) if entry["type"] == "file"]
+        except FileNotFoundError:
+            return []
 
     def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
         """(path, bytes) of each part of a partition in part-name order, each fetched whole: a storage error
@@ -337,7 +314,7 @@ class RunRoot:
             names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
                                                   if columns(n)]
             parts.append(pq.read_table(pa.BufferReader(data), columns=names))
-        return _rows(parts)
+        return joined_rows(parts)
 
     def read_whole_rows(self, table: Table, benchmark: str, model: str
                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -358,7 +335,7 @@ class RunRoot:
                 self.retrying("move", path, partial(self._move, path, self.path(target)))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
                               "reason": redact(f"{type(e).__name__}: {e}")})
-        return _rows(parts), moved
+        return joined_rows(parts), moved
 
     def _move(self, path: str, target: str) -> None:
         self._changing()

@@ -28,9 +28,11 @@ from jobs.interrupt import Interrupted, Stop, answered_parts
 from jobs.manifest import Manifest
 from jobs.preflight import PreflightError
 from jobs.progress import Progress
+from jobs.redaction import redact
 from jobs.reducers import aggregate
 from jobs.retrieval import evaluate_retrieval
-from jobs.storage import RunRoot, redact
+from jobs.storage import RunRoot
+from jobs.storage_retry import StorageError
 from jobs.text_pairs import encoder_settings, with_text_pair_scores
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
@@ -101,8 +103,9 @@ def cell_hash(bench: BenchmarkConfig, answers: str) -> str:
 
 def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     """One cell, unless it finished before with the same hash; `problems` found before it (preflight, routing)
-    fail it before any engine starts. A failure is recorded in the manifest and never stops the sweep; nor does
-    a stop (SIGTERM, SIGINT), recorded as `interrupted` with the signal and its time."""
+    fail it before any engine starts. A failure, a storage fault included (jobs.storage_retry), is recorded in
+    the manifest and never stops the sweep; nor does a stop (SIGTERM, SIGINT), recorded as `interrupted` with
+    the signal and its time."""
     root, bench, model = cell.root, cell.bench, cell.model
     start = time.time()
     key = cell.key
@@ -110,28 +113,30 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     digest = cell_hash(bench, answers)
     previous = cell.manifest.cell(key)
     metrics_path = root.metrics_path(bench.name, model.name)
-    if previous.get("status") == "done" and previous.get("hash") == digest:
-        _finished(cell, "cached")
-        return CellOutcome(bench.name, model.name, "cached", root.read_json(metrics_path), time.time() - start)
-    if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: answers are stale
-        for table in ("requests", "predictions", "errors"):
-            root.clear(table, bench.name, model.name)
     stamp = {"hash": digest, "answers_hash": answers}
-    cell.manifest.set_cell(key, {"status": "running", **stamp, "started_at": round(start, 3)})
     try:
+        if previous.get("status") == "done" and previous.get("hash") == digest:
+            metrics = root.read_json(metrics_path)
+            _finished(cell, "cached")
+            return CellOutcome(bench.name, model.name, "cached", metrics, time.time() - start)
+        if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: stale answers
+            for table in ("requests", "predictions", "errors"):
+                root.clear(table, bench.name, model.name)
+        cell.manifest.set_cell(key, {"status": "running", **stamp, "started_at": round(start, 3)})
         if problems := list(problems):
             raise PreflightError("; ".join(problems))
         metrics = evaluate(cell)
+        root.write_json(metrics_path, metrics)
+        cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"],
+                                     "n_errors": metrics["n_errors"], "started_at": round(start, 3),
+                                     "finished_at": round(time.time(), 3),
+                                     "seconds": round(time.time() - start, 1)})
     except Interrupted as e:
         return _ended(cell, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()}, start,
                       str(e))
     except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
         return _ended(cell, "failed", {**stamp, "error": message}, start, message)
-    root.write_json(metrics_path, metrics)
-    cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
-                                 "started_at": round(start, 3), "finished_at": round(time.time(), 3),
-                                 "seconds": round(time.time() - start, 1)})
     _finished(cell, "done")
     return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)
 
@@ -142,8 +147,13 @@ def _finished(cell: Cell, status: str) -> None:
 
 
 def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message: str) -> CellOutcome:
-    """A cell that ended without metrics (failed, interrupted): its manifest entry, progress and outcome."""
-    cell.manifest.set_cell(cell.key, {"status": status, **entry})
+    """A cell that ended without metrics (failed, interrupted): its manifest entry, progress and outcome. The
+    storage that failed the cell may not take the entry either: then it is said, and the entry stays in
+    memory for the manifest's next write; the rerun runs the cell again all the same."""
+    try:
+        cell.manifest.set_cell(cell.key, {"status": status, **entry})
+    except StorageError as e:
+        cell.log(f"WARNING {cell.key}: {status}, but manifest.json could not record it: {e}")
     _finished(cell, status)
     return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, f": {message}")
 

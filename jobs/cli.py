@@ -14,7 +14,8 @@ from jobs.config import PROJECT_CONF
 
 RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
 # Exit status after SIGTERM or SIGINT: 128 + the signal's number, 143 or 130 (jobs.interrupt); the answered
-# requests are stored and the same command resumes. 1: a cell failed; 2: a user's mistake.
+# requests are stored and the same command resumes. 1: a cell failed, or the run's storage did (unreachable
+# past storage.retry_s, or full); 2: a user's mistake.
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -26,15 +27,13 @@ def _run(args: argparse.Namespace) -> int:
     from jobs.storage import RunRoot
 
     sweep = load_sweep(args.sweep, args.overrides)
-    where = (sweep.storage.root, sweep.storage.run)
     try:  # before Ray starts: a second driver on the run is refused at once
-        lease = Lease(RunRoot(*where, endpoint_url=sweep.storage.endpoint_url), sweep.storage.lease_timeout_s,
-                      on_lost=_stop_on_lost_lease)
+        lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
         lease.acquire()
     except LeaseHeld as e:
         print(f"ragjudge: {e}", file=sys.stderr)
         return RUN_ROOT_BUSY
-    root = RunRoot(*where, endpoint_url=sweep.storage.endpoint_url, before_write=lease.confirm)
+    root = RunRoot.of(sweep.storage, before_write=lease.confirm)
     try:
         connect_ray(sweep)  # Ray installs its own SIGTERM handler here: ours go in after it
         with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
@@ -68,7 +67,7 @@ def _validate(args: argparse.Namespace) -> int:
           + (f" or a score difference over {thresholds.max_score_diff:g}" if thresholds.max_score_diff is not None
              else ""))
     print(format_table(report["models"]))
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    root = RunRoot.of(sweep.storage)
     print(f"\nValidation: {root.uri(VALIDATE)} (`ragjudge run` skips held models unless --include-held)")
     return 1 if any(m["status"] == "held" for m in report["models"].values()) else 0
 
@@ -292,9 +291,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from benchmarks.protocol import UnknownBenchmark
     from jobs.config import ConfigError
+    from jobs.storage_retry import StorageError
 
     try:
         return args.func(args)
     except (ConfigError, FileNotFoundError, UnknownBenchmark) as e:  # a user's mistake: one line, no traceback
         print(f"ragjudge: {e}", file=sys.stderr)
         return 2
+    except StorageError as e:  # the run root unreachable past storage.retry_s, or full: one line; rerun resumes
+        print(f"ragjudge: {e}", file=sys.stderr)
+        return 1

@@ -22,6 +22,7 @@ from actors.sampling import SAMPLING_PARAMS
 from benchmarks.hub import check_url, is_hub
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
+from jobs.storage_retry import RETRY_S
 
 
 class ConfigError(ValueError):
@@ -121,6 +122,11 @@ class StorageConfig:
     # After SIGTERM or SIGINT the driver stores its answered requests and exits; past this it exits anyway
     # (jobs.interrupt). Slurm's warning signal comes this plus 60 s before the time limit (deploy/slurm.sbatch).
     grace_s: float = 30.0
+    # A read or write of the run that fails on a fault that may pass (the object store down or restarting, a
+    # connection reset or timed out, HTTP 5xx) is tried again, waits doubling from 0.5 s to 15 s, for this
+    # long; then the cell fails, naming the file, and a rerun resumes (jobs.storage_retry). A full disk fails
+    # at once.
+    retry_s: float = RETRY_S
 
 
 @dataclass

@@ -17,9 +17,15 @@ a timeout old (frozen, suspended, cut off) reads the lease before it writes. A d
 token there, or no lease at all, has lost it and stops. Left open: a write already past its fence when the
 driver froze lands when it wakes. Staleness compares the heartbeat with this host's clock: hosts' clocks
 must agree to well within the timeout.
+
+Every read and write of lease.json is tried again through a storage outage for up to `storage.retry_s`
+(jobs.storage_retry), so an unreachable store is never taken for a removed lease (which would count as
+lost); a heartbeat that still fails is logged and tried again at the next beat, and a release that fails
+leaves the lease to go stale.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -31,7 +37,9 @@ from datetime import datetime, timezone
 from typing import Any, Self
 
 from jobs.config import ConfigError
-from jobs.storage import RunRoot, redact
+from jobs.redaction import redact
+from jobs.storage import RunRoot
+from jobs.storage_retry import StorageError
 
 LEASE = "lease.json"
 SETTLE_S = 1.0  # how long a takeover waits before reading the lease back
@@ -76,26 +84,33 @@ def _running(pid: int) -> bool:
 
 
 def _create(root: RunRoot, record: dict[str, Any]) -> bool:
-    """Write lease.json only if there is none; False if there was one."""
+    """Write lease.json only if there is none; False if there was one. Tried again through an outage."""
     path = root.path(LEASE)
     data = redact(json.dumps(record, indent=2) + "\n").encode("utf-8")
     if root.is_s3:
-        try:
-            root.fsspec.pipe_file(path, data, mode="create")
-        except FileExistsError:
-            return False
-        return True
+        return root.retrying("create", path, lambda: _created(root.fsspec.pipe_file, path, data, mode="create"))
+    return root.retrying("create", path, lambda: _linked(path, data))
+
+
+def _created(create: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
+    try:
+        create(*args, **kwargs)
+    except FileExistsError:
+        return False
+    return True
+
+
+def _linked(path: str, data: bytes) -> bool:
+    """A finished temporary file hard-linked to `path`: fails if it exists, whole or not at all."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{os.path.dirname(path)}/.{LEASE}.tmp-{uuid.uuid4().hex}"
     try:
         with open(temporary, "wb") as out:
             out.write(data)
-        os.link(temporary, path)  # fails if lease.json exists: create-if-absent, whole or not at all
-    except FileExistsError:
-        return False
+        return _created(os.link, temporary, path)
     finally:
-        os.unlink(temporary)
-    return True
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 class Lease:
@@ -166,12 +181,13 @@ class Lease:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        current = self.root.read_json(LEASE)
-        if current and current.get("token") == self.record["token"]:
-            try:
-                self.root.filesystem.delete_file(self.root.path(LEASE))
-            except FileNotFoundError:
-                pass
+        try:
+            current = self.root.read_json(LEASE)
+            if current and current.get("token") == self.record["token"]:
+                self.root.delete(LEASE)
+        except StorageError as e:  # the run's outcome stands; the lease goes stale after the timeout
+            self.log(f"Could not give back the lease {self.root.uri(LEASE)} ({e}); another driver may take it "
+                     f"{self.timeout_s:g} s after its last heartbeat (storage.lease_timeout_s)")
 
     def _refresh(self) -> bool:
         """Write a new heartbeat if the lease is still this driver's; else report it lost and return False.

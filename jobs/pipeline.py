@@ -55,8 +55,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     write of the run (the driver's lease: jobs.lease). Once `stop` is set (SIGTERM, SIGINT: jobs.interrupt) no
     cell starts, and the running ones store what they have answered and end `interrupted`."""
     stop = stop or Stop()
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url,
-                   before_write=before_write)
+    root = RunRoot.of(sweep.storage, before_write=before_write)
     manifest = Manifest(root, sweep)
     progress = Progress(root, _one_line_at_a_time(log))
     log = progress.message

@@ -13,67 +13,39 @@ layout wherever the run is stored:
 
 Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
 never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
-text and every string cell written here passes through `redact`, so an error message that echoes a secret
-from the environment is stored without it.
+text and every string cell written here passes through `redact` (jobs.redaction), so an error message that
+echoes a secret from the environment is stored without it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import uuid
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from jobs.parquet_rows import joined_rows, parquet_bytes
+from jobs.redaction import redact, scrub, secret_values
+from jobs.storage_retry import RETRY_S, retrying
+
+if TYPE_CHECKING:
+    from jobs.config import StorageConfig
+
 # The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
 Table = Literal["predictions", "requests", "errors"]
 TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
 QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
+T = TypeVar("T")
 
-_SECRET_NAMES = {"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                 "OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}
-# *_API_KEY, *_TOKEN, *_SECRET*, *_PASSWORD, *_ACCESS_KEY*; anchored: TOKENIZERS_PARALLELISM is no secret.
-_SECRET_PATTERN = re.compile(r"(^|_)(API_KEY|TOKEN|PASSWORD|ACCESS_KEY(_ID)?)$|SECRET")
-_MIN_SECRET_LEN = 4  # shorter values ("1", "on") would shred every message and protect nothing
-_REDACTED = "[redacted]"
 _SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
-
-
-def _secret_values() -> list[str]:
-    """Values of secret-bearing environment variables, longest first (a longer one goes whole)."""
-    values: set[str] = set()
-    for name, value in os.environ.items():
-        upper = name.upper()
-        if (upper in _SECRET_NAMES or _SECRET_PATTERN.search(upper)) and len(value) >= _MIN_SECRET_LEN:
-            values.add(value)
-            values.add(quote(value, safe=""))  # as it appears inside a URL or form body
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str) -> str:
-    """`text` without the values of secret-bearing environment variables, so errors can be logged."""
-    for secret in _secret_values():
-        text = text.replace(secret, _REDACTED)
-    return text
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    """A copy of a (nested) row value with every secret removed from its strings."""
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, _REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrub(v, secrets) for v in value]
-    return value
 
 
 def partition_value(name: str) -> str:
@@ -94,45 +66,20 @@ def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
     return RunRoot(parent or ".", run, endpoint_url=endpoint_url)
 
 
-def _table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows -> an Arrow table whose columns are the union of all rows' keys (a missing key is null).
-
-    pa.Table.from_pylist would take the columns from the first row alone and drop the rest without a word.
-    """
-    names: dict[str, None] = {}
-    for row in rows:
-        names.update(dict.fromkeys(row))
-    columns = {}
-    for name in names:
-        try:
-            columns[name] = pa.array([row.get(name) for row in rows])
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            raise ValueError(f"column {name!r} mixes types that one Parquet column cannot hold: {e}") from e
-    return pa.table(columns)
-
-
-def _rows(parts: list[pa.Table]) -> list[dict[str, Any]]:
-    """The rows of several parts in order; a column that only some parts have is None in the others' rows."""
-    names = list(dict.fromkeys(name for part in parts for name in part.column_names))
-    rows: list[dict[str, Any]] = []
-    for part in parts:
-        part_rows = part.to_pylist()
-        if part.column_names != names:
-            part_rows = [{name: row.get(name) for name in names} for row in part_rows]
-        rows.extend(part_rows)
-    return rows
-
-
 class RunRoot:
     """ROOT/RUN on a local path or an s3:// URI; all reads and writes of a run go through here."""
 
     def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
-                 before_write: Callable[[], None] | None = None) -> None:
+                 before_write: Callable[[], None] | None = None, retry_s: float = RETRY_S) -> None:
         """`before_write` runs before every change to the run (the driver's lease fence: jobs.lease); it stays
-        with this object, not its pickles or siblings."""
+        with this object, not its pickles or siblings. A storage call failing transiently is tried again for
+        up to `retry_s` seconds (jobs.storage_retry)."""
         if not run or "/" in run.strip("/") or run in (".", ".."):
             raise ValueError(f"run must be one folder name, got {run!r}")
+        if retry_s < 0:
+            raise ValueError(f"storage.retry_s must be 0 or more, got {retry_s:g}")
         self._args = (uri, run, endpoint_url)
+        self.retry_s = retry_s
         self.before_write = before_write
         self.run = run.strip("/")
         if uri.startswith("s3://"):
@@ -167,6 +114,12 @@ class RunRoot:
             self.base = os.path.join(os.path.abspath(os.path.expanduser(local or ".")), self.run)
             self._scheme = ""
 
+    @classmethod
+    def of(cls, storage: StorageConfig, before_write: Callable[[], None] | None = None) -> RunRoot:
+        """The run root of a sweep's `storage` settings (root, run, endpoint_url, retry_s)."""
+        return cls(storage.root, storage.run, endpoint_url=storage.endpoint_url, before_write=before_write,
+                   retry_s=storage.retry_s)
+
     def __repr__(self) -> str:
         return f"RunRoot({self.uri('')!r})"
 
@@ -174,7 +127,7 @@ class RunRoot:
 
     def __reduce__(self):
         """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env."""
-        return (RunRoot, self._args)
+        return (RunRoot, (*self._args, None, self.retry_s))
 
     # -- paths ---------------------------------------------------------------------------------------------
     def path(self, relpath: str = "") -> str:
@@ -204,33 +157,35 @@ class RunRoot:
         return self.partition("metrics", benchmark, model) + "/metrics.json"
 
     # -- files ---------------------------------------------------------------------------------------------
-    def _write_bytes(self, path: str, data: bytes | None = None, table: pa.Table | None = None) -> None:
+    def retrying(self, doing: str, path: str, action: Callable[[], T]) -> T:
+        """`action()` (a storage call on `path`), tried again through an outage for up to `retry_s`
+        (jobs.storage_retry): StorageUnreachable past it, StorageFull at once on a full disk."""
+        return retrying(action, doing=doing, file=self._scheme + path, root=self.uri(""), retry_s=self.retry_s)
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
         """Write a file so that readers see the old version or the whole new one, never a torn file.
 
-        On S3 one PUT (or a completed multipart upload) is already atomic. Locally the bytes go to a hidden
-        temporary name in the same folder (skipped by pyarrow/Ray dataset discovery) and are then renamed.
+        The bytes are whole in memory, so each try writes all of them. On S3 one PUT (or a multipart upload,
+        completed only at the end) is atomic. Locally the bytes go to a hidden temporary name in the same
+        folder (skipped by pyarrow/Ray dataset discovery), renamed once whole, removed if the write fails.
         """
-        self._changing()
-        if self.is_s3:
-            target = path
-        else:
-            folder, name = path.rsplit("/", 1)
-            self.filesystem.create_dir(folder, recursive=True)
-            target = f"{folder}/.{name}.tmp-{uuid.uuid4().hex}"
+        self.retrying("write", path, lambda: self._put(path, data))
+
+    def _put(self, path: str, data: bytes) -> None:
+        self._changing()  # before every try: an outage may have outlasted the lease
+        if self.fsspec is not None:
+            self.fsspec.pipe_file(path, data)
+            return
+        folder, name = path.rsplit("/", 1)
+        os.makedirs(folder, exist_ok=True)
+        temporary = f"{folder}/.{name}.tmp-{uuid.uuid4().hex}"
         try:
-            with self.filesystem.open_output_stream(target) as out:
-                if table is not None:
-                    pq.write_table(table, out)
-                else:
-                    out.write(data or b"")
-            if target != path:
-                self.filesystem.move(target, path)
+            with open(temporary, "wb") as out:
+                out.write(data)
+            os.replace(temporary, path)
         except BaseException:
-            if target != path:
-                try:
-                    self.filesystem.delete_file(target)
-                except OSError:
-                    pass
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
             raise
 
     def _changing(self) -> None:
@@ -238,20 +193,37 @@ class RunRoot:
             self.before_write()
 
     def _read_bytes(self, path: str) -> bytes | None:
-        """The file's bytes, or None. On S3 one GET: a file-like read is a HEAD then ranged GETs pinned to the
-        HEAD's ETag, which fail (FileExpired) when another writer replaces the object in between, as a lease's
-        heartbeat does every few seconds; a single GET returns one whole version."""
-        try:
-            if self.fsspec is not None:
-                return self.fsspec.cat_file(path)
-            with self.filesystem.open_input_stream(path) as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
+        """The file's bytes, or None if there is none (an unreachable store raises: it is no missing file).
+
+        On S3 one GET: a file-like read is a HEAD then ranged GETs pinned to the HEAD's ETag, which fail
+        (FileExpired) when another writer replaces the object in between, as a lease's heartbeat does every
+        few seconds; a single GET returns one whole version. pyarrow's reader of an fsspec filesystem would
+        also take any failed HEAD, an outage included, for a missing file."""
+        def get() -> bytes | None:
+            try:
+                if self.fsspec is not None:
+                    return self.fsspec.cat_file(path)
+                with open(path, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+
+        return self.retrying("read", path, get)
+
+    def delete(self, relpath: str) -> None:
+        """Remove a file of the run if it is there."""
+        path = self.path(relpath)
+
+        def remove() -> None:
+            self._changing()
+            with contextlib.suppress(FileNotFoundError):
+                self.filesystem.delete_file(path)
+
+        self.retrying("delete", path, remove)
 
     def sibling(self, run: str) -> RunRoot:
         """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
-        return RunRoot(self._args[0], run, endpoint_url=self._args[2])
+        return RunRoot(self._args[0], run, endpoint_url=self._args[2], retry_s=self.retry_s)
 
     def write_bytes(self, relpath: str, data: bytes) -> None:
         """Store a binary file (an index) atomically. Not redacted: binary data holds no environment text."""
@@ -286,26 +258,44 @@ class RunRoot:
             raise ValueError(f"part must be a plain name, got {part!r}")
         if not rows:
             return None
-        secrets = _secret_values()
+        secrets = secret_values()
         stored = []
         for row in rows:
             row = {**row}
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
-            stored.append(_scrub(row, secrets) if secrets else row)
+            stored.append(scrub(row, secrets) if secrets else row)
         relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
-        self._write_bytes(self.path(relpath), table=_table(stored))
+        self._write_bytes(self.path(relpath), parquet_bytes(stored))
         return self.uri(relpath)
 
     def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
         folder = self.path(self.partition(table, benchmark, model))
-        infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
         parts = []
-        for info in infos:
-            name = info.base_name
-            if info.type == pafs.FileType.File and name.startswith("part-") and name.endswith(".parquet"):
-                parts.append((name[len("part-"):-len(".parquet")], info.path))
+        for path in self.retrying("list", folder, lambda: self._files(folder)):
+            name = path.rsplit("/", 1)[1]
+            if name.startswith("part-") and name.endswith(".parquet"):
+                parts.append((name[len("part-"):-len(".parquet")], path))
         return sorted(parts)
+
+    def _files(self, folder: str) -> list[str]:
+        """The files directly in `folder`, [] if there is none. On S3 one listing: pyarrow's selector over
+        fsspec asks isdir, then exists, and raises NotADirectoryError when the first part lands in between."""
+        if self.fsspec is None:
+            infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+            return [info.path for info in infos if info.type == pafs.FileType.File]
+        try:
+            return [entry["name"] for entry in self.fsspec.ls(folder, detail=True) if entry["type"] == "file"]
+        except FileNotFoundError:
+            return []
+
+    def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of each part of a partition in part-name order, each fetched whole: a storage error
+        raises here, apart from decoding (a part removed since it was listed is skipped)."""
+        for _, path in self._part_files(table, benchmark, model):
+            data = self._read_bytes(path)
+            if data is not None:
+                yield path, data
 
     def list_parts(self, table: Table, benchmark: str, model: str) -> list[str]:
         """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
@@ -320,13 +310,11 @@ class RunRoot:
         `columns`, when given, picks the columns to read by name (a report skips the judges' long texts).
         """
         parts = []
-        for _, path in self._part_files(table, benchmark, model):
-            with self.filesystem.open_input_file(path) as f:
-                if columns is None:
-                    parts.append(pq.read_table(f))
-                else:
-                    parts.append(pq.read_table(f, columns=[n for n in pq.read_schema(f).names if columns(n)]))
-        return _rows(parts)
+        for _, data in self._part_bytes(table, benchmark, model):
+            names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
+                                                  if columns(n)]
+            parts.append(pq.read_table(pa.BufferReader(data), columns=names))
+        return joined_rows(parts)
 
     def read_whole_rows(self, table: Table, benchmark: str, model: str
                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -338,21 +326,21 @@ class RunRoot:
         storage error (a network failure) still raises instead of moving a good part aside.
         """
         parts, moved = [], []
-        for _, path in self._part_files(table, benchmark, model):
-            data = self._read_bytes(path)
-            if data is None:  # removed since it was listed
-                continue
+        for path, data in self._part_bytes(table, benchmark, model):
             try:
                 parts.append(pq.read_table(pa.BufferReader(data)))
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
-                self._changing()
-                self.filesystem.create_dir(self.path(target).rsplit("/", 1)[0], recursive=True)
-                self.filesystem.move(path, self.path(target))
+                self.retrying("move", path, partial(self._move, path, self.path(target)))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
                               "reason": redact(f"{type(e).__name__}: {e}")})
-        return _rows(parts), moved
+        return joined_rows(parts), moved
+
+    def _move(self, path: str, target: str) -> None:
+        self._changing()
+        self.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        self.filesystem.move(path, target)
 
     def read_dataset(self, table: Table):
         """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
@@ -377,6 +365,10 @@ class RunRoot:
     def clear(self, table: Table, benchmark: str, model: str) -> None:
         """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
         folder = self.path(self.partition(table, benchmark, model))
-        if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
-            self._changing()
-            self.filesystem.delete_dir(folder)
+
+        def remove() -> None:
+            if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
+                self._changing()
+                self.filesystem.delete_dir(folder)
+
+        self.retrying("delete", folder, remove)

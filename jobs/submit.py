@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.config import ConfigError, SweepConfig, load_sweep, ship_sweep
-from jobs.storage import redact
+from jobs.redaction import redact
 
 REPO = Path(__file__).resolve().parent.parent  # the project: what a Ray job ships as its working_dir
 DEPLOY = REPO / "deploy"

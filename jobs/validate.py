@@ -200,7 +200,7 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
     report = {"sweep": sweep.name, "pairs": len(items), "data": paths,
               "thresholds": {"min_agreement": thresholds.min_agreement, "max_score_diff": thresholds.max_score_diff},
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "models": models}
-    root = RunRoot(sweep.storage.root, sweep.storage.run, endpoint_url=sweep.storage.endpoint_url)
+    root = RunRoot.of(sweep.storage)
     previous = (root.read_json(VALIDATE) or {}).get("models", {}) if only else {}
     root.write_json(VALIDATE, {**report, "models": {**previous, **models}})
     return report

@@ -39,10 +39,12 @@ def stand_in_model(name: str = "judge") -> ModelConfig:
 
 
 def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
-        judges: dict[str, ModelConfig] | None = None) -> tuple[RunRoot, CellOutcome]:
-    """One cell through jobs.cell.run_cell (answers stored two at a time), as a sweep runs it."""
-    root = RunRoot(str(tmp_path), run_name)
-    manifest = Manifest(root, SweepConfig(name="test", storage=StorageConfig(run=run_name, root=str(tmp_path))))
+        judges: dict[str, ModelConfig] | None = None, **storage: Any) -> tuple[RunRoot, CellOutcome]:
+    """One cell through jobs.cell.run_cell (answers stored two at a time), as a sweep runs it; `storage` are
+    more of the sweep's storage settings (endpoint_url, retry_s)."""
+    settings = StorageConfig(run=run_name, root=str(tmp_path), **storage)
+    root = RunRoot.of(settings)
+    manifest = Manifest(root, SweepConfig(name="test", storage=settings))
     cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {})
     return root, run_cell(cell)
 

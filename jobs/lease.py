@@ -149,6 +149,8 @@ class Lease:
             current = self.root.read_json(LEASE)
             if current is None:
                 continue
+            if current.get("token") == self.record["token"]:
+                break  # an earlier try of the create landed, but its reply was lost in the outage
             why = stale_reason(current, self.timeout_s, time.time())
             if why is None:
                 age = time.time() - float(current.get("heartbeat", 0.0))

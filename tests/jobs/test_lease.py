@@ -104,3 +104,28 @@ def test_the_lease_file_holds_no_credentials(s3_server):
 def test_a_timeout_that_is_not_positive_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="storage.lease_timeout_s"):
         Lease(RunRoot(str(tmp_path), "run"), timeout_s=0)
+
+
+def test_a_create_whose_reply_was_lost_is_not_refused_as_another_drivers_lease(root, monkeypatch):
+    """The store took the first try of the create but the connection broke before its reply: the retry finds
+    lease.json, and it is this driver's own."""
+    if root.is_s3:
+        target, real = root.fsspec, root.fsspec.pipe_file
+        name = "pipe_file"
+    else:
+        import jobs.lease
+
+        target, real, name = jobs.lease.os, os.link, "link"
+    tries = []
+
+    def landed_then_reset(*args, **kwargs):
+        tries.append(1)
+        real(*args, **kwargs)
+        if len(tries) == 1:
+            raise ConnectionResetError("connection reset after the request was sent")
+
+    monkeypatch.setattr(target, name, landed_then_reset)
+    with Lease(root, timeout_s=120, log=lambda _: None) as lease:
+        assert len(tries) == 2
+        assert root.read_json(LEASE)["token"] == lease.record["token"]
+    assert root.read_json(LEASE) is None

@@ -14,7 +14,6 @@ Serve (actors.serve_judge) prepares and reads the same way. What each kind asks 
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from actors.hardware import cpu_engine_env, resolve_dtype

@@ -194,8 +194,9 @@ def _plan(args: argparse.Namespace) -> int:
     from jobs.config import load_sweep
     from jobs.plan import GpuSpec, format_plan, plan_sweep
 
-    gpu = GpuSpec(name=args.gpu, peak_tflops=args.peak_tflops, efficiency=args.efficiency, count=args.gpus,
-                  start_s=args.start_s, load_gb_per_s=args.load_gb_per_s, node_gpus=args.node_gpus)
+    given = {key: getattr(args, key) for key in ("peak_tflops", "efficiency", "start_s", "compile_s", "load_gb_per_s")
+             if getattr(args, key) is not None}  # the rest keep GpuSpec's defaults, written down once there
+    gpu = GpuSpec(name=args.gpu, count=args.gpus, node_gpus=args.node_gpus, **given)
     print(format_plan(plan_sweep(load_sweep(args.sweep, args.overrides), gpu), gpu))
     return 0
 
@@ -272,10 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     plan.add_argument("overrides", nargs="*", help="key=value overrides, as for run")
     plan.add_argument("--gpus", type=int, default=8, help="GPUs to spread the sweep over")
     plan.add_argument("--gpu", default="H100-SXM", help="GPU name, for the printout")
-    plan.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of one GPU")
-    plan.add_argument("--efficiency", type=float, default=0.35, help="share of peak reached")
-    plan.add_argument("--start-s", type=float, default=90.0, help="engine start besides weights (s)")
-    plan.add_argument("--load-gb-per-s", type=float, default=2.0, help="rate weights load at (GB/s)")
+    # Defaults: jobs.plan.GpuSpec (an H100-SXM; the sources in docs/plan_rag_rewardbench_45.md).
+    plan.add_argument("--peak-tflops", type=float, help="dense bf16 peak of one GPU (default 989)")
+    plan.add_argument("--efficiency", type=float, help="share of peak reached (default 0.35)")
+    plan.add_argument("--start-s", type=float, help="engine start besides compilation and weights (default 50 s)")
+    plan.add_argument("--compile-s", type=float,
+                      help="vLLM's torch.compile and CUDA graph capture, skipped with enforce_eager (default 40 s)")
+    plan.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 2 GB/s)")
     plan.add_argument("--node-gpus", type=int, default=8,
                       help="GPUs per node (no tensor-parallel group spans two)")
     plan.set_defaults(func=_plan)

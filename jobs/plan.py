@@ -3,8 +3,8 @@
 Forward-pass FLOPs are 2 x parameters x tokens (the usual dense-transformer estimate; attention's share is
 ignored, which undercounts long prompts by a few percent at these lengths). A cell's GPU-hours divide its
 FLOPs by the GPU's peak rate times an efficiency factor. Engines start once per model (model-major
-execution): each pays one start (a fixed time plus bf16 weights at a load rate) on every GPU of its
-tensor-parallel group and then answers all of its model's cells; jobs.plan_schedule places these engines on
+execution): each pays one start (a fixed time, plus vLLM's compilation unless the model file sets
+enforce_eager, plus bf16 weights at a load rate) on every GPU of its tensor-parallel group and then answers all of its model's cells; jobs.plan_schedule places these engines on
 nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbench_45.md. Tokens are
 counted with the model's tokenizer when it is on this machine, else estimated from characters
 (`chars_per_token`). hf:// data is counted when it is in the Hugging Face cache (never fetched for a plan).
@@ -33,7 +33,9 @@ class GpuSpec:
     efficiency: float = 0.35  # share of peak a prefill-heavy batched workload reaches
     count: int = 8
     chars_per_token: float = 4.0
-    start_s: float = 90.0  # engine start besides loading weights (process, CUDA graphs, KV cache)
+    # An engine's start besides loading weights, from vLLM's own start logs (docs/plan_rag_rewardbench_45.md):
+    start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
+    compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
     load_gb_per_s: float = 2.0  # weights read from disk or object storage
     node_gpus: int = 8  # GPUs per node; a tensor-parallel group stays on one node
 
@@ -118,10 +120,17 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     else:
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
         hours = flops / (gpu.peak_tflops * 1e12 * gpu.efficiency) / 3600
-        start_s = gpu.start_s + 2 * model.params_b / gpu.load_gb_per_s
+        start_s = start_seconds(model, gpu)
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
                     reference=model.reference)
+
+
+def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
+    """One start of the model's engine: the fixed part, vLLM's compilation and graph capture where the engine
+    compiles (the transformers engine never does), and the bf16 weights (2 bytes per parameter)."""
+    compiles = model.engine == "vllm" and not model.enforce_eager
+    return gpu.start_s + (gpu.compile_s if compiles else 0.0) + 2 * model.params_b / gpu.load_gb_per_s
 
 
 def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
@@ -203,7 +212,8 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
     longest = plan.longest
     lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({gpu.efficiency:.0%} of {gpu.peak_tflops:g} "
                  f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} "
-                 f"starts, one per engine, {gpu.start_s:g} s + weights at {gpu.load_gb_per_s:g} GB/s each) = "
+                 f"starts, one per engine: {gpu.start_s:g} s, + {gpu.compile_s:g} s where vLLM compiles, + weights at "
+                 f"{gpu.load_gb_per_s:g} GB/s) = "
                  f"{starts / total if total else 0:.1%} of GPU-hours in starts.")
     if longest is not None:
         lines.append(f"Makespan on {gpu.count} GPUs ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; "

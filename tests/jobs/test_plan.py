@@ -25,20 +25,32 @@ def _sweep(folder: Path, data: str, extra: str = "") -> Path:
 
 def test_a_remote_model_is_planned_from_characters_by_hand(tmp_path):
     gpu = GpuSpec(peak_tflops=1000.0, efficiency=0.5, count=4, chars_per_token=4.0, start_s=100.0,
-                  load_gb_per_s=2.0)
+                  compile_s=30.0, load_gb_per_s=2.0)
     rm, judge = plan_sweep(load_sweep(_sweep(tmp_path, str(SAMPLE))), gpu)
     items = [i for i in rb.load_items(str(SAMPLE))]
     chars = sum(len(i["prompt"]) * 2 + len(i["chosen"]) + len(i["reject"]) for i in items)
     assert (rm.requests, rm.prompt_tokens, rm.output_tokens) == (12, int(chars / 4), 0)
     assert rm.flops == 2 * 1e9 * int(chars / 4)
-    # compute: flops / (1000 TFLOP/s * 0.5); the engine's start, once: 100 s + 2 GB / 2 GB/s, on 2 TP GPUs.
+    # compute: flops / (1000 TFLOP/s * 0.5); the engine's start, once: 100 s + 30 s of vLLM compilation +
+    # 2 GB / 2 GB/s, on 2 TP GPUs.
     assert rm.gpu_hours == pytest.approx(rm.flops / 5e14 / 3600)
-    assert (rm.start_s, rm.gpus) == (101.0, 2)
+    assert (rm.start_s, rm.gpus) == (131.0, 2)
     assert judge.kind == "api" and judge.gpu_hours == 0 and judge.output_tokens == 12 * 10  # 9 + verdict
     plan = plan_schedule([rm, judge], gpu)  # one engine (the API judge has none), alone on a node of 4
     assert [(p.job.name, p.node, p.begin_s) for p in plan.placements] == [("rm", 0, 0.0)]
-    assert plan.makespan_s == pytest.approx(101 + rm.gpu_hours * 3600 / 2)
-    assert plan.start_gpu_s == 202.0 and plan.lower_bound_s == pytest.approx(plan.busy_gpu_s / 4)
+    assert plan.makespan_s == pytest.approx(131 + rm.gpu_hours * 3600 / 2)
+    assert plan.start_gpu_s == 262.0 and plan.lower_bound_s == pytest.approx(plan.busy_gpu_s / 4)
+
+
+def test_an_engine_that_does_not_compile_starts_without_the_compile_time(tmp_path):
+    # vLLM with enforce_eager skips torch.compile and CUDA graphs; the transformers engine has neither.
+    gpu = GpuSpec(start_s=50.0, compile_s=40.0, load_gb_per_s=4.0)
+    sweep = write_sweep(tmp_path, "starts", [
+        '{name: compiled, path: "org/a", kind: discriminative, params_b: 8.0}',
+        '{name: eager, path: "org/b", kind: discriminative, params_b: 8.0, enforce_eager: true}',
+        '{name: plain, path: "org/c", kind: discriminative, params_b: 8.0, engine: transformers}'])
+    starts = {p.model: p.start_s for p in plan_sweep(load_sweep(sweep), gpu)}
+    assert starts == {"compiled": 50 + 40 + 16 / 4, "eager": 50 + 16 / 4, "plain": 50 + 16 / 4}
 
 
 def test_missing_data_scales_the_plan_sample_to_the_size(tmp_path):
@@ -85,6 +97,10 @@ def test_cli_plans_the_45_model_sweep_and_lists_the_registry():
     assert "synthetic pairs with Table 4" in out and "of GPU-hours in starts" in out
     assert "Makespan on 8 GPUs (1 node of 8)" in out and "lower bound (GPU-hours / 8)" in out
     assert "longest single engine" in out and "(37 starts, one per engine" in out  # 45 less 8 API judges
+    free = subprocess.run([sys.executable, "-m", "jobs", "plan", "conf/sweeps/rag_rewardbench_45.yaml", "--start-s",
+                           "0", "--compile-s", "0", "--load-gb-per-s", "1e12"], capture_output=True, text=True,
+                          cwd=ROOT, check=True).stdout  # the start flags reach the plan: starts cost nothing
+    assert " + 0.0 engine starts " in free and "= 0.0% of GPU-hours in starts" in free
     listing = subprocess.run([sys.executable, "-m", "jobs", "models"], capture_output=True, text=True, cwd=ROOT,
                              check=True).stdout
     assert len(listing.splitlines()) >= 2 + 45 + 9 and "smollm2_judge" in listing

@@ -25,7 +25,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from jobs.parquet_rows import joined_rows, parquet_bytes
 from jobs.redaction import redact, scrub, secret_values
-from jobs.storage_retry import RETRY_S, retrying
+from jobs.storage_retry import RETRY_S, T, retrying
 
 if TYPE_CHECKING:
     from jobs.config import StorageConfig
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 Table = Literal["predictions", "requests", "errors"]
 TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
 QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
-T = TypeVar("T")
 
 _SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
 
@@ -105,7 +104,7 @@ class RunRoot:
             self.base = f"{bucket_prefix}/{self.run}"
             self._scheme = "s3://"
         else:
-            local = uri[len("file://"):] if uri.startswith("file://") else uri
+            local = uri.removeprefix("file://")
             if "://" in local:
                 raise ValueError(f"{uri!r}: the run root must be a local path or an s3:// URI")
             self.fsspec = None

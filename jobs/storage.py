@@ -306,7 +306,8 @@ class RunRoot:
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
-        `columns`, when given, picks the columns to read by name (a report skips the judges' long texts).
+        `columns`, when given, picks the columns to decode by name (a report skips the judges' long texts);
+        each part is still fetched whole, one retried GET (parts hold `flush_every` rows).
         """
         parts = []
         for _, data in self._part_bytes(table, benchmark, model):

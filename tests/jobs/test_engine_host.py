@@ -9,6 +9,7 @@ import pytest
 from actors.engine_ledger import EngineLedger
 from jobs.config import load_model
 from jobs.engine_host import EngineHost, engine_name, engine_names
+from jobs.schedule import cell_need, total
 
 IMPLICIT, JUDGE = load_model("smollm2_implicit", "test"), load_model("smollm2_judge", "test")
 
@@ -59,6 +60,10 @@ def test_a_shared_engine_is_released_once_no_model_that_uses_it_has_cells_to_com
     assert shared not in stopped
     host.finished([JUDGE])
     assert stopped == [shared]
+
+
+def test_admission_counts_a_shared_engine_once():
+    assert total([cell_need([IMPLICIT]), cell_need([JUDGE])]) == total([cell_need([JUDGE]), cell_need([JUDGE])])
 
 
 def test_the_ledger_names_every_model_file_a_shared_engine_served():

@@ -12,14 +12,19 @@ COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "gene
 
 
 class EngineLedger:
-    """Per engine key: {"model", "engine", "starts", "start_s", busy_s, requests and token counts}."""
+    """Per engine key: {"model", "engine", "starts", "start_s", busy_s, requests and token counts}; "model" names
+    every model file the engine started or answered for, sorted and joined by " + " (a shared engine)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
+        self.models: dict[str, set[str]] = {}
 
     def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
-        return self.entries.setdefault(key, {"model": model, "engine": engine, "starts": 0, "start_s": 0.0,
-                                             **{name: 0 for name in COUNTERS}})
+        self.models.setdefault(key, set()).add(model)
+        entry = self.entries.setdefault(key, {"model": model, "engine": engine, "starts": 0, "start_s": 0.0,
+                                              **{name: 0 for name in COUNTERS}})
+        entry["model"] = " + ".join(sorted(self.models[key]))
+        return entry
 
     def started(self, key: str, model: str, engine: str, seconds: float) -> None:
         entry = self._entry(key, model, engine)

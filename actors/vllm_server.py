@@ -5,7 +5,9 @@ dataset per cell and per round, so a 135M model paid ~70 s of start per cell and
 minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks send it batches of prepared
 rows (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters), and since it is
 async, the batches of every cell are in the engine at once and continuous batching mixes them.
-Rows come back in the shape vllm_stage.read_answer reads, so both paths share the reading.
+Rows come back in the shape vllm_stage.read_answer reads, so both paths share the reading. The task is the
+batch's own: model files that would build the same engine share it (jobs.engine_host.engine_name), so one
+generate engine answers an implicit RM's log-prob rows and a judge's rows side by side.
 
 An implicit RM's two responses share their prompt. vLLM computes prompt log-probs only for tokens it does not
 read from its prefix cache, so by default it reads none for such a request; we let it read the cache, send
@@ -37,28 +39,34 @@ def _logprob_dicts(steps: list | None) -> list[dict[int, dict[str, float]] | Non
 
 
 class VllmServer:
-    """The engine of one (model, weights, task); `key` names it in the sweep's ledger."""
+    """One engine, built from `model`'s settings for weights at `path` and `task`, answering every task of its
+    runner; `key` names it in the sweep's ledger."""
 
     def __init__(self, model: dict[str, Any], path: str, task: str, key: str, ledger: str | None = None):
         import vllm
 
         start = time.time()
-        self.task, self.key, self.ledger, self.model_name = task, key, ledger, model["name"]
+        self.runner, self.key, self.ledger = RUNNERS[task], key, ledger
         engine_kwargs, _, _ = engine_settings(model, path, task)
-        self.reads_cache = task == "logprobs" and bool(engine_kwargs.get("enable_prefix_caching"))
+        # whether prompt log-prob rows read the prefix cache (a judge's rows read it inside vLLM, as usual)
+        self.reads_cache = bool(engine_kwargs.get("enable_prefix_caching"))
         self.engine = vllm.AsyncLLMEngine.from_engine_args(
-            vllm.AsyncEngineArgs(model=path, **engine_kwargs, **RUNNERS[task]))
+            vllm.AsyncEngineArgs(model=path, **engine_kwargs, **self.runner))
         self.ids = itertools.count()
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
-        report(ledger, "started", key, self.model_name, "vllm", time.time() - start)
+        report(ledger, "started", key, model["name"], "vllm", time.time() - start)
 
-    async def answer(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Engine rows for prepared rows, in order; the batch's counts go to the ledger."""
+    async def answer(self, rows: list[dict[str, Any]], task: str, model: str) -> list[dict[str, Any]]:
+        """Engine rows for prepared rows of `task`, in order; the batch's counts go to the ledger for `model`."""
+        if RUNNERS[task] != self.runner:
+            raise ValueError(f"engine {self.key} runs {self.runner}, not task {task}")
+        reads_cache = task == "logprobs" and self.reads_cache
         if not self.in_flight:
             self.busy_since = time.time()
         self.in_flight += 1
         try:
-            groups = await asyncio.gather(*(self._leader_first(rows, group) for group in self._by_prompt(rows)))
+            groups = await asyncio.gather(*(self._leader_first(rows, group, task, reads_cache)
+                                            for group in self._by_prompt(rows, reads_cache)))
         finally:
             self.in_flight -= 1
             if not self.in_flight:
@@ -72,44 +80,46 @@ class VllmServer:
                   "prompt_tokens": sum(len(out.prompt_token_ids or []) for out in outputs),
                   "cached_prompt_tokens": sum(out.num_cached_tokens or 0 for out in outputs),
                   "generated_tokens": sum(len(out.outputs[0].token_ids) for out in outputs
-                                          if self.task != "classify")}
-        report(self.ledger, "add", self.key, self.model_name, "vllm", counts)
-        return [{**row, **self._columns(out)} for row, out in zip(rows, outputs)]
+                                          if task != "classify")}
+        report(self.ledger, "add", self.key, model, "vllm", counts)
+        return [{**row, **self._columns(out, task)} for row, out in zip(rows, outputs)]
 
-    def _by_prompt(self, rows: list[dict[str, Any]]) -> list[list[int]]:
+    @staticmethod
+    def _by_prompt(rows: list[dict[str, Any]], reads_cache: bool) -> list[list[int]]:
         """Row indices, those of one prompt (the tokens before the response) together; one each unless the
-        engine reads its prefix cache for prompt log-probs."""
-        if not self.reads_cache:
+        rows are prompt log-probs read through the prefix cache."""
+        if not reads_cache:
             return [[i] for i in range(len(rows))]
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, row in enumerate(rows):
             groups.setdefault(tuple(row["tokenized_prompt"][:int(row["response_start"])]), []).append(i)
         return list(groups.values())
 
-    async def _leader_first(self, rows: list[dict[str, Any]], group: list[int]) -> tuple[list[int], list]:
+    async def _leader_first(self, rows: list[dict[str, Any]], group: list[int], task: str, reads_cache: bool
+                            ) -> tuple[list[int], list]:
         """The group's first request, then the rest at once: they find its prompt in the prefix cache."""
-        first = await self._one(rows[group[0]])
-        rest = await asyncio.gather(*(self._one(rows[i]) for i in group[1:]))
+        first = await self._one(rows[group[0]], task, reads_cache)
+        rest = await asyncio.gather(*(self._one(rows[i], task, reads_cache) for i in group[1:]))
         return group, [first, *rest]
 
-    async def _one(self, row: dict[str, Any]):
-        final = await self._ask(row, read_cache=self.reads_cache)
-        if self.reads_cache and (final.num_cached_tokens or 0) >= int(row["response_start"]):
-            final = await self._ask(row, read_cache=False)  # the cache reached into the response: see above
+    async def _one(self, row: dict[str, Any], task: str, reads_cache: bool):
+        final = await self._ask(row, task, read_cache=reads_cache)
+        if reads_cache and (final.num_cached_tokens or 0) >= int(row["response_start"]):
+            final = await self._ask(row, task, read_cache=False)  # the cache reached into the response: see above
         return final
 
-    async def _ask(self, row: dict[str, Any], read_cache: bool):
+    async def _ask(self, row: dict[str, Any], task: str, read_cache: bool):
         import vllm
         from vllm.inputs import TokensPrompt
 
         prompt = TokensPrompt(prompt_token_ids=[int(t) for t in row["tokenized_prompt"]])
         request_id = f"{self.key}-{next(self.ids)}"
-        if self.task == "classify":
+        if task == "classify":
             stream = self.engine.encode(prompt, vllm.PoolingParams(task="classify", **row["pooling_params"]),
                                         request_id)
         else:
             params = dict(row["sampling_params"])
-            if self.task == "logprobs":
+            if task == "logprobs":
                 params["skip_reading_prefix_cache"] = not read_cache
             stream = self.engine.generate(prompt, vllm.SamplingParams(**params), request_id)
         final = None
@@ -117,8 +127,9 @@ class VllmServer:
             pass
         return final
 
-    def _columns(self, out) -> dict[str, Any]:
-        if self.task == "classify":
+    @staticmethod
+    def _columns(out, task: str) -> dict[str, Any]:
+        if task == "classify":
             return {"embeddings": out.outputs.data.float().tolist()}
         return {"generated_text": out.outputs[0].text, "logprobs": _logprob_dicts(out.outputs[0].logprobs),
                 "prompt_logprobs": _logprob_dicts(out.prompt_logprobs)}

@@ -128,12 +128,14 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
 def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix: str = "",
         columns: tuple[str, ...] = ANSWER_COLUMNS, keep_messages: bool = False):
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
-    (actors.vllm_server) that holds the engine of (model, path, task) for the sweep."""
+    (actors.vllm_server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
+    model files and tasks."""
     import pyarrow as pa
     import ray
 
     rows = [prepare(row, model, path, task, keep_messages) for row in batch.to_pylist()]
-    answers = [read_answer(row, task, columns, prefix) for row in ray.get(ray.get_actor(server).answer.remote(rows))]
+    engine_rows = ray.get(ray.get_actor(server).answer.remote(rows, task, model["name"]))
+    answers = [read_answer(row, task, columns, prefix) for row in engine_rows]
     # Not Table.from_pylist: it takes the columns of the first row only, and a judge's text and verdict parts
     # answer in different columns.
     keys = list(dict.fromkeys(key for answer in answers for key in answer))

@@ -1,5 +1,9 @@
-"""The sweep's engines: one per model (and per weights and task), started by its first batch, kept for every
-benchmark and round of that model, released when the last cell that needs it is done.
+"""The sweep's engines: one per distinct engine, started by its first batch, kept for every benchmark and round
+of the models that use it, released when the last cell that needs it is done.
+
+A vLLM engine is named by what it is (engine_name): its weights, its runner and every setting that builds it,
+so model files that would start the same engine (an implicit RM and a judge of the same weights and settings)
+share one. A transformers engine stays the model file's own: its scorer reads the file's kind and head.
 
 Engines are Ray actors named for the sweep (actors.vllm_server, actors.scorers.ScorerServer); a cell's Ray
 Data tasks find them by name and send them batches. Ray restarts an engine that dies and retries the batches
@@ -8,16 +12,51 @@ Serve-shared judges have no engine here.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jobs.config import ModelConfig
+from jobs.config import ModelConfig, to_dict
 
+TASKS = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}  # what a vLLM engine computes
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
+
+
+def engine_name(model: ModelConfig, reference: bool = False) -> str:
+    """The name (after the sweep's prefix) of the engine that answers `model`, or its reference weights'.
+
+    vLLM: `{weights}-{runner}-{hash}`, the hash over the weights (as the model file names them), the runner and
+    everything engine_settings and _placement build the engine from, so any two model files that would build
+    the same engine, whatever their kind, get the same name. The configured dtype counts as written:
+    `bfloat16-if-native` resolves on the driver, which may lack the engine's GPU. Others: `{model}-score`.
+    """
+    if model.engine != "vllm":
+        return f"{model.name}-score"
+    from actors.vllm_server import RUNNERS
+    from actors.vllm_stage import engine_settings
+
+    settings, task = to_dict(model), TASKS[model.kind]
+    path = settings["reference"] if reference else settings["path"]
+    identity = [path, RUNNERS[task], *engine_settings(settings, path, task), model.dtype, model.num_cpus,
+                model.num_gpus]
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    weights = re.split(r"[/:]", path.rstrip("/"))[-1][:40]
+    return f"{weights}-{RUNNERS[task]['runner']}-{digest}"
+
+
+def engine_names(model: ModelConfig) -> list[str]:
+    """The engines `model`'s requests go to: its own and an implicit RM's reference; none for a Serve-shared
+    judge or an engine outside the host (API, stand-in)."""
+    if model.shared or model.engine not in ("vllm", "transformers"):
+        return []
+    reference = model.engine == "vllm" and model.kind == "implicit" and model.reference
+    return [engine_name(model)] + ([engine_name(model, reference=True)] if reference else [])
 
 
 class EngineHost:
@@ -26,8 +65,8 @@ class EngineHost:
     def __init__(self, log: Callable[[str], None] = print):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
         self._lock = threading.Lock()
-        self._servers: dict[str, tuple[str, Any, Any]] = {}  # actor name -> (model name, handle, placement group)
-        self._users: Counter[str] = Counter()  # model name -> cells that will still send it requests
+        self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
+        self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
         self._ledger: Any = None
 
     @property
@@ -41,11 +80,14 @@ class EngineHost:
             self._ledger = ray.remote(num_cpus=0)(EngineLedger).options(name=f"{self.prefix}-ledger").remote()
         return f"{self.prefix}-ledger"
 
+    def _names(self, models: Iterable[ModelConfig]) -> list[str]:
+        return [f"{self.prefix}-{name}" for model in models for name in engine_names(model)]
+
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str:
-        """The name of the engine of (model, weights at `path`, task), started if it is not running yet."""
+        """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
         import ray
 
-        name = f"{self.prefix}-{model.name}-{task}" + ("-reference" if path != settings["path"] else "")
+        name = f"{self.prefix}-{engine_name(model, reference=path != settings['path'])}"
         with self._lock:
             if name in self._servers:
                 return name
@@ -58,41 +100,47 @@ class EngineHost:
             options, group = _placement(model, settings)
             handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
                                              **options).remote(*args)
-            self._servers[name] = (model.name, handle, group)
-            self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting")
+            self._servers[name] = (handle, group)
+            self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
         return name
 
-    def expect(self, models: Iterable[str]) -> None:
+    def expect(self, models: Iterable[ModelConfig]) -> None:
         """A cell that will send requests to these models is on its way."""
         with self._lock:
-            self._users.update(models)
+            self._users.update(self._names(models))
 
-    def finished(self, models: Iterable[str]) -> None:
-        """A cell is done with these models; a model no cell still needs has its engines released."""
+    def finished(self, models: Iterable[ModelConfig]) -> None:
+        """A cell is done with these models; an engine no cell still needs, whichever models share it, is
+        released."""
         with self._lock:
-            self._users.subtract(models)
-            idle = {name for name, count in self._users.items() if count <= 0}
-        for model in idle:
-            self.release(model)
+            self._users.subtract(self._names(models))
+            idle = [name for name, count in self._users.items() if count <= 0]
+        for name in idle:
+            self._stop(name)
 
-    def release(self, model: str) -> None:
-        """Stop the engines of `model` (a later request would start them again, and count a start)."""
+    def release(self, model: ModelConfig) -> None:
+        """Stop the engines `model` uses, shared or not (a later request would start them again, and count a
+        start)."""
+        for name in self._names([model]):
+            self._stop(name)
+
+    def _stop(self, name: str) -> None:
         import ray
 
         with self._lock:
-            names = [name for name, (owner, _, _) in self._servers.items() if owner == model]
-            servers = [self._servers.pop(name) for name in names]
-        for name, (_, handle, group) in zip(names, servers):
-            try:
-                ray.get(handle.shutdown.remote(), timeout=SHUTDOWN_S)
-            except Exception as e:  # noqa: BLE001 - a dead or stuck engine is killed all the same
-                self.log(f"engine {name}: shutdown: {type(e).__name__}: {e}")
-            ray.kill(handle, no_restart=True)
-            if group is not None:
-                ray.util.remove_placement_group(group)
+            if name not in self._servers:
+                return
+            handle, group = self._servers.pop(name)
+        try:
+            ray.get(handle.shutdown.remote(), timeout=SHUTDOWN_S)
+        except Exception as e:  # noqa: BLE001 - a dead or stuck engine is killed all the same
+            self.log(f"engine {name}: shutdown: {type(e).__name__}: {e}")
+        ray.kill(handle, no_restart=True)
+        if group is not None:
+            ray.util.remove_placement_group(group)
 
     def accounting(self) -> list[dict[str, Any]]:
-        """One entry per engine: model, engine, starts, start_s, busy_s, requests and token counts."""
+        """One entry per engine: model(s), engine, starts, start_s, busy_s, requests and token counts."""
         import ray
 
         if self._ledger is None:
@@ -105,8 +153,8 @@ class EngineHost:
         import ray
 
         entries = self.accounting()
-        for model in {owner for owner, _, _ in list(self._servers.values())}:
-            self.release(model)
+        for name in list(self._servers):
+            self._stop(name)
         if self._ledger is not None:
             ray.kill(self._ledger)
             self._ledger = None

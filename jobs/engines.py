@@ -5,7 +5,8 @@ transformers (the same, to the sweep's RequestScorer), http (an actor pool of Ht
 OpenAI-compatible API), a shared vLLM judge (a Ray Serve deployment, scaled by its queue; any vllm model with
 `shared: true`), and stand_in: an instant engine without Ray or weights, the way inspect_ai ships a mock
 model, for tests and dry runs of a benchmark's rounds. The vllm and transformers engines live in the sweep's
-EngineHost (jobs.engine_host): one start per model, whatever the number of benchmarks and rounds.
+EngineHost (jobs.engine_host): one start per distinct engine, whatever the number of benchmarks, rounds and
+model files that share it.
 A new engine is one function registered here with @engine("name") (and its name in jobs.config's choices).
 Retrievers (bm25, sentence_transformers) index corpora instead of answering requests: jobs.retrieval runs them.
 """
@@ -15,11 +16,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from jobs.config import ModelConfig, to_dict
-from jobs.engine_host import EngineHost
+from jobs.engine_host import TASKS, EngineHost
 
 Log = Callable[[str], None]
 Answerer = Callable[[list[dict[str, Any]], ModelConfig, Log, EngineHost], Iterator[dict[str, Any]]]
-TASKS = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}  # what a vLLM engine computes
 LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 ENGINES: dict[str, Answerer] = {}
 

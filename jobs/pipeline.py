@@ -85,9 +85,9 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
         return applies(*pair) and pair[1].name not in held
 
-    def users(pair: tuple[BenchmarkConfig, ModelConfig]) -> list[str]:
+    def users(pair: tuple[BenchmarkConfig, ModelConfig]) -> list[ModelConfig]:
         """The models whose engines the cell sends requests to: its own, then its benchmark's judges."""
-        return [pair[1].name, *(j.name for j in judges[pair[0].name].values())] if runs(pair) else []
+        return [pair[1], *judges[pair[0].name].values()] if runs(pair) else []
 
     for pair in cells:
         engines.expect(users(pair))
@@ -117,7 +117,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
 
     # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
     # longest first (the planner's rule, jobs/plan_schedule.py), so the longest engine does not start last.
-    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), map(users, cells)))}
+    served = ([m.name for m in users(pair)] for pair in cells)
+    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
     order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,

@@ -130,7 +130,8 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | 
     if engines := engine_rows(report.manifest):
         from benchmarks.tables import aligned
 
-        out("Engines (one per model for the sweep; seconds, tokens)\n" + aligned(engines, left=2) + "\n")
+        out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
+            + aligned(engines, left=2) + "\n")
     root.write_json("report/leaderboard.json", report.leaderboard)
     root.write_text("report/index.html", render_page(report, tables))
     return report

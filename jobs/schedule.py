@@ -1,8 +1,8 @@
 """Which cells of a sweep run at the same time: as many as the cluster's free CPUs and GPUs hold.
 
 Each cell is its own Ray Data pipeline, started from a driver thread; Ray Data runs several executions side
-by side. The engines are the sweep's (jobs.engine_host: one per model, kept from its first cell to its
-last), so cells of one model share theirs: admission counts each running engine once, however many cells use
+by side. The engines are the sweep's (jobs.engine_host: one per distinct engine, kept from its first cell to
+its last), so cells share their engines: admission counts each running engine once, however many cells use
 it, plus each cell's own light stages. Ray itself would queue an engine actor that does not fit, but a cell
 admitted too early then sits holding its small stages while its engine waits, so admission counts what the
 engines need against the cluster's resources, re-read at every decision so an autoscaling cluster that grows
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from jobs.config import ModelConfig
+from jobs.engine_host import engine_names
 
 Demand = dict[str, float]
 Cell = TypeVar("Cell")
@@ -26,7 +27,7 @@ RESOURCES = ("CPU", "GPU")
 
 @dataclass(frozen=True)
 class Need:
-    """What a running cell holds: its own stages, and the engines (by model name) it sends requests to."""
+    """What a running cell holds: its own stages, and the engines (by engine name) it sends requests to."""
 
     stage: Demand = field(default_factory=lambda: {"CPU": STAGE_CPUS, "GPU": 0.0})
     engines: dict[str, Demand] = field(default_factory=dict)
@@ -43,8 +44,9 @@ def engine_demand(model: ModelConfig) -> Demand:
 
 
 def cell_need(models: Sequence[ModelConfig]) -> Need:
-    """A cell whose requests go to `models` (its own model, then the judges it routes to)."""
-    return Need(engines={model.name: engine_demand(model) for model in models})
+    """A cell whose requests go to `models` (its own model, then the judges it routes to); models without an
+    engine of the sweep's (API, Serve-shared) are counted by name."""
+    return Need(engines={next(iter(engine_names(model)), model.name): engine_demand(model) for model in models})
 
 
 def total(needs: Sequence[Need]) -> Demand:

@@ -129,7 +129,7 @@ def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: Engine
     one = replace(local, batch_size=1)
     paths = {"engine, batch 1": [row for request in requests for row in answer_requests([request], one, log, host)],
              f"engine, batch {model.batch_size}": list(answer_requests(requests, local, log, host))}
-    host.release(model.name)  # its CPUs or GPUs, for the reference path
+    host.release(local)  # its CPUs or GPUs, for the reference path
     if problem := reference_problem(model):
         return paths, problem
     try:

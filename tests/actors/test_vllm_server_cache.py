@@ -3,14 +3,17 @@
 One engine (SmolLM2 on vLLM's CPU build, in this process) answers a pair sharing its prompt and a request
 sent twice. The second copy finds every full block of itself cached, response included: vLLM then returns
 values that are not log-probs for the cached positions, so the server must ask again without the cache.
+The same engine answers a judge's rows as well (the demo's judge shares it: jobs.engine_host.engine_name).
 """
 import asyncio
 import gc
 
 import pytest
+from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
-from actors.vllm_stage import engine_settings, prepare, read_answer
+from actors.vllm_stage import engine_settings, prepare, read_answer, split_judge_request
+from benchmarks import rag_rewardbench as rb
 from jobs.config import load_model, to_dict
 
 pytestmark = pytest.mark.integration
@@ -36,14 +39,20 @@ def implicit_server():
         for name, value in runtime_env["env_vars"].items():
             patch.setenv(name, value)
         server = VllmServer(model, path, "logprobs", key="cache-test")
-        yield server, model, path
+        loop = asyncio.new_event_loop()  # one for every test: the engine's output handler lives in it
+        yield server, model, path, loop
+        tasks = asyncio.all_tasks(loop)  # what asyncio.run does at its end: the handler lets go of its sockets
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.close()
         server.shutdown()
         del server.engine  # collected now, not at interpreter exit when vLLM's modules are half torn down
         gc.collect()
 
 
 def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch):
-    server, model, path = implicit_server
+    server, model, path, loop = implicit_server
     counts = []  # each batch's counts, as the sweep's ledger would get them
     monkeypatch.setattr("actors.vllm_server.report", lambda ledger, method, *args: counts.append(args[-1]))
     assert server.reads_cache
@@ -51,16 +60,16 @@ def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch
     rows = [prepare(r, model, path, "logprobs") for r in requests]
 
     async def ask():
-        pair = await server.answer(rows[:2])  # the pair's leader first, then its follower reads the prompt
-        again = await server.answer(rows[2:])  # every full block of it is cached now, response included
+        pair = await server.answer(rows[:2], "logprobs", "rm")  # the leader first, its follower reads the prompt
+        again = await server.answer(rows[2:], "logprobs", "rm")  # every full block of it is cached now, response too
         server.reads_cache = False
         try:
-            uncached = await server.answer(rows)
+            uncached = await server.answer(rows, "logprobs", "rm")
         finally:
             server.reads_cache = True
         return pair + again, uncached
 
-    cached, uncached = asyncio.run(ask())
+    cached, uncached = loop.run_until_complete(ask())
     pair_counts, again_counts = counts[0], counts[1]
     assert 0 < pair_counts["cached_prompt_tokens"] <= rows[1]["response_start"]  # the follower read the prompt
     assert again_counts["cached_prompt_tokens"] == 0  # the answer kept is the one asked again without the cache
@@ -70,3 +79,22 @@ def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch
         assert g["n_response_tokens"] == w["n_response_tokens"] > 10
         assert g["logp_sum"] == pytest.approx(w["logp_sum"], abs=1e-3), g["request_id"]
     assert got[0]["logp_sum"] != pytest.approx(got[1]["logp_sum"], abs=1e-2)  # two different responses
+
+
+def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monkeypatch):
+    """A judge's text and verdict parts on the implicit RM's engine: the verdict's log-probs equal a direct
+    transformers computation, the text is generated, and the judge's rows are counted for the judge."""
+    server, _, path, loop = implicit_server
+    reports = []
+    monkeypatch.setattr("actors.vllm_server.report", lambda ledger, method, *args: reports.append(args))
+    judge = to_dict(load_model("smollm2_judge", "test"))
+    item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
+            "reject": ANSWERS[1]}
+    request = rb.expand(item, "generative")[0]
+    rows = [prepare(part, judge, path, "judge") for part in split_judge_request(request)]
+    answered = loop.run_until_complete(server.answer(rows, "judge", "judge"))
+    text, verdict = sorted((read_answer(row, "judge", ("part",)) for row in answered), key=lambda a: a["part"])
+    assert verdict["candidate_logprobs"] == pytest.approx(smollm2_verdict_logprobs(request["messages"]), abs=2e-3)
+    assert text["text"]
+    [(_, model, _, counts)] = reports
+    assert model == "judge" and counts["requests"] == 2 and counts["generated_tokens"] >= 2

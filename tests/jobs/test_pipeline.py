@@ -54,19 +54,22 @@ def test_judge_benchmarks_run_the_judge_and_skip_the_scorers(demo):
     assert status["cells"]["bianbench/smollm2_judge"]["total"] == 4 * 3  # four examples, three sampled runs
 
 
-def test_each_model_started_one_engine_for_all_its_benchmarks_and_rounds(demo):
-    """SmolLM2 as a judge answers Bi'anBench and utility judgments (several rounds of listwise and pairwise
-    requests): one engine start for all of them, read from manifest.json; every request it answered is
-    counted, and both parts of a judge request and both orders of a pair hit its prefix cache."""
+def test_each_engine_started_once_for_all_its_models_benchmarks_and_rounds(demo):
+    """SmolLM2 as an implicit RM and as a judge (same weights, same engine settings) share one engine, which
+    answers RAG-RewardBench's log-probs and the judge's Bi'anBench and utility judgments (several rounds of
+    listwise and pairwise requests): one engine start for all of them, read from manifest.json; every request
+    it answered is counted, and both parts of a judge request and both orders of a pair hit its prefix cache."""
     sweep, run, _ = demo
     engines = {entry["model"]: entry for entry in run.read_json("manifest.json")["engines"]}
-    assert set(engines) == set(sweep.models)
-    assert {model: entry["starts"] for model, entry in engines.items()} == {model: 1 for model in sweep.models}
-    judge = engines["smollm2_judge"]
-    stored = sum(len(run.read_rows("requests", bench, "smollm2_judge")) for bench in sweep.benchmarks)
-    assert judge["requests"] >= stored > 0  # a request with a verdict prefill is two engine requests
-    assert 0 < judge["cached_prompt_tokens"] < judge["prompt_tokens"]
-    assert judge["generated_tokens"] > 0 and judge["busy_s"] > 0 and judge["start_s"] > 0
+    assert set(engines) == {"smollm2_implicit + smollm2_judge", "tiny_classifier"}
+    assert {model: entry["starts"] for model, entry in engines.items()} == {model: 1 for model in engines}
+    smollm2 = engines["smollm2_implicit + smollm2_judge"]
+    judged = sum(len(run.read_rows("requests", bench, "smollm2_judge")) for bench in sweep.benchmarks)
+    scored = len(run.read_rows("requests", "rag_rewardbench", "smollm2_implicit"))
+    assert scored == 12 and judged > 0
+    assert smollm2["requests"] >= judged + scored  # a request with a verdict prefill is two engine requests
+    assert 0 < smollm2["cached_prompt_tokens"] < smollm2["prompt_tokens"]
+    assert smollm2["generated_tokens"] > 0 and smollm2["busy_s"] > 0 and smollm2["start_s"] > 0
     assert engines["tiny_classifier"]["requests"] == 12 and engines["tiny_classifier"]["generated_tokens"] == 0
 
 

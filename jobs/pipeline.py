@@ -111,9 +111,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         return outcome
 
     def demand(pair: tuple[BenchmarkConfig, ModelConfig]) -> Need:
-        if not runs(pair):
-            return Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell holds nothing
-        return cell_need([pair[1], *judges[pair[0].name].values()])
+        models = users(pair)
+        return cell_need(models) if models else Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell: nothing
 
     # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
     # longest first (the planner's rule, jobs/plan_schedule.py), so the longest engine does not start last.

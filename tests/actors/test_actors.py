@@ -8,13 +8,12 @@ vLLM itself is exercised once, through ray.data.llm, in tests/jobs/test_pipeline
 from __future__ import annotations
 
 import math
-import threading
 from pathlib import Path
 
 import pytest
 
 from actors import vllm_stage
-from actors.model_store import SMOLLM2, TINY_CLASSIFIER, _build_once, resolve_model
+from actors.model_store import SMOLLM2, TINY_CLASSIFIER, resolve_model
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
 from actors.transformers_engine import TransformersEngine
@@ -71,33 +70,6 @@ def hf_policy(smollm2_path):
 
 
 # ---- model store --------------------------------------------------------------------------------
-
-def test_resolve_model_passes_other_specs_through(tmp_path):
-    hub_id = "Skywork/Skywork-Reward-Llama-3.1-8B"
-    assert resolve_model(hub_id, str(tmp_path)) == hub_id
-    assert resolve_model("/models/my-rm", str(tmp_path)) == "/models/my-rm"
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_build_once_is_atomic_under_concurrency(tmp_path):
-    """Racing builders leave one complete folder and no temp folders; a finished folder is never rebuilt."""
-    target, calls, barrier = tmp_path / "model", [], threading.Barrier(4)
-
-    def build(out: Path) -> None:
-        calls.append(out)
-        barrier.wait()  # all four are mid-build at once
-        (out / "weights").write_text(str(out))
-
-    threads = [threading.Thread(target=_build_once, args=(target, build)) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(calls) == 4
-    assert [p.name for p in tmp_path.iterdir()] == ["model"]
-    assert (target / "weights").read_text() in {str(p) for p in calls}
-    assert _build_once(target, lambda out: pytest.fail("rebuilt a finished model")) == target
-
 
 def test_converted_smollm2_loads_with_chat_template(smollm2_path):
     from transformers import AutoConfig, AutoTokenizer

@@ -2,7 +2,8 @@
 actor and (candidate, reference) pairs stream through it in batches.
 
 The encoder settings are a benchmark's `bertscore` options: model (a hub id, a local folder or a built-in spec
-of actors.model_store), num_layers, lang, rescale_with_baseline, baseline_path, batch_size. Rescaling reads
+of actors.model_store), num_layers, lang, rescale_with_baseline, baseline_path, batch_size, and `folder`, the
+model as the driver resolved it (jobs.text_pairs): actors load it and make nothing. Rescaling reads
 bert-score's own baseline file for the model's hub id (the one the config names, not its local folder),
 unless baseline_path names another.
 """
@@ -13,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from actors.model_store import resolve_model
 
 
 def baseline_file(encoder: dict[str, Any]) -> str | None:
@@ -52,7 +51,7 @@ class BertScoreStage:
 
         baseline = baseline_file(encoder)
         self.scorer = BERTScorer(
-            model_type=resolve_model(encoder["model"]), num_layers=int(encoder["num_layers"]), lang=encoder["lang"],
+            model_type=encoder["folder"], num_layers=int(encoder["num_layers"]), lang=encoder["lang"],
             rescale_with_baseline=baseline is not None, baseline_path=baseline,
             batch_size=int(encoder["batch_size"]), device="cuda" if torch.cuda.is_available() else "cpu")
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.hub import HubDataMissing, is_hub, local_path
-from benchmarks.options import typed_options
+from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from jobs.agreement import VALIDATE, held_models
 from jobs.cell import Cell, CellOutcome, protocol_kind, run_cell
@@ -24,7 +24,13 @@ from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
 from jobs.engine_host import EngineHost
 from jobs.interrupt import Stop
 from jobs.manifest import Manifest
-from jobs.preflight import largest_gpu_node, model_problems
+from jobs.preflight import (
+    largest_gpu_node,
+    make_built_in_models,
+    model_problems,
+    unmade_problems,
+    weight_specs,
+)
 from jobs.progress import Progress
 from jobs.schedule import Need, cell_need, run_concurrently
 from jobs.storage import RunRoot
@@ -65,16 +71,28 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     for name, reason in held.items():
         log(f"held {name} (ragjudge validate: {reason}); its cells are skipped, --include-held runs them")
     gpus = largest_gpu_node()
-    problems = {name: model_problems(model, gpus) for name, model in sweep.models.items()}
     benchmarks, bench_problems = local_data(sweep, manifest)
     judges: dict[str, dict[str, ModelConfig]] = {}
+    routing: dict[str, list[str]] = {}
     for name, bench in benchmarks.items():
-        judges[name], routing = route_models(bench, sweep)
-        bench_problems[name] += routing + [
+        judges[name], routing[name] = route_models(bench, sweep)
+    # Built-in models are made here, once and one at a time, before any cell's thread could ask for them.
+    encoders = {name: encoder_model(bench) for name, bench in benchmarks.items()}
+    judged = [judge for found in judges.values() for judge in found.values()]
+    failed = make_built_in_models([spec for model in [*sweep.models.values(), *judged]
+                                   for spec in weight_specs(model).values()] + list(filter(None, encoders.values())),
+                                  log)
+    problems = {name: model_problems(model, gpus) + unmade_problems(model, failed)
+                for name, model in sweep.models.items()}
+    for name in benchmarks:
+        bench_problems[name] += routing[name] + [
             p for judge in judges[name].values()
-            for p in (problems[judge.name] if judge.name in problems else model_problems(judge, gpus))] + [
+            for p in (problems[judge.name] if judge.name in problems
+                      else model_problems(judge, gpus) + unmade_problems(judge, failed))] + [
             f"judge '{judge}' is held by ragjudge validate ({held[judge]}); --include-held runs it"
-            for judge in judges[name] if judge in held]
+            for judge in judges[name] if judge in held] + (
+            [f"benchmark '{name}': options.bertscore.model: {failed[encoders[name]]}"]
+            if encoders[name] in failed else [])
     cells = [(bench, model) for bench in benchmarks.values() for model in sweep.models.values()]
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if not applies(b, m)],
                      "the benchmark has no protocol for the model's kind")
@@ -146,6 +164,18 @@ def local_data(sweep: SweepConfig, manifest: Manifest
     if sources:
         manifest.set_data_sources(sources)
     return benchmarks, problems
+
+
+def encoder_model(bench: BenchmarkConfig) -> str | None:
+    """The model of the benchmark's encoder stage (BERTScore), or None when it has none."""
+    spec = benchmark(bench.module)
+    if not isinstance(spec, Benchmark):
+        return None
+    try:
+        encoder = spec.text_pair_encoder(typed_options(spec.Options, bench.options))
+    except OptionsError:  # the benchmark's cells fail with it, naming the key
+        return None
+    return encoder["model"] if encoder else None
 
 
 def longest_first(models: Iterable[ModelConfig], users: Iterable[list[str]]) -> list[ModelConfig]:

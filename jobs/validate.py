@@ -8,7 +8,8 @@ configured batch size, and a reference: the transformers engine one sequence at 
 the same model in padded batches of the configured size for a transformers model (actors.padded_batch: our
 transformers engine never pads, so this is where padding bugs show). Verdicts and scores are compared by
 jobs.agreement; validate.json (beside manifest.json) and a table hold the result, with the hashes of the
-chat template and tokenizer, the EOS token and the padding side, so two machines' runs can be told apart.
+chat template and tokenizer, the EOS token and the padding side, so two machines' runs can be told apart, and
+the tokenizer's pad id beside the config's: a classifier whose two differ is held (jobs.agreement.pad_problem).
 """
 from __future__ import annotations
 
@@ -22,13 +23,19 @@ from typing import Any
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
-from jobs.agreement import VALIDATE, Thresholds, compare, truncation_rate, verdict
+from jobs.agreement import VALIDATE, Thresholds, compare, pad_problem, truncation_rate, verdict
 from jobs.cell import answers_by_item
 from jobs.config import PROJECT_CONF, ConfigError, ModelConfig, SweepConfig
 from jobs.engine_host import EngineHost
 from jobs.engines import answer_requests, resolved
 from jobs.pipeline import connect_ray
-from jobs.preflight import largest_gpu_node, model_problems
+from jobs.preflight import (
+    largest_gpu_node,
+    make_built_in_models,
+    model_problems,
+    unmade_problems,
+    weight_specs,
+)
 from jobs.storage import RunRoot
 
 BENCHMARK = "rag_rewardbench"
@@ -82,7 +89,19 @@ def tokenizer_facts(model: ModelConfig) -> dict[str, Any]:
     template = tokenizer.chat_template
     template = template if isinstance(template, str) else json.dumps(template, sort_keys=True)
     return {"chat_template_sha256": _sha256(template), "tokenizer_sha256": _sha256(text),
-            "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token, "padding_side": tokenizer.padding_side}
+            "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token, "padding_side": tokenizer.padding_side,
+            "pad_token_id": tokenizer.pad_token_id, "config_pad_token_id": config_pad_id(model)}
+
+
+def config_pad_id(model: ModelConfig) -> int | None:
+    """The pad id in the model's own config, which a sequence classifier pools by (the last token that is not
+    it); None when the config sets none."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(resolved(model)["path"], revision=model.revision,
+                                        trust_remote_code=model.trust_remote_code)
+    pad = getattr(config, "pad_token_id", None)
+    return pad if isinstance(pad, int) else None
 
 
 def _sha256(text: str) -> str:
@@ -164,6 +183,8 @@ def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any
     if len(names) > 2:
         comparisons[f"{names[1]} vs {names[2]}"] = compare(rows[names[1]], rows[names[2]], model.kind)
     status, reason = verdict(comparisons, thresholds)
+    if pad := pad_problem(entry["tokenizer"], model.kind):
+        status, reason = "held", "; ".join(filter(None, [reason, pad]))
     if reference_problem:
         reason = "; ".join(filter(None, [reason, f"no reference path ({reference_problem})"]))
     return {**entry, "status": status, "reason": reason, "paths": names, "comparisons": comparisons,
@@ -181,13 +202,15 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
     thresholds = thresholds or Thresholds()
     items, paths, options = validation_pairs(sweep, pairs)
     connect_ray(sweep)
+    chosen = [model for name, model in sweep.models.items() if not only or name in only]
+    failed = make_built_in_models([spec for model in chosen for spec in weight_specs(model).values()], log)
     gpus, host = largest_gpu_node(), EngineHost(log)
     models: dict[str, Any] = {}
     try:
         for name, model in sweep.models.items():
             if only and name not in only:
                 continue
-            if reason := skip_reason(model, gpus):
+            if reason := "; ".join(unmade_problems(model, failed)) or skip_reason(model, gpus):
                 models[name] = {"kind": model.kind, "engine": model.engine, "status": "skipped", "reason": reason}
                 continue
             log(f"validate {name}: {len(items)} pairs on its engine (batch 1, batch {model.batch_size}) and on "

@@ -82,6 +82,19 @@ def verdict(comparisons: Mapping[str, Mapping[str, Any]], thresholds: Thresholds
     return ("held", "; ".join(reasons)) if reasons else ("ok", None)
 
 
+def pad_problem(tokenizer: Mapping[str, Any], kind: str) -> str | None:
+    """Why a model is held for its padding, or None. A sequence classifier scores the last token that is not
+    its config's pad id; a tokenizer that pads with another id makes every padded batch (RewardBench's scripts,
+    anyone's batched loader) score a pad position, which moved scores with the batch size in reward-bench#137.
+    Only classifiers pool that way: a causal LM's log-probs are masked by the attention mask, whatever it pads
+    with. A config without a pad id cannot pad at all (transformers refuses a batch), so nothing is wrong."""
+    ours, config = tokenizer.get("pad_token_id"), tokenizer.get("config_pad_token_id")
+    if kind != "discriminative" or ours is None or config is None or ours == config:
+        return None
+    return (f"the tokenizer pads with id {ours} ({tokenizer.get('pad_token')}) but config.pad_token_id is {config}: "
+            "a padded batch scores a pad token")
+
+
 def truncation_rate(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """The share of pairs whose prompt did not fit the model's context (none is ever cut: they fail)."""
     return sum(bool(row.get("truncated")) for row in rows) / len(rows) if rows else None
@@ -97,12 +110,19 @@ def _number(value: float | None, digits: str = ".4g") -> str:
     return "" if value is None else format(value, digits)
 
 
+def _pad_ids(tokens: Mapping[str, Any]) -> str:
+    if "pad_token_id" not in tokens:  # a validate.json written before pad ids were recorded
+        return ""
+    return "/".join("-" if tokens.get(key) is None else str(tokens[key]) for key in ("pad_token_id", "config_pad_token_id"))
+
+
 def format_table(models: Mapping[str, Mapping[str, Any]]) -> str:
     """validate.json's models as a plain-text table: per model, its status, the worst agreement and the largest
-    score difference over its comparisons, its truncation rate, EOS token, padding side, the first 12 hex
-    digits of its chat template's and tokenizer's sha256, and why it was held or skipped."""
-    header = ("model", "status", "agreement", "max |diff|", "truncated", "eos", "padding", "template", "tokenizer",
-              "reason")
+    score difference over its comparisons, its truncation rate, EOS token, padding side, the tokenizer's and
+    the config's pad ids, the first 12 hex digits of its chat template's and tokenizer's sha256, and why it was
+    held or skipped."""
+    header = ("model", "status", "agreement", "max |diff|", "truncated", "eos", "padding", "pad tok/cfg",
+              "template", "tokenizer", "reason")
     rows = []
     for name, m in models.items():
         comparisons = list((m.get("comparisons") or {}).values())
@@ -112,6 +132,7 @@ def format_table(models: Mapping[str, Mapping[str, Any]]) -> str:
         rows.append([name, m["status"], _number(min(agreements, default=None), ".2%"),
                      _number(max(diffs, default=None)), _number(m.get("truncation_rate"), ".0%"),
                      str(tokens.get("eos_token") or ""), str(tokens.get("padding_side") or ""),
+                     _pad_ids(tokens),
                      (tokens.get("chat_template_sha256") or "")[:12], (tokens.get("tokenizer_sha256") or "")[:12],
                      m.get("reason") or ""])
     return aligned([list(header), *rows], left=len(header))

@@ -10,7 +10,16 @@ from stand_in import stand_in_engine
 from sweeps import SAMPLE, write_sweep
 
 from jobs import pipeline
-from jobs.agreement import VALIDATE, Thresholds, compare, format_table, held_models, truncation_rate, verdict
+from jobs.agreement import (
+    VALIDATE,
+    Thresholds,
+    compare,
+    format_table,
+    held_models,
+    pad_problem,
+    truncation_rate,
+    verdict,
+)
 from jobs.cli import main
 from jobs.config import ConfigError, ModelConfig, load_sweep
 from jobs.validate import reference_name, reference_problem, skip_reason, validation_pairs
@@ -70,7 +79,8 @@ def test_truncation_rate_held_models_and_table():
         "rm": {"status": "ok", "reason": None, "truncation_rate": 0.0,
                "comparisons": {"a": {"verdict_agreement": 1.0, "max_score_diff": 2e-5},
                                "b": {"verdict_agreement": 0.96875, "max_score_diff": 0.015}},
-               "tokenizer": {"eos_token": "<|im_end|>", "padding_side": "right",
+               "tokenizer": {"eos_token": "<|im_end|>", "padding_side": "right", "pad_token_id": 0,
+                             "config_pad_token_id": None,
                              "chat_template_sha256": "ab" * 32, "tokenizer_sha256": "cd" * 32}},
         "broken": {"status": "held", "reason": "b: verdicts agree on 50% of 6 pairs (< 95%)", "comparisons": {}},
         "api": {"status": "skipped", "reason": "API model: no local weights to score two ways"}}}
@@ -78,10 +88,23 @@ def test_truncation_rate_held_models_and_table():
     assert held_models(None) == {}
     lines = format_table(report["models"]).splitlines()
     assert lines[0].split() == ["model", "status", "agreement", "max", "|diff|", "truncated", "eos", "padding",
-                                "template", "tokenizer", "reason"]
-    assert lines[1].split() == ["rm", "ok", "96.88%", "0.015", "0%", "<|im_end|>", "right", "abababababab",
+                                "pad", "tok/cfg", "template", "tokenizer", "reason"]
+    assert lines[1].split() == ["rm", "ok", "96.88%", "0.015", "0%", "<|im_end|>", "right", "0/-", "abababababab",
                                 "cdcdcdcdcdcd"]
     assert lines[2].split()[:2] == ["broken", "held"] and lines[2].endswith("(< 95%)")
+
+
+def test_a_classifier_whose_tokenizer_pads_with_another_id_than_its_config_is_held():
+    """The tiny classifier of 8a262e6: config.pad_token_id 0 (<|endoftext|>), tokenizer pad <|im_end|> (2)."""
+    broken = {"pad_token": "<|im_end|>", "pad_token_id": 2, "config_pad_token_id": 0}
+    assert pad_problem(broken, "discriminative") == (
+        "the tokenizer pads with id 2 (<|im_end|>) but config.pad_token_id is 0: a padded batch scores a pad token")
+    assert pad_problem({**broken, "pad_token_id": 0}, "discriminative") is None  # the same id: fine
+    assert pad_problem({**broken, "config_pad_token_id": None}, "discriminative") is None  # cannot pad at all
+    assert pad_problem({**broken, "pad_token_id": None}, "discriminative") is None
+    assert pad_problem({}, "discriminative") is None  # written before pad ids were recorded
+    for kind in ("implicit", "generative"):  # log-probs follow the attention mask, not the pad id
+        assert pad_problem(broken, kind) is None
 
 
 def test_pairs_are_the_first_n_of_the_sweeps_own_data(tmp_path):

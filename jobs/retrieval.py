@@ -236,16 +236,7 @@ def strategy_path(root: RunRoot, kind: str, benchmark: str, model: str, strategy
 
 def _clear_strategies(root: RunRoot, kind: str, benchmark: str, model: str) -> None:
     """Remove the strategy=* folders of a (benchmark, model) under runs/ or metrics/ (not the cell's metrics.json)."""
-    import pyarrow.fs as pafs
-
-    folder = root.path(f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}")
-
-    def clear() -> None:
-        for info in root.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
-            if info.type == pafs.FileType.Directory and info.base_name.startswith("strategy="):
-                root.filesystem.delete_dir(info.path)
-
-    root.retrying("delete", folder, clear)  # through a storage outage, as every call of the run root
+    root.delete_folders(f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}", "strategy=")
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:

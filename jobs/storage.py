@@ -220,6 +220,19 @@ class RunRoot:
 
         self.retrying("delete", path, remove)
 
+    def delete_folders(self, relpath: str, prefix: str) -> None:
+        """Remove the folders directly under `relpath` whose names start with `prefix`, each behind the write
+        fence, as every other change of the run."""
+        folder = self.path(relpath)
+
+        def remove() -> None:
+            for info in self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+                if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix):
+                    self._changing()
+                    self.filesystem.delete_dir(info.path)
+
+        self.retrying("delete", folder, remove)
+
     def sibling(self, run: str) -> RunRoot:
         """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
         return RunRoot(self._args[0], run, endpoint_url=self._args[2], retry_s=self.retry_s)

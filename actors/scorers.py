@@ -94,7 +94,7 @@ class RequestScorer:
 
 
 class ScorerServer:
-    """A RequestScorer kept for the whole sweep (jobs.engine_host): cells send it their batches, so the model
+    """A RequestScorer kept for the whole sweep (jobs.engines.host): cells send it their batches, so the model
     loads once per sweep, not once per cell and round; `key` names it in the sweep's ledger."""
 
     def __init__(self, model: dict[str, Any], key: str, ledger: str | None = None):

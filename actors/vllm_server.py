@@ -6,7 +6,7 @@ minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks s
 rows (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters), and since it is
 async, the batches of every cell are in the engine at once and continuous batching mixes them.
 Rows come back in the shape vllm_stage.read_answer reads, so both paths share the reading. The task is the
-batch's own: model files that would build the same engine share it (jobs.engine_host.engine_name), so one
+batch's own: model files that would build the same engine share it (jobs.engines.host.engine_name), so one
 generate engine answers an implicit RM's log-prob rows and a judge's rows side by side.
 
 An implicit RM's two responses share their prompt. vLLM computes prompt log-probs only for tokens it does not

@@ -25,7 +25,7 @@ def main() -> None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         sys.exit("no chromium on PATH (Debian: apt-get install chromium)")
-    from jobs.report import write_report
+    from jobs.analysis.report import write_report
 
     root = build_run(tempfile.mkdtemp(prefix="ragjudge-shot-"), "SYNTHETIC-not-real-results", models=12,
                      items=1485, bianbench_judges=3)

@@ -42,9 +42,9 @@ def child(run_path: str) -> None:
 
 def breakdown(run_path: str) -> dict[str, float]:
     """Seconds for reading + paired tests (load_report) and for the page (plots and HTML), in this process."""
-    from jobs.report import load_report, paper_table
-    from jobs.report_page import render_page
-    from jobs.storage import open_run
+    from jobs.analysis.report import load_report, paper_table
+    from jobs.analysis.report_page import render_page
+    from jobs.store.run_root import open_run
 
     root = open_run(run_path)
     t0 = time.perf_counter()

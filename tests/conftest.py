@@ -1,4 +1,4 @@
-# ==== storage fixtures (jobs/storage.py): a real S3-compatible server on loopback, a shared local Ray ====
+# ==== storage fixtures (jobs/store/run_root.py): a real S3-compatible server on loopback, a shared local Ray ====
 import socket as _storage_socket
 
 import pytest as _storage_pytest
@@ -74,9 +74,9 @@ def demo_run(ray_session, tmp_path_factory):
     its built-in models were made in)."""
     import types
 
-    from jobs.config import load_sweep
-    from jobs.pipeline import run_sweep
-    from jobs.storage import RunRoot
+    from jobs.config.schema import load_sweep
+    from jobs.store.run_root import RunRoot
+    from jobs.sweep.pipeline import run_sweep
 
     root, cache = tmp_path_factory.mktemp("results"), tmp_path_factory.mktemp("model_cache")
     sweep = load_sweep("conf/sweeps/demo.yaml", [f"storage.root={root}"])

@@ -1,5 +1,5 @@
-"""The registered stand-in engine (jobs.engines, engine `stand_in`) with a test's own replies: a cell runs its
-rounds through jobs.cell.run_cell, as a sweep runs it, without Ray or a model."""
+"""The registered stand-in engine (jobs.engines.registry, engine `stand_in`) with a test's own replies: a cell runs its
+rounds through jobs.sweep.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from jobs import engines
-from jobs.cell import Cell, CellOutcome, run_cell
-from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-from jobs.manifest import Manifest
-from jobs.storage import RunRoot
+from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.engines import registry as engines
+from jobs.store.manifest import Manifest
+from jobs.store.run_root import RunRoot
+from jobs.sweep.cell import Cell, CellOutcome, run_cell
 
 
 def echo(request: dict[str, Any], model: ModelConfig) -> str:
@@ -40,7 +40,7 @@ def stand_in_model(name: str = "judge") -> ModelConfig:
 
 def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
         judges: dict[str, ModelConfig] | None = None, **storage: Any) -> tuple[RunRoot, CellOutcome]:
-    """One cell through jobs.cell.run_cell (answers stored two at a time), as a sweep runs it; `storage` are
+    """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it; `storage` are
     more of the sweep's storage settings (endpoint_url, retry_s)."""
     settings = StorageConfig(run=run_name, root=str(tmp_path), **storage)
     root = RunRoot.of(settings)

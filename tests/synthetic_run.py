@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from benchmarks.protocol import benchmark
-from jobs.reducers import aggregate
-from jobs.storage import RunRoot
+from jobs.analysis.reducers import aggregate
+from jobs.store.run_root import RunRoot
 
 RRB_CATEGORIES = ("helpful", "reason", "citation", "harmless", "abstain", "conflict")
 ENGINES = {"discriminative": "vllm", "generative": "vllm", "implicit": "transformers"}

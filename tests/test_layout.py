@@ -14,6 +14,9 @@ LAYERS = ("benchmarks", "actors", "jobs")
 # jobs wire everything.
 ALLOWED = {"benchmarks": {"benchmarks"}, "actors": {"actors", "benchmarks"}, "jobs": set(LAYERS)}
 MAX_LINES = 400
+# jobs/ in subpackages, each importing only those before it (docs/ARCHITECTURE.md): what a sweep is, where a run
+# lives, who answers, what the answers mean, how a sweep runs, then the plan, validation and the CLI on top.
+JOBS_PACKAGES = ("config", "store", "engines", "analysis", "sweep", "plan", "validate", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -51,6 +54,27 @@ def test_every_layer_imports_only_the_layers_below_it():
     wrong = [f"{module} imports {target} (line {line})" for module, path in MODULES.items()
              for target, _, line in _imports(path)
              if target.split(".")[0] not in ALLOWED[module.split(".")[0]]]
+    assert wrong == []
+
+
+def test_jobs_is_made_of_the_declared_packages():
+    folders = {p.name for p in (REPO / "jobs").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(JOBS_PACKAGES)
+    assert sorted(p.name for p in (REPO / "jobs").glob("*.py")) == ["__init__.py", "__main__.py"]
+    assert all((REPO / "jobs" / package / "__init__.py").is_file() for package in JOBS_PACKAGES)
+
+
+def _jobs_package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "jobs" and len(parts) > 1 and parts[1] in JOBS_PACKAGES else None
+
+
+def test_every_jobs_package_imports_only_the_packages_before_it():
+    wrong = [f"{module} imports {target} (line {line})" for module, path in MODULES.items()
+             if (own := _jobs_package(module)) is not None
+             for target, _, line in _imports(path)
+             if (other := _jobs_package(target)) is not None
+             and JOBS_PACKAGES.index(other) > JOBS_PACKAGES.index(own)]
     assert wrong == []
 
 

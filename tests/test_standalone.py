@@ -18,8 +18,8 @@ LOAD_DEMO = """
 import json
 from benchmarks.options import typed_options
 from benchmarks.protocol import RetrievalBenchmark, benchmark
-from jobs.cell import load
-from jobs.config import load_sweep
+from jobs.sweep.cell import load
+from jobs.config.schema import load_sweep
 
 sweep = load_sweep("conf/sweeps/demo.yaml")
 out = {}

@@ -13,7 +13,7 @@ from loopback import JsonHandler
 
 from actors.http_engine import HttpJudge, Secret, request_params
 from actors.sampling import text_sampling
-from jobs.config import load_model, to_dict
+from jobs.config.schema import load_model, to_dict
 
 O1_REJECTS = ("max_tokens", "temperature", "top_p")
 

@@ -293,9 +293,9 @@ def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):
 @pytest.mark.integration
 def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
         vllm_server, ray_session, tmp_path, monkeypatch):
-    from jobs.config import load_sweep
-    from jobs.pipeline import run_sweep
-    from jobs.storage import RunRoot
+    from jobs.config.schema import load_sweep
+    from jobs.store.run_root import RunRoot
+    from jobs.sweep.pipeline import run_sweep
 
     monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
     monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)  # read on the driver only; workers never see the variable
@@ -325,7 +325,7 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
     from stand_in import run
 
     from benchmarks.mtrag.generation.scores import parse_rating
-    from jobs.config import BenchmarkConfig, ModelConfig
+    from jobs.config.schema import BenchmarkConfig, ModelConfig
 
     base, state = scripted()
     monkeypatch.setenv("RAGJUDGE_TEST_SCRIPTED_BASE", base)

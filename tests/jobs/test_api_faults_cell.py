@@ -1,5 +1,5 @@
 """API judge faults through a whole cell (issue 16 item 6): a RAG-RewardBench cell of 6 items (12 requests)
-runs as a sweep runs it (jobs.cell.run_cell; the http engine's own code, HttpJudge and the real openai client
+runs as a sweep runs it (jobs.sweep.cell.run_cell; the http engine's own code, HttpJudge and the real openai client
 against tests/loopback.ScriptedApi on 127.0.0.1; only Ray Data's actor pool is replaced by a call in this
 process). One item's requests are reset on every try, another's time out once, a third's get a 200 that is
 not JSON: the cell finishes, the failed requests are error rows naming the model, every other item is
@@ -13,7 +13,7 @@ from loopback import ScriptedApi
 from stand_in import inline_actor_pool, run
 from sweeps import SAMPLE
 
-from jobs.config import BenchmarkConfig, ModelConfig
+from jobs.config.schema import BenchmarkConfig, ModelConfig
 
 # A text in both requests (the cr and rc orders) of one item of the sample, and the steps answering them.
 SCRIPT = {"Hugh Hilton Goodwin": ["reset"],  # item 1: every try

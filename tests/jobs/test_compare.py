@@ -5,10 +5,10 @@ import shutil
 import pytest
 from synthetic_run import build_run
 
+from jobs.analysis.compare import compare_runs
+from jobs.analysis.significance import mcnemar_exact
 from jobs.cli import main
-from jobs.compare import compare_runs
-from jobs.significance import mcnemar_exact
-from jobs.storage import RunRoot
+from jobs.store.run_root import RunRoot
 
 SCORER = "synthetic-rm-00"  # discriminative: 0/1 outcomes
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import PROJECT_CONF, ConfigError, load_sweep
+from jobs.config.schema import PROJECT_CONF, ConfigError, load_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 

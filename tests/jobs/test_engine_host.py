@@ -1,4 +1,4 @@
-"""Which engine a model file's requests go to (jobs.engine_host), without Ray: model files that would build the
+"""Which engine a model file's requests go to (jobs.engines.host), without Ray: model files that would build the
 same vLLM engine share one, for as long as any of them still has cells to come."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from actors.engine_ledger import EngineLedger
-from jobs.config import load_model
-from jobs.engine_host import EngineHost, engine_name, engine_names
-from jobs.schedule import cell_need, total
+from jobs.config.schema import load_model
+from jobs.engines.demand import cell_need, total
+from jobs.engines.host import EngineHost, engine_name, engine_names
 
 IMPLICIT, JUDGE = load_model("smollm2_implicit", "test"), load_model("smollm2_judge", "test")
 

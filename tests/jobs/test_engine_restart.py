@@ -1,13 +1,13 @@
 """An engine killed in the middle of a cell: Ray restarts it, the batches it held are asked again, and the cell
-finishes with every request answered exactly once and the second start counted (jobs.engine_host)."""
+finishes with every request answered exactly once and the second start counted (jobs.engines.host)."""
 import threading
 import time
 
 import pytest
 
-from jobs.config import load_sweep
-from jobs.pipeline import run_sweep
-from jobs.storage import RunRoot
+from jobs.config.schema import load_sweep
+from jobs.store.run_root import RunRoot
+from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 

@@ -1,5 +1,5 @@
 """Garbage in, through a whole cell (issue 16 item 7): a data file of good rows among line and field garbage
-runs as a sweep runs it (jobs.cell.run_cell, the stand-in engine, no Ray): the cell finishes, every good row
+runs as a sweep runs it (jobs.sweep.cell.run_cell, the stand-in engine, no Ray): the cell finishes, every good row
 is asked and scored, and every bad row is stored in errors/ naming file and row, never sent to the model.
 mtRAG generation is left out: its cell starts a Ray BERTScore stage (its loader is in test_garbage_in)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from garbage_loaders import ITEM_LOADERS
 from stand_in import run, stand_in_engine
 
 from benchmarks.protocol import benchmark
-from jobs.config import BenchmarkConfig
+from jobs.config.schema import BenchmarkConfig
 
 
 @pytest.mark.parametrize("loader", [loader for loader in ITEM_LOADERS if loader.module != "mtrag_generation"],

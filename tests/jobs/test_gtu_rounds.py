@@ -1,5 +1,5 @@
 """GTU answer generation (utility benchmark, Section 5 / Table 4) through the pipeline: the two rounds of a cell
-(jobs.cell.run_cell) with the registered stand-in engine (stand_in.py) on a small fixture in the GTU schema
+(jobs.sweep.cell.run_cell) with the registered stand-in engine (stand_in.py) on a small fixture in the GTU schema
 (tests/data/utility_gtu.jsonl; the real GTU data is not reachable here). The pure GTU tests are in
 tests/benchmarks/utility/test_utility_gtu.py."""
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 from stand_in import run, stand_in_engine
 
 from benchmarks.utility import metrics as um
-from jobs.config import BenchmarkConfig
+from jobs.config.schema import BenchmarkConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "utility_gtu.jsonl"

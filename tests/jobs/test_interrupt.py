@@ -1,4 +1,4 @@
-"""jobs.interrupt.answered_parts without Ray: parts of answers as they stream in; a stop reaches a cell whose
+"""jobs.sweep.interrupt.answered_parts without Ray: parts of answers as they stream in; a stop reaches a cell whose
 engine is silent, and the answers it holds come out as one last part. (Real signals to a real driver:
 test_signals.py.)"""
 import signal
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from jobs.interrupt import Interrupted, Stop, answered_parts
+from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 
 
 def _engine(answers: int, then: threading.Event):

@@ -6,10 +6,10 @@ import pytest
 from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
+from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard, leaderboard_from_rows
+from jobs.analysis.reducers import aggregate
+from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main
-from jobs.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard, leaderboard_from_rows
-from jobs.reducers import aggregate
-from jobs.significance import holm, mcnemar_exact
 
 NUMBER = {"type": "number"}
 CONTRACT = {  # issue 15's format, closed: no field more, none less

@@ -1,4 +1,4 @@
-"""The run root's lease (jobs.lease) on a local folder and on a real S3-compatible server on 127.0.0.1: a
+"""The run root's lease (jobs.store.lease) on a local folder and on a real S3-compatible server on 127.0.0.1: a
 live lease refuses a second holder by name, a stale one (old heartbeat, or a dead process of this host) is
 taken over with a note, the heartbeat keeps it fresh, and a driver whose lease was taken notices (at its
 heartbeat, or before its next write when it was frozen)."""
@@ -14,9 +14,9 @@ import uuid
 
 import pytest
 
-from jobs.config import ConfigError
-from jobs.lease import LEASE, Lease, LeaseHeld, LeaseLost
-from jobs.storage import RunRoot
+from jobs.config.schema import ConfigError
+from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
+from jobs.store.run_root import RunRoot
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -117,9 +117,9 @@ def test_a_create_whose_reply_was_lost_is_not_refused_as_another_drivers_lease(r
         target, real = root.fsspec, root.fsspec.pipe_file
         name = "pipe_file"
     else:
-        import jobs.lease
+        import jobs.store.lease
 
-        target, real, name = jobs.lease.os, os.link, "link"
+        target, real, name = jobs.store.lease.os, os.link, "link"
     tries = []
 
     def landed_then_reset(*args, **kwargs):
@@ -138,7 +138,7 @@ def test_a_create_whose_reply_was_lost_is_not_refused_as_another_drivers_lease(r
 def test_a_driver_whose_lease_was_taken_clears_no_retrieval_strategy_folders(root):
     """A retrieval cell clears its strategy=* folders before it writes them again; that deletion passes the run's
     write fence like every other change, so a driver that lost its lease deletes nothing of the new holder's."""
-    from jobs.retrieval import _clear_strategies
+    from jobs.sweep.retrieval import _clear_strategies
 
     cell = "runs/benchmark=mtrag_retrieval/model=bm25"
     for name in ("strategy=lastturn/run.jsonl", "strategy=rewrite/run.jsonl", "notes.json"):

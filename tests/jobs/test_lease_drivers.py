@@ -21,8 +21,8 @@ from fault_rows import record
 from loopback import JsonHandler, chat_completion, serving
 from sweeps import write_sweep
 
-from jobs.lease import LEASE
-from jobs.storage import open_run
+from jobs.store.lease import LEASE
+from jobs.store.run_root import open_run
 
 pytestmark = pytest.mark.integration
 

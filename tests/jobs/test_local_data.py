@@ -1,4 +1,4 @@
-"""A sweep's hf:// data is read from the Hugging Face cache before its cells start (jobs.pipeline.local_data):
+"""A sweep's hf:// data is read from the Hugging Face cache before its cells start (jobs.sweep.pipeline.local_data):
 every benchmark gets it, the manifest records the copy read, and a dataset that cannot be had fails only the
 cells of its benchmark, with the message that names it."""
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from hub_cache import cache_repo, offline_hub_cache
 from sweeps import SAMPLE
 
-from jobs.cell import answers_hash
-from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-from jobs.manifest import Manifest
-from jobs.pipeline import local_data
-from jobs.storage import RunRoot
+from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.store.manifest import Manifest
+from jobs.store.run_root import RunRoot
+from jobs.sweep.cell import answers_hash
+from jobs.sweep.pipeline import local_data
 
 
 def _sweep(tmp_path, **data: list[str]) -> SweepConfig:

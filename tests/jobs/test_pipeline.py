@@ -11,8 +11,8 @@ from reference import smollm2_verdict_logprobs
 from actors.model_store import resolve_model
 from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
-from jobs.pipeline import run_sweep
-from jobs.report import report_text
+from jobs.analysis.report import report_text
+from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +96,7 @@ def test_each_engine_started_once_for_all_its_models_benchmarks_and_rounds(demo)
 
 def test_cells_ran_side_by_side_where_the_cluster_had_room(demo):
     """The session cluster has 4 CPUs; a cell needs 0.5 for its stages and 1 for its model's engine, which the
-    cells of one model share (jobs.schedule): cells ran at the same time."""
+    cells of one model share (jobs.sweep.admission): cells ran at the same time."""
     _, run, _ = demo
     spans = sorted((c["started_at"], c["finished_at"]) for c in run.read_json("manifest.json")["cells"].values())
     overlapping = [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]

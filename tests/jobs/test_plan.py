@@ -10,8 +10,8 @@ from sweeps import SAMPLE, write_sweep
 
 from benchmarks import rag_rewardbench as rb
 from benchmarks.rag_rewardbench import synthetic
-from jobs.config import load_sweep
-from jobs.plan import GpuSpec, plan_schedule, plan_sweep
+from jobs.config.schema import load_sweep
+from jobs.plan.estimate import GpuSpec, plan_schedule, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 

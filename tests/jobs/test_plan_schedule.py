@@ -2,8 +2,8 @@
 on 8-GPU nodes, makespan beside its two lower bounds."""
 import pytest
 
-from jobs.plan import CellPlan, engine_jobs
-from jobs.plan_schedule import EngineJob, node_sizes, schedule
+from jobs.plan.estimate import CellPlan, engine_jobs
+from jobs.plan.placement import EngineJob, node_sizes, schedule
 
 
 def job(name: str, gpus: int, start_s: float, work_s: float) -> EngineJob:

@@ -5,9 +5,9 @@ import pytest
 from hub_cache import cache_repo, offline_hub_cache
 from sweeps import write_sweep
 
-from jobs.config import ModelConfig, load_sweep
-from jobs.pipeline import run_sweep
-from jobs.preflight import model_problems
+from jobs.config.schema import ModelConfig, load_sweep
+from jobs.engines.preflight import model_problems
+from jobs.sweep.pipeline import run_sweep
 
 
 def _model(**fields) -> ModelConfig:

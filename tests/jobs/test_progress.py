@@ -1,12 +1,12 @@
-"""jobs.progress with a fake clock: when status.json is written, what the log and the terminal show."""
+"""jobs.sweep.progress with a fake clock: when status.json is written, what the log and the terminal show."""
 import io
 import json
 
 import pytest
 
 from jobs.cli import main
-from jobs.progress import Progress, cell_line, format_status
-from jobs.storage import RunRoot
+from jobs.store.run_root import RunRoot
+from jobs.sweep.progress import Progress, cell_line, format_status
 
 
 class Clock:

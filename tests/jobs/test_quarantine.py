@@ -1,6 +1,6 @@
 """A part of answered requests cut in half on disk (or on the S3 server): the rerun moves it to quarantine/,
 says so, records it in manifest.json, asks the model for that part's requests only, and ends with the metrics
-of a run that was never damaged. The cell runs through jobs.cell.run_cell with the stand-in engine; the
+of a run that was never damaged. The cell runs through jobs.sweep.cell.run_cell with the stand-in engine; the
 damage is real bytes truncated in the stored file."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from fault_rows import record
 from stand_in import run, stand_in_engine
 from sweeps import SAMPLE
 
-from jobs.config import BenchmarkConfig
-from jobs.storage import RunRoot
+from jobs.config.schema import BenchmarkConfig
+from jobs.store.run_root import RunRoot
 
 BENCH = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(SAMPLE)],
                         bootstrap_resamples=0)

@@ -1,4 +1,4 @@
-"""`ragjudge models`: ready or not on this machine, and why not (jobs.readiness), against a hand-made machine,
+"""`ragjudge models`: ready or not on this machine, and why not (jobs.engines.readiness), against a hand-made machine,
 a hand-built offline Hugging Face cache and fake environment variables; nothing is loaded or fetched."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hub_cache import cache_repo, offline_hub_cache
 
 from actors import model_store
 from jobs.cli import main
-from jobs.config import ModelConfig
-from jobs.readiness import Machine, gpus_needed, why_not
-from jobs.registry import format_models
+from jobs.config.registry import format_models
+from jobs.config.schema import ModelConfig
+from jobs.engines.readiness import Machine, gpus_needed, why_not
 
 EVERYTHING = frozenset({"vllm", "torch", "transformers", "openai", "bm25s", "sentence_transformers"})
 SECRET = "sk-test-ragjudge-0d9e7f"  # a fake key: no output may contain it
@@ -38,7 +38,7 @@ def test_gpus_and_the_vllm_build(cache):
     assert why_not(cpu, Machine(0, EVERYTHING, "cpu")) == []
     assert why_not(cpu, Machine(8, EVERYTHING, "gpu")) == [
         "num_gpus 0 runs vLLM on CPU, but the installed vLLM is its GPU build"]
-    # transformers holds num_gpus per actor whatever tensor_parallel_size says (jobs.engine_host)
+    # transformers holds num_gpus per actor whatever tensor_parallel_size says (jobs.engines.host)
     assert why_not(_model(engine="transformers", num_gpus=1, tensor_parallel_size=4), Machine(1, EVERYTHING)) == []
 
 
@@ -128,8 +128,8 @@ def test_this_machine_is_found_without_importing_an_engine():
 def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache, monkeypatch):
     """The overnight sweep's 45 entries, on an 8-GPU node with each named repository cached (a stand-in config
     at the revision the file pins) and each API key set: nothing stands in the way of any of them."""
-    from jobs.config import load_sweep
-    from jobs.preflight import WEIGHT_KEYS, model_problems
+    from jobs.config.schema import load_sweep
+    from jobs.engines.preflight import WEIGHT_KEYS, model_problems
 
     models = load_sweep("conf/sweeps/rag_rewardbench_45.yaml").models.values()
     assert len(models) == 45

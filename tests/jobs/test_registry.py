@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import ConfigError, load_sweep, to_dict
-from jobs.registry import format_models, list_models
+from jobs.config.registry import format_models, list_models
+from jobs.config.schema import ConfigError, load_sweep, to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -141,7 +141,7 @@ def test_format_models_is_one_row_per_model(registry):
 
 
 def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
-    from jobs.preflight import vllm_engine_arguments
+    from jobs.engines.preflight import vllm_engine_arguments
 
     known = vllm_engine_arguments()
     on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]
@@ -172,8 +172,8 @@ def test_reference_null_scores_a_ralm_alone_and_the_manifest_says_so(tmp_path):
     records per implicit model which of the two settings the run used."""
     from sweeps import write_sweep
 
-    from jobs.manifest import ALONE, Manifest
-    from jobs.storage import RunRoot
+    from jobs.store.manifest import ALONE, Manifest
+    from jobs.store.run_root import RunRoot
 
     sweep_file = write_sweep(tmp_path, "ralms", ["self_rag_7b", "chatqa_1_5_8b", "tiny_classifier"],
                              storage=f'root: "{tmp_path}/results"')

@@ -1,7 +1,7 @@
 """Reliability columns from prediction rows: each computed from the columns the rows carry, by hand here."""
 import pytest
 
-from jobs.reliability import needed_column, position_bias, reliability
+from jobs.analysis.reliability import needed_column, position_bias, reliability
 
 
 def test_both_order_judge_rows():

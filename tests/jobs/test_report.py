@@ -13,10 +13,10 @@ from synthetic_run import build_run
 from test_leaderboard import CONTRACT
 
 from benchmarks import protocol
+from jobs.analysis.report import report_text, write_report
+from jobs.analysis.report_view import BenchmarkView, subset_matrix
 from jobs.cli import main
-from jobs.report import report_text, write_report
-from jobs.report_view import BenchmarkView, subset_matrix
-from jobs.storage import RunRoot
+from jobs.store.run_root import RunRoot
 
 
 class PaperStub:
@@ -165,7 +165,7 @@ document.body.dataset.firstModel=t.tBodies[0].rows[0].cells[1].textContent;</scr
 
 
 def test_engine_rows_show_each_engine_with_its_cached_share_of_prompt_tokens():
-    from jobs.report_view import engine_rows
+    from jobs.analysis.report_view import engine_rows
 
     manifest = {"engines": [
         {"model": "judge", "engine": "vllm", "starts": 2, "start_s": 40.04, "busy_s": 12.5, "requests": 8,
@@ -183,7 +183,7 @@ def test_implicit_models_are_labelled_with_what_their_score_is(tmp_path, monkeyp
     """The manifest says per implicit model whether it was scored alone (Table 3) or against a reference; the
     text leaderboard and the page put that beside the model. A run from before the label was recorded gets it
     from its config's `reference`."""
-    from jobs.manifest import ALONE
+    from jobs.store.manifest import ALONE
 
     root = build_run(str(tmp_path), "r", models=3, items=30)
     manifest = root.read_json("manifest.json")

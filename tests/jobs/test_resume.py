@@ -18,7 +18,7 @@ import ray
 from fault_rows import record
 from sweeps import SAMPLE, write_sweep
 
-from jobs.storage import RunRoot
+from jobs.store.run_root import RunRoot
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     resumed_s = time.perf_counter() - start
     assert resumed.returncode == 0, output
     assert f"{len(first)} requests already answered, {48 - len(first)} to go" in output
-    # the killed driver's lease is taken over at once: its pid no longer runs on this host (jobs.lease)
+    # the killed driver's lease is taken over at once: its pid no longer runs on this host (jobs.store.lease)
     assert f"Taking over the lease of {killed / 'resume'} from host" in output, output
     assert f"pid {process.pid} no longer runs on this host" in output, output
     assert f"[cached] rag_rewardbench x {FIRST}" in output
@@ -108,8 +108,8 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
 
 
 def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tmp_path):
-    from jobs.cell import answers_hash, cell_hash
-    from jobs.config import BenchmarkConfig, ModelConfig
+    from jobs.config.schema import BenchmarkConfig, ModelConfig
+    from jobs.sweep.cell import answers_hash, cell_hash
 
     data = tmp_path / "pairs.jsonl"
     data.write_text('{"id": 1}\n')

@@ -1,4 +1,4 @@
-"""The retrieval flow's rewrite step (jobs.retrieval.rewrite_queries) on the stand-in engine: no Ray, no
+"""The retrieval flow's rewrite step (jobs.sweep.retrieval.rewrite_queries) on the stand-in engine: no Ray, no
 weights. The benchmark leaves llm_rewrite queries None; the flow asks its rewriter once, caches the answers
 beside the runs and reads them back through the benchmark."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from bundled_data import CORPUS, RETRIEVAL
 
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
-from jobs.config import ConfigError
-from jobs.engines import stand_in_reply
-from jobs.retrieval import REWRITE_CACHE, rewrite_queries, rewriter_config
-from jobs.storage import RunRoot
+from jobs.config.schema import ConfigError
+from jobs.engines.registry import stand_in_reply
+from jobs.store.run_root import RunRoot
+from jobs.sweep.retrieval import REWRITE_CACHE, rewrite_queries, rewriter_config
 
 STAND_IN = {"name": "echo", "path": "none", "kind": "generative", "engine": "stand_in"}
 

@@ -11,9 +11,9 @@ import pytest
 from stand_in import run, stand_in_engine
 
 from benchmarks import protocol
-from jobs import cell as cells
-from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig, conf_folders
-from jobs.pipeline import route_models
+from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig, conf_folders
+from jobs.sweep import cell as cells
+from jobs.sweep.pipeline import route_models
 
 
 def _request(item, variant, prompt):

@@ -3,8 +3,8 @@ import pyarrow.parquet as pq
 import pytest
 import s3fs
 
-from jobs.config import load_sweep
-from jobs.pipeline import run_sweep
+from jobs.config.schema import load_sweep
+from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from sweeps import SAMPLE
 
 from actors import serve_judge
 from benchmarks import rag_rewardbench as rb
-from jobs.config import load_sweep
-from jobs.pipeline import run_sweep
-from jobs.storage import RunRoot
+from jobs.config.schema import load_sweep
+from jobs.store.run_root import RunRoot
+from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""jobs.significance against hand-computed cases and an independent computation (scipy.stats)."""
+"""jobs.analysis.significance against hand-computed cases and an independent computation (scipy.stats)."""
 import itertools
 import random
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from jobs.significance import holm, letter_groups, mcnemar_exact, paired_test, sign_flip_test
+from jobs.analysis.significance import holm, letter_groups, mcnemar_exact, paired_test, sign_flip_test
 
 
 def _scipy_sign_flip(a, b, resamples=np.inf, seed=None) -> float:

@@ -1,4 +1,4 @@
-"""The run root (jobs/storage.py) on a local folder and on a real S3-compatible server (moto) on 127.0.0.1."""
+"""The run root (jobs/store/run_root.py) on a local folder and on a real S3-compatible server (moto) on 127.0.0.1."""
 import os
 import pickle
 
@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 import s3fs
 
-from jobs import storage
-from jobs.storage import RunRoot, partition_value, redact
+from jobs.store import run_root as storage
+from jobs.store.run_root import RunRoot, partition_value, redact
 
 ROWS = [
     {"item_id": "rag_rewardbench/1", "subset": "helpfulness", "correct": 1.0, "score": -0.25,

@@ -1,9 +1,9 @@
-"""The run root's storage failing for real mid-cell (jobs.storage_retry): a moto S3 server of the test's own
+"""The run root's storage failing for real mid-cell (jobs.store.retry): a moto S3 server of the test's own
 on 127.0.0.1 stopped as a crashed server stops (its socket closed, open connections cut) and started again,
 and a local run root on a full tmpfs. A short outage is ridden out by writes and by the lease; past
 `storage.retry_s`, or on a full disk, the cell fails with a message naming the file and the rerun completes
 with the metrics of an undisturbed run; no reader ever sees a half-written part. Cells run through
-jobs.cell.run_cell with the stand-in engine (no Ray); each test prints its row of docs/reliability.md.
+jobs.sweep.cell.run_cell with the stand-in engine (no Ray); each test prints its row of docs/reliability.md.
 """
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ from stand_in import run, stand_in_engine
 from sweeps import SAMPLE
 from werkzeug.serving import make_server
 
-from jobs import storage_retry
-from jobs.config import BenchmarkConfig
-from jobs.lease import LEASE, Lease
-from jobs.storage import RunRoot
-from jobs.storage_retry import StorageFull, StorageUnreachable, retrying, transient
+from jobs.config.schema import BenchmarkConfig
+from jobs.store import retry as storage_retry
+from jobs.store.lease import LEASE, Lease
+from jobs.store.retry import StorageFull, StorageUnreachable, retrying, transient
+from jobs.store.run_root import RunRoot
 
 BENCH = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(SAMPLE)],
                         bootstrap_resamples=0)
@@ -136,7 +136,7 @@ def undisturbed_metrics(tmp_path: Path, monkeypatch) -> dict:
 
 
 def recoveries(caplog) -> list[tuple[float, int, float]]:
-    """(seconds, tries, when) of each storage call that succeeded after failing (jobs.storage_retry's log)."""
+    """(seconds, tries, when) of each storage call that succeeded after failing (jobs.store.retry's log)."""
     found = []
     for rec in caplog.records:
         if match := re.search(r"done after ([\d.]+) s \((\d+) tries\)", rec.getMessage()):
@@ -149,7 +149,7 @@ def s3_root(s3_server) -> str:
 
 
 def test_a_3_s_s3_outage_mid_cell_is_ridden_out(outage, s3_server, tmp_path, monkeypatch, caplog):
-    caplog.set_level(logging.WARNING, logger="jobs.storage")
+    caplog.set_level(logging.WARNING, logger="jobs.store.run_root")
     uri, asked, down_s = s3_root(s3_server), [], 3.0
     observer = RunRoot(uri, "run", endpoint_url=s3_server["endpoint_url"])
     stopped = []

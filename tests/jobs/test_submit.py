@@ -28,8 +28,8 @@ import pytest
 import yaml
 
 from jobs.cli import main
-from jobs.config import PROJECT_CONF, load_sweep, to_dict
-from jobs.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
+from jobs.cli.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
+from jobs.config.schema import PROJECT_CONF, load_sweep, to_dict
 
 DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """

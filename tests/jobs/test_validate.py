@@ -1,4 +1,4 @@
-"""`ragjudge validate`'s comparison and hold rules (jobs.agreement) on hand-made item rows, the pairs it reads,
+"""`ragjudge validate`'s comparison and hold rules (jobs.analysis.agreement) on hand-made item rows, the pairs it reads,
 and `ragjudge run` skipping a held model (the stand-in engine: no Ray, no model)."""
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from stand_in import stand_in_engine
 from sweeps import SAMPLE, write_sweep
 
-from jobs import pipeline
-from jobs.agreement import (
+from jobs.analysis.agreement import (
     VALIDATE,
     Thresholds,
     compare,
@@ -21,8 +20,9 @@ from jobs.agreement import (
     verdict,
 )
 from jobs.cli import main
-from jobs.config import ConfigError, ModelConfig, load_sweep
-from jobs.validate import reference_name, reference_problem, skip_reason, validation_pairs
+from jobs.config.schema import ConfigError, ModelConfig, load_sweep
+from jobs.sweep import pipeline
+from jobs.validate.scoring_paths import reference_name, reference_problem, skip_reason, validation_pairs
 
 
 def _scorer(item_id, chosen, reject, **extra):

@@ -14,9 +14,9 @@ from sweeps import write_sweep
 from actors.model_store import SMOLLM2, resolve_model
 from actors.padded_batch import PaddedBatchEngine
 from actors.transformers_engine import TransformersEngine
-from jobs.agreement import VALIDATE
-from jobs.config import load_sweep
-from jobs.validate import validate_sweep
+from jobs.analysis.agreement import VALIDATE
+from jobs.config.schema import load_sweep
+from jobs.validate.scoring_paths import validate_sweep
 
 pytestmark = pytest.mark.integration
 SHAPES = {"padded_left": ("left", "<|endoftext|>"), "padded_right": ("right", None),

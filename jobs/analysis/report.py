@@ -1,0 +1,136 @@
+"""`ragjudge report ROOT/RUN`: which models are better than which, and can the judges be trusted.
+
+From a run's manifest, metrics and item predictions it writes report/leaderboard.json (jobs.analysis.leaderboard:
+scores, intervals, paired tests, Holm, letter groups) and report/index.html (jobs.analysis.report_page), and prints
+each benchmark's paper table and leaderboard. Each benchmark formats its own paper table (`table_text`,
+`table_html`) through benchmarks.protocol; this module only gathers what the run stored.
+"""
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from jobs.analysis.leaderboard import item_outcomes, leaderboard
+from jobs.analysis.reliability import COLUMNS, needed_column, position_bias, reliability
+from jobs.analysis.report_page import render_page
+from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
+from jobs.store import RunRoot, implicit_scores
+
+READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
+
+
+def paper_table(module: str, metrics: list[dict[str, Any]]) -> PaperTable:
+    """The benchmark's table for these metrics.json, or the reason there is none. A table that fails to draw
+    must not cost the run its report: the failure is shown where the table would be."""
+    from benchmarks import protocol
+
+    try:
+        bench = protocol.benchmark(module)
+        return PaperTable(bench.table_text(metrics), bench.table_html(metrics))
+    except Exception as e:  # noqa: BLE001  (any failure of one table, named in the report)
+        return PaperTable(problem=f"{type(e).__name__}: {e}")
+
+
+def report_text(metrics: list[dict[str, Any]]) -> str:
+    """The paper table of each benchmark in `metrics` (one metrics.json per cell), in first-seen order."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for m in metrics:
+        groups[m["benchmark"]].append(m)
+    tables = [(name, paper_table(name, group)) for name, group in groups.items()]
+    return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
+
+
+def _cell_rows(root: RunRoot, benchmark: str, model: str) -> list[dict[str, Any]]:
+    return root.read_rows("predictions", benchmark, model, columns=needed_column)
+
+
+def load_report(root: RunRoot) -> Report | None:
+    """The report of the run's finished cells, or None when the run has no manifest."""
+    manifest = root.read_json("manifest.json")
+    if manifest is None:
+        return None
+    config = manifest.get("config") or {}
+    bench_config, model_config = config.get("benchmarks") or {}, config.get("models") or {}
+    implicit = manifest.get("implicit_scores", implicit_scores(config))  # runs from before it was recorded
+    done = [key.split("/", 1) for key, cell in sorted((manifest.get("cells") or {}).items())
+            if cell.get("status") == "done"]
+    views: dict[str, BenchmarkView] = {}
+    for benchmark, model in done:
+        if benchmark not in views:
+            settings = bench_config.get(benchmark) or {}
+            views[benchmark] = BenchmarkView(benchmark, settings.get("module") or benchmark,
+                                             resamples=int(settings.get("bootstrap_resamples", 1000)))
+    with ThreadPoolExecutor(READERS) as pool:
+        metrics = list(pool.map(lambda cell: root.read_json(root.metrics_path(*cell)), done))
+        rows = list(pool.map(lambda cell: _cell_rows(root, *cell), done))
+    for (benchmark, model), cell_metrics, cell_rows in zip(done, metrics, rows):
+        view = views[benchmark]
+        if cell_metrics is not None:
+            view.metrics.append(cell_metrics)
+        view.outcomes[model], subsets = item_outcomes(cell_rows)
+        view.subsets.update(subsets)
+        view.reliability[model] = reliability(cell_rows)
+        position = position_bias(cell_rows) or {}
+        if "first_position_rate" in view.reliability[model]:
+            position["first_position_rate"] = view.reliability[model]["first_position_rate"]
+        if position:
+            view.position[model] = position
+        view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
+        if model in implicit:
+            view.implicit[model] = implicit[model]
+    board = leaderboard({v.name: v.outcomes for v in views.values()},
+                        {v.name: v.resamples for v in views.values()})
+    return Report(root.run, manifest, list(views.values()), board)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
+    """The ranked models with interval, letter group, n and reliability columns, as fixed-width text."""
+    from benchmarks.tables import aligned
+
+    columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
+    # Implicit models: what their score is (alone, or a log-ratio against which reference), beside the name.
+    implicit = ["implicit score"] if any(m["model"] in view.implicit for m in board["models"]) else []
+    head = ["rank", "model", *implicit, "score", "95% CI", "group", "n", *columns]
+    rows = [head]
+    for m in board["models"]:
+        ci = m["ci95"]
+        extra = [_pct(view.reliability.get(m["model"], {}).get(c)) for c in columns]
+        label = [view.implicit.get(m["model"], "-")] if implicit else []
+        rows.append([str(m["rank"]), m["model"], *label, _pct(m["score"]),
+                     f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", m["group"], str(m["n"]), *extra])
+    significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
+    title = (f"{view.name}: leaderboard (score %, letter groups: same letter = no significant difference at "
+             f"0.05 after Holm over {len(board['pairs'])} pairs; {significant} significant)")
+    return title + "\n" + aligned(rows, left=2 + len(implicit))
+
+
+def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | None:
+    """Write report/leaderboard.json and report/index.html and print the tables; None: no manifest."""
+    report = load_report(root)
+    if report is None:
+        return None
+    tables = {view.name: paper_table(view.module, view.metrics) for view in report.views}
+    for view in report.views:
+        table = tables[view.name]
+        if table.problem:
+            print(f"ragjudge report: {view.name}: paper table unavailable: {table.problem}", file=sys.stderr)
+        elif table.text:
+            out(table.text + "\n")
+        board = report.leaderboard["benchmarks"].get(view.name)
+        if board:
+            out(leaderboard_text(view, board) + "\n")
+    if engines := engine_rows(report.manifest):
+        from benchmarks.tables import aligned
+
+        out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
+            + aligned(engines, left=2) + "\n")
+    root.write_json("report/leaderboard.json", report.leaderboard)
+    root.write_text("report/index.html", render_page(report, tables))
+    return report

@@ -1,0 +1,81 @@
+"""What a report shows, gathered from a run (jobs.analysis.report) and drawn as a page (jobs.analysis.report_page)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jobs.analysis.leaderboard import Outcomes
+
+
+@dataclass
+class PaperTable:
+    """One benchmark's own table in its paper's layout; `problem` says why it could not be drawn."""
+
+    text: str | None = None
+    html: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class BenchmarkView:
+    """Everything the report shows for one benchmark of the run (models in the manifest's order)."""
+
+    name: str  # as in the run's cells and partitions
+    module: str  # the benchmark implementation (benchmarks.protocol name)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, Outcomes] = field(default_factory=dict)
+    subsets: dict[str, str] = field(default_factory=dict)  # item id -> subset
+    reliability: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    position: dict[str, dict[str, float]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
+    resamples: int = 1000
+
+
+@dataclass
+class Report:
+    """A run's report: the views, leaderboard.json's content and the manifest they came from."""
+
+    run: str
+    manifest: dict[str, Any]
+    views: list[BenchmarkView]
+    leaderboard: dict[str, Any]
+
+
+def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np.ndarray]:
+    """(subsets, models x subsets mean outcome): the heat map's data, NaN where a model scored none."""
+    subsets = sorted(set(view.subsets.values()))
+    column = {s: i for i, s in enumerate(subsets)}
+    values = np.full((len(models), len(subsets)), np.nan)
+    for r, model in enumerate(models):
+        sums, counts = np.zeros(len(subsets)), np.zeros(len(subsets))
+        for item, outcome in view.outcomes.get(model, {}).items():
+            c = column[view.subsets[item]]
+            sums[c] += outcome
+            counts[c] += 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values[r] = np.where(counts > 0, sums / counts, np.nan)
+    return subsets, values
+
+
+ENGINE_COLUMNS = ("starts", "start_s", "busy_s", "requests", "prompt_tokens", "cached_prompt_tokens",
+                  "generated_tokens")
+
+
+def engine_rows(manifest: dict[str, Any]) -> list[list[str]]:
+    """The run's engines as table rows (model, engine, each of ENGINE_COLUMNS, cached share of prompt tokens),
+    header first; [] when the run recorded none."""
+    entries = manifest.get("engines") or []
+    if not entries:
+        return []
+    rows = [["model", "engine", *ENGINE_COLUMNS, "cached %"]]
+    for entry in sorted(entries, key=lambda e: (e["model"], e["engine"])):
+        prompt = entry.get("prompt_tokens") or 0
+        cached = f"{100 * (entry.get('cached_prompt_tokens') or 0) / prompt:.1f}" if prompt else "-"
+        rows.append([entry["model"], entry["engine"],
+                     *(f"{entry.get(c, 0):.1f}" if c.endswith("_s") else str(entry.get(c, 0))
+                       for c in ENGINE_COLUMNS), cached])
+    return rows
+

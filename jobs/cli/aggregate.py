@@ -1,0 +1,71 @@
+"""`ragjudge aggregate`: metrics from stored item predictions (Parquet or JSONL), no model needed; several models'
+rows also give a leaderboard; a retrieval run is scored against qrels."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.protocol import RetrievalBenchmark, benchmark
+from benchmarks.records import read_records
+from jobs.analysis import aggregate, leaderboard_from_rows, row_problem
+from jobs.store import partition_value
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser("aggregate", help="recompute metrics from stored item predictions")
+    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
+    parser.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
+    parser.add_argument("--qrels", action="append", help="mtrag_retrieval: a qrels TSV; give it once per file")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = benchmark(args.benchmark)
+    if isinstance(spec, RetrievalBenchmark):  # a run of rankings scored against qrels, not judge verdicts
+        return _retrieval(spec, args)
+    rows: list[dict[str, Any]] = []
+    for record in read_records(args.predictions):
+        problem = record.problem if record.data is None else row_problem(spec, record.data)
+        if problem:  # named and left out; the good rows are still scored
+            print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
+        else:
+            rows.append(record.data)
+    models = sorted({row.get("model") for row in rows} - {None})
+    if len(models) <= 1:
+        _write_metrics(aggregate(spec, rows), args.out)
+        return 0
+    # Several models: each its own metrics.json (DIR/model=M/, as a run stores them), then who beats whom.
+    for model in models:
+        out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
+        _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
+    board = leaderboard_from_rows(args.benchmark, rows)
+    if args.out:
+        path = Path(args.out, "leaderboard.json")
+        path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
+        print(f"Leaderboard: {path}", file=sys.stderr)
+    return 0
+
+
+def _write_metrics(metrics: dict[str, Any], out: str | None) -> None:
+    text = json.dumps(metrics, indent=2, ensure_ascii=False)
+    if out:
+        os.makedirs(out, exist_ok=True)
+        Path(out, "metrics.json").write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+def _retrieval(spec: Any, args: argparse.Namespace) -> int:
+    if not args.qrels:
+        print(f"ragjudge aggregate: --benchmark {args.benchmark} needs --qrels QRELS.tsv (once per file)",
+              file=sys.stderr)
+        return 2
+    metrics = spec.aggregate_files(args.predictions, args.qrels, args.out)
+    for problem in metrics["problems"]:
+        print(f"ragjudge aggregate: {problem}", file=sys.stderr)
+    print(json.dumps({k: v for k, v in metrics.items() if k != "problems"}, indent=2))
+    return 0

@@ -1,0 +1,24 @@
+"""`ragjudge models`: the model registry in conf/models, and whether each model can run on this machine now."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jobs.config import PROJECT_CONF, format_models, list_models
+from jobs.engines import Machine, why_not
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser("models", help="list the model registry, and whether each model can run here")
+    parser.add_argument("--conf", default=str(PROJECT_CONF), help="the conf/ folder whose models/ to list")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    models, machine = list_models(Path(args.conf)), Machine.here()
+    print(f"This machine: {machine.gpus} GPUs, vLLM: {machine.vllm_build or 'not installed'}. A model is "
+          "ready when its engine's packages, its GPUs, its weights (a folder, a built-in model's package or the "
+          "Hugging Face cache) and its API variables are all here.")
+    print(format_models(models, {m.name: why_not(m, machine) for m in models}))
+    return 0

@@ -1,0 +1,33 @@
+"""`ragjudge plan SWEEP`: requests, tokens, FLOPs and GPU-hours of a sweep, and its schedule, before it runs."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from jobs.config import load_sweep
+from jobs.plan import GpuSpec, format_plan, plan_sweep
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser("plan", help="requests, tokens, FLOPs and GPU-hours of a sweep, before running it")
+    parser.add_argument("sweep")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, as for run")
+    parser.add_argument("--gpus", type=int, default=8, help="GPUs to spread the sweep over")
+    parser.add_argument("--gpu", default="H100-SXM", help="GPU name, for the printout")
+    # Defaults: jobs.plan.estimate.GpuSpec (an H100-SXM; the sources in docs/plan_rag_rewardbench_45.md).
+    parser.add_argument("--peak-tflops", type=float, help="dense bf16 peak of one GPU (default 989)")
+    parser.add_argument("--efficiency", type=float, help="share of peak reached (default 0.35)")
+    parser.add_argument("--start-s", type=float, help="engine start besides compilation and weights (default 50 s)")
+    parser.add_argument("--compile-s", type=float,
+                        help="vLLM's torch.compile and CUDA graph capture, skipped with enforce_eager (default 40 s)")
+    parser.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 2 GB/s)")
+    parser.add_argument("--node-gpus", type=int, default=8, help="GPUs per node (no tensor-parallel group spans two)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    given = {key: getattr(args, key) for key in ("peak_tflops", "efficiency", "start_s", "compile_s", "load_gb_per_s")
+             if getattr(args, key) is not None}  # the rest keep GpuSpec's defaults, written down once there
+    gpu = GpuSpec(name=args.gpu, count=args.gpus, node_gpus=args.node_gpus, **given)
+    print(format_plan(plan_sweep(load_sweep(args.sweep, args.overrides), gpu), gpu))
+    return 0

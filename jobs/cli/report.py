@@ -1,0 +1,24 @@
+"""`ragjudge report ROOT/RUN`: the run's leaderboard printed, and its HTML report and leaderboard.json written."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from jobs.analysis import write_report
+from jobs.store import open_run
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")
+    parser.add_argument("run", help="the run folder, ROOT/RUN")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = open_run(args.run)
+    if write_report(root) is None:
+        print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
+        return 2
+    print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    return 0

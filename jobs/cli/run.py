@@ -1,0 +1,59 @@
+"""`ragjudge run SWEEP`: every (benchmark, model) cell of a sweep, holding the run's lease, then the report."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from jobs.analysis import write_report
+from jobs.config import load_sweep
+from jobs.store import Lease, LeaseHeld, RunRoot
+from jobs.sweep import connect_ray, run_sweep, stop_on_signals
+
+RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
+
+
+def add(commands: Any) -> None:
+    parser = commands.add_parser("run", help="run every (benchmark, model) cell of a sweep")
+    parser.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
+    parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. storage.root=s3://bucket/runs")
+    parser.add_argument("--include-held", action="store_true", help="also run models `ragjudge validate` held")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    sweep = load_sweep(args.sweep, args.overrides)
+    try:  # before Ray starts: a second driver on the run is refused at once
+        lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
+        lease.acquire()
+    except LeaseHeld as e:
+        print(f"ragjudge: {e}", file=sys.stderr)
+        return RUN_ROOT_BUSY
+    root = RunRoot.of(sweep.storage, before_write=lease.confirm)
+    try:
+        connect_ray(sweep)  # Ray installs its own SIGTERM handler here: ours go in after it
+        with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
+            outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop)
+            if any(o.metrics for o in outcomes) and not stop.is_set():
+                print()
+                write_report(root)
+    finally:
+        lease.release()
+    print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
+    unfinished = [o for o in outcomes if o.status in ("failed", "interrupted")]
+    for o in unfinished:
+        print(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
+    if stop.is_set():
+        print(f"ragjudge: stopped by {stop.signal_name}; the same command resumes the run", file=sys.stderr)
+        return stop.exit_code
+    return 1 if unfinished else 0
+
+
+def _stop_on_lost_lease(holder: dict[str, Any]) -> None:
+    """Another driver took the lease (this one looked gone): stop now, as a crash would, so two drivers never
+    write one run; what this one stored stays, and the holder resumes from it."""
+    print(f"ragjudge: another driver took over this run (host {holder.get('host')}, pid {holder.get('pid')}); "
+          "stopping", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(RUN_ROOT_BUSY)

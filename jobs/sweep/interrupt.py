@@ -1,0 +1,165 @@
+"""SIGTERM and SIGINT for `ragjudge run`: Ctrl-C, Slurm's warning signal before the time limit, a Kubernetes
+eviction. The run stops the way a rerun can resume it, within a bounded time.
+
+The first signal sets the sweep's Stop: no cell starts and no running cell sends another request; each running
+cell stores the requests it has answered as one last part, is marked `interrupted` in manifest.json and ends;
+the driver gives its lease back and exits with 128 + the signal's number (130 for SIGINT, 143 for SIGTERM:
+what shells, Slurm and Kubernetes already read as "ended by that signal", and distinct from the codes of
+failed cells, 1, a user's mistake, 2, and a busy run root, 3). Requests still at an engine are not stored: the
+rerun asks them, and them only, again. If all that takes longer than `storage.grace_s`, or a second signal
+comes, the driver exits at once with the same code (after the grace period it gives its lease back first; a
+lease left by a second signal is taken over at once by a rerun on this host, jobs.store.lease). Without a Stop
+(Ray's own handler is the default while it starts), SIGTERM aborts the process, as it did before.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+POLL_S = 0.2  # how often a cell waiting on its engine looks at the Stop
+
+
+class Interrupted(Exception):
+    """A cell stopped because the driver was told to; the requests it had answered are stored."""
+
+
+class Stop:
+    """The driver's stop request: set once, by the first SIGTERM or SIGINT; cells and the scheduler read it."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.signum: int | None = None
+        self.at: float | None = None
+
+    def request(self, signum: int) -> None:
+        self.signum, self.at = signum, time.time()
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        """Raise Interrupted once the stop is set: a cell calls it before it sends more requests."""
+        if self.is_set():
+            raise Interrupted(f"{self.signal_name}: its answered requests are stored, the rerun asks the rest")
+
+    @property
+    def signal_name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum else None
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process the signal ended."""
+        return 128 + (self.signum or 0)
+
+    def record(self) -> dict[str, Any]:
+        """What manifest.json keeps of the stop beside an interrupted cell."""
+        at = datetime.fromtimestamp(self.at or 0.0, timezone.utc).isoformat(timespec="seconds")
+        return {"signal": self.signal_name, "interrupted_at": at}
+
+
+def _say(text: str) -> None:
+    """A line on stderr written with one system call: safe inside a signal handler, whatever else is printing."""
+    os.write(sys.stderr.fileno(), f"ragjudge: {text}\n".encode())
+
+
+@contextmanager
+def stop_on_signals(grace_s: float, before_exit: Callable[[], None]) -> Iterator[Stop]:
+    """SIGTERM and SIGINT set the yielded Stop for the `with` block, and start a timer that, `grace_s` later,
+    calls `before_exit` (give the lease back) and ends the process; a second signal ends it at once. Without a
+    signal the previous handlers come back at the end; after one, handlers and timer stay until the process
+    ends, so the bound covers Ray's shutdown too."""
+    stop = Stop()
+
+    def give_up() -> None:
+        _say(f"{stop.signal_name}: still stopping after {grace_s:g} s (storage.grace_s); exiting now")
+        try:
+            before_exit()
+        finally:
+            os._exit(stop.exit_code)
+
+    def handle(signum: int, frame: object) -> None:
+        if stop.is_set():
+            _say(f"{signal.Signals(signum).name} again: exiting at once")
+            os._exit(stop.exit_code)
+        stop.request(signum)
+        _say(f"{stop.signal_name}: storing the answered requests and stopping (at most {grace_s:g} s, "
+             "storage.grace_s; a second signal exits at once)")
+        timer = threading.Timer(grace_s, give_up)
+        timer.daemon = True
+        timer.start()
+
+    previous = {signum: signal.signal(signum, handle) for signum in SIGNALS}
+    try:
+        yield stop
+    finally:
+        if not stop.is_set():
+            for signum, handler in previous.items():
+                if handler is not None:  # None: a handler installed outside Python, which cannot be put back
+                    signal.signal(signum, handler)
+
+
+_END = object()  # the engine's stream ended
+
+
+class _Failed:
+    """The engine's stream raised `error`; the cell's thread raises it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def answered_parts(rows: Iterable[dict[str, Any]], size: int, stop: Stop) -> Iterator[list[dict[str, Any]]]:
+    """An engine's answers in parts of `size` rows as they stream in, for the caller to store. Once `stop` is
+    set: one last part of the answers already here, then Interrupted. The stream is read on its own thread,
+    so a cell waiting on its engine sees the stop within POLL_S; that thread is abandoned (a daemon) when the
+    cell stops."""
+    answers: queue.Queue = queue.Queue()
+    abandoned = threading.Event()
+    threading.Thread(target=_pump, args=(rows, answers, abandoned), name="answers", daemon=True).start()
+    part: list[dict[str, Any]] = []
+    try:
+        while (item := _next(answers, stop)) is not _END and item is not stop:
+            if isinstance(item, _Failed):
+                raise item.error
+            part.append(item)
+            if len(part) == size:
+                yield part
+                part = []
+        if part:
+            yield part
+        stop.check()
+    finally:
+        abandoned.set()
+
+
+def _pump(rows: Iterable[dict[str, Any]], answers: queue.Queue, abandoned: threading.Event) -> None:
+    try:
+        for row in rows:
+            answers.put(row)
+            if abandoned.is_set():
+                return
+    except Exception as e:  # noqa: BLE001 - handed to the cell's thread, which raises it
+        answers.put(_Failed(e))
+    else:
+        answers.put(_END)
+
+
+def _next(answers: queue.Queue, stop: Stop) -> Any:
+    """The next item from the pump, or `stop` itself once it is set and no answer is waiting."""
+    while True:
+        stopping = stop.is_set()
+        try:
+            return answers.get(timeout=0 if stopping else POLL_S)
+        except queue.Empty:
+            if stopping:
+                return stop

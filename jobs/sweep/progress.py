@@ -1,0 +1,212 @@
+"""Live progress of a sweep: a line per running cell (requests answered / total, requests per second, ETA),
+redrawn in place in a terminal and logged every 30 s otherwise (Slurm and Ray job logs are files); and
+ROOT/RUN/status.json, rewritten as cells advance, so `ragjudge status ROOT/RUN` shows the run from anywhere
+(a second terminal, a laptop reading the S3 root).
+
+The pipeline calls it; it never calls the pipeline. Cells run in threads, so every method takes one lock.
+status.json is written on every state change (a cell starts, finishes, is skipped) and otherwise at most
+every `write_every` seconds: an S3 PUT per answered request would cost more than the request.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO
+
+from jobs.store import RunRoot
+
+STATUS = "status.json"
+BAR = 20  # characters of a terminal progress bar
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def cell_line(key: str, cell: dict[str, Any], bar: bool = False) -> str:
+    """One running cell: 'bench/model  812/2970 (27%)  14.2 req/s  ETA 2m32s', with a bar when asked."""
+    done, total = int(cell.get("done") or 0), int(cell.get("total") or 0)
+    share = done / total if total else 0.0
+    rate = cell.get("requests_per_s")
+    drawn = f"[{'#' * int(BAR * share):<{BAR}}] " if bar else ""
+    speed = "-" if rate is None else f"{rate:.1f}"
+    return (f"{key}  {drawn}{done}/{total} ({100 * share:.0f}%)  {speed} req/s  "
+            f"ETA {_duration(cell.get('eta_s'))}")
+
+
+class Progress:
+    """Progress of one run; `root` None keeps status.json off (a dry run, a test of the lines alone)."""
+
+    def __init__(self, root: RunRoot | None, log: Callable[[str], None] = print,
+                 interactive: bool | None = None, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.time,
+                 write_every: float = 5.0, log_every: float = 30.0, redraw_every: float = 0.5) -> None:
+        self.root, self.log, self.clock = root, log, clock
+        self.stream = stream or sys.stderr
+        self.interactive = self.stream.isatty() if interactive is None else interactive
+        self.write_every, self.log_every, self.redraw_every = write_every, log_every, redraw_every
+        self.cells: dict[str, dict[str, Any]] = {}
+        self.skipped_cells: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._written = self._logged = self._drawn_at = float("-inf")
+        self._drawn_lines = 0
+        self._write_failed = False
+
+    # -- what the pipeline calls ---------------------------------------------------------------------------
+    def cell_started(self, key: str, total_requests: int, done: int = 0) -> None:
+        """A cell began; `done` requests were already answered (a resumed run), out of `total_requests`."""
+        with self._lock:
+            now = self.clock()
+            self.cells[key] = {"status": "running", "done": done, "total": total_requests,
+                               "resumed_from": done, "started_at": now, "requests_per_s": None, "eta_s": None}
+            self._changed(now)
+
+    def more_requests(self, key: str, n: int) -> None:
+        """A later round (judge the answers of the first) adds `n` requests to the cell's total."""
+        with self._lock:
+            now = self.clock()
+            cell = self._cell(key, now)
+            cell["total"] += n
+            self._rate(cell, now)
+            self._changed(now)
+
+    def advanced(self, key: str, n: int = 1) -> None:
+        """`n` more requests of the cell are answered."""
+        with self._lock:
+            now = self.clock()
+            cell = self._cell(key, now)
+            cell["done"] += n
+            self._rate(cell, now)
+            if now - self._written >= self.write_every:
+                self._write(now)
+            if self.interactive:
+                if now - self._drawn_at >= self.redraw_every:
+                    self._draw(now)
+            elif now - self._logged >= self.log_every:
+                self._logged = now
+                for line in self._lines(bar=False):
+                    self.log(line)
+
+    def cell_finished(self, key: str, status: str) -> None:
+        """The cell ended: done, failed, cached or interrupted."""
+        with self._lock:
+            now = self.clock()
+            cell = self._cell(key, now)
+            cell.update(status=status, finished_at=now, eta_s=None)
+            self._changed(now)
+
+    def skipped(self, keys: Iterable[str], reason: str = "") -> str | None:
+        """Cells that will not run, logged as one summary line (returned too); None for no cells."""
+        keys = list(keys)
+        if not keys:
+            return None
+        with self._lock:
+            self.skipped_cells.update(dict.fromkeys(keys, reason))
+            shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            cells = f"{len(keys)} cell{'s' if len(keys) > 1 else ''}"
+            line = f"skipped {cells}{': ' + reason if reason else ''} ({shown})"
+            self._print(line)
+            self._changed(self.clock())
+            return line
+
+    def message(self, text: str) -> None:
+        """A log line that keeps the terminal's progress lines below it (use it for the pipeline's log)."""
+        with self._lock:
+            self._print(text)
+
+    def close(self) -> None:
+        """Final status.json and the terminal's progress lines cleared."""
+        with self._lock:
+            self._clear()
+            self._write(self.clock())
+
+    # -- state ---------------------------------------------------------------------------------------------
+    def _cell(self, key: str, now: float) -> dict[str, Any]:
+        """The cell's entry; one the pipeline never started (a cached cell) is made, not a KeyError that
+        would fail the cell over its progress line."""
+        return self.cells.setdefault(key, {"status": "running", "done": 0, "total": 0, "resumed_from": 0,
+                                           "started_at": now, "requests_per_s": None, "eta_s": None})
+
+    def status(self) -> dict[str, Any]:
+        """status.json's content."""
+        counts: dict[str, int] = {}
+        for cell in self.cells.values():
+            counts[cell["status"]] = counts.get(cell["status"], 0) + 1
+        if self.skipped_cells:
+            counts["skipped"] = len(self.skipped_cells)
+        return {"run": self.root.run if self.root else None, "updated_at": self.clock(), "counts": counts,
+                "cells": {k: dict(v) for k, v in self.cells.items()}, "skipped": dict(self.skipped_cells)}
+
+    def _rate(self, cell: dict[str, Any], now: float) -> None:
+        elapsed = now - cell["started_at"]
+        answered = cell["done"] - cell["resumed_from"]
+        if elapsed > 0 and answered > 0:
+            cell["requests_per_s"] = answered / elapsed
+            cell["eta_s"] = max(0, cell["total"] - cell["done"]) / cell["requests_per_s"]
+
+    def _running(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(k, c) for k, c in self.cells.items() if c["status"] == "running"]
+
+    def _lines(self, bar: bool) -> list[str]:
+        return [cell_line(k, c, bar) for k, c in self._running()]
+
+    def _changed(self, now: float) -> None:
+        self._write(now)
+        if self.interactive:
+            self._draw(now)
+
+    def _write(self, now: float) -> None:
+        self._written = now
+        if self.root is None:
+            return
+        try:
+            self.root.write_json(STATUS, self.status())
+        except OSError as e:  # progress must never fail a sweep; say so once
+            if not self._write_failed:
+                self._write_failed = True
+                self._print(f"progress: cannot write {self.root.uri(STATUS)}: {e}")
+
+    # -- terminal ------------------------------------------------------------------------------------------
+    def _clear(self) -> None:
+        if self.interactive and self._drawn_lines:
+            self.stream.write(f"\x1b[{self._drawn_lines}F\x1b[J")  # up to the first line, clear to the end
+            self.stream.flush()
+            self._drawn_lines = 0
+
+    def _draw(self, now: float) -> None:
+        self._drawn_at = now
+        self._clear()
+        width = max(20, shutil.get_terminal_size().columns - 1)
+        lines = [line[:width] for line in self._lines(bar=True)]
+        if lines:
+            self.stream.write("\n".join(lines) + "\n")
+            self.stream.flush()
+        self._drawn_lines = len(lines)
+
+    def _print(self, text: str) -> None:
+        if self.interactive:
+            self._clear()
+            self.log(text)
+            self._draw(self.clock())
+        else:
+            self.log(text)
+
+
+def format_status(status: dict[str, Any], now: float | None = None) -> str:
+    """`ragjudge status`: when status.json was written, counts, then the running and failed cells."""
+    now = time.time() if now is None else now
+    counts = ", ".join(f"{n} {state}" for state, n in sorted((status.get("counts") or {}).items()))
+    age = now - float(status.get("updated_at") or now)
+    head = f"run {status.get('run')}: {counts or 'no cells yet'} (status.json written {_duration(age)} ago)"
+    lines = [head]
+    cells = status.get("cells") or {}
+    lines += ["  " + cell_line(k, c) for k, c in cells.items() if c.get("status") == "running"]
+    lines += [f"  {k}: failed" for k, c in cells.items() if c.get("status") == "failed"]
+    return "\n".join(lines)

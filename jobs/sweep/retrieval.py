@@ -1,0 +1,324 @@
+"""How a retrieval cell flows: index (cached) -> queries -> search (Ray Data actor pool) -> runs -> scores -> storage.
+
+A cell is (a RetrievalBenchmark, one retriever); jobs.sweep.pipeline hands it here when the model's kind is
+"retriever". The benchmark (benchmarks.protocol.RetrievalBenchmark) says what to read, ask and score; this
+module runs it:
+
+1. Index, one per domain (`domains`, over `corpus`), a Ray step whose result is cached under ROOT/_indexes/
+   (beside the runs, local or S3, through RunRoot), keyed by the corpus file's SHA-256 and the retriever's
+   settings, so every later run under the same root reuses it: BM25 is built in one Ray task; a dense index is
+   the corpus encoded through a Ray Data actor pool (`min_actors`..`max_actors` encoders, GPUs where the model
+   asks for them), then stored by a Ray task, exact under `ann_threshold` passages and a faiss HNSW graph from
+   it on (`search_settings`).
+2. Queries (`queries`); a row without a query text (mtRAG's own `llm_rewrite`) is asked of the benchmark's
+   `rewriter`, a generative model of the registry, through the pipeline's engines (vLLM, transformers or an
+   API), its answers cached under ROOT/_rewrites and shared by every retriever and run that asks the same
+   model the same request.
+3. Search: a Ray Data actor pool whose actors load the cached indexes (and the query encoder) once.
+4. Per strategy: the run (`run_row`), per-query scores and metrics.json (`score`), under
+       ROOT/RUN/runs/benchmark=B/model=M/strategy=S/{run.jsonl,per_query.jsonl}
+       ROOT/RUN/metrics/benchmark=B/model=M/strategy=S/metrics.json
+   scored exactly as `ragjudge aggregate --benchmark B` scores run.jsonl (`aggregate_files`); and one
+   prediction row per (task, strategy) in the usual predictions partition (`prediction_rows`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from actors.hardware import resolve_dtype
+from actors.retrievers import BM25Index, DenseIndex, engine_settings, passage_text, store_index
+from benchmarks.options import typed_options
+from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, benchmark
+from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, load_model, to_dict
+from jobs.engines import RUN_SETTINGS, answer_requests, dataset_rows
+from jobs.store import RunRoot, partition_value
+
+INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
+REWRITE_CACHE = "_rewrites"  # ROOT/_rewrites: LLM rewrites, likewise
+
+
+def index_cache(root: RunRoot) -> RunRoot:
+    return root.sibling(INDEX_CACHE)
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: int,
+               search: SearchSettings) -> dict[str, Any]:
+    """Everything an index depends on; its hash names the cache folder. Run settings (actors, batch size,
+    devices) are left out: they change how fast an index is built, not what it holds."""
+    spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
+                            "n_passages": n_passages, "settings": engine_settings(model.engine, model.retriever)}
+    if model.engine == "sentence_transformers":
+        # the dtype the encoder will run in on this machine's kind of device, not the setting that picks it
+        spec.update(path=model.path, revision=model.revision,
+                    dtype=resolve_dtype(model.dtype, "cuda" if model.num_gpus else "cpu"))
+        ann = n_passages >= search.ann_threshold
+        spec["index"] = {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}
+    else:
+        spec["index"] = {"kind": "bm25"}
+    return spec
+
+
+def index_folder(spec: dict[str, Any]) -> str:
+    return f"{spec['engine']}/{spec['domain']}-{_digest(spec)}"
+
+
+def _build_bm25(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], texts: list[str]) -> dict:
+    start = time.perf_counter()
+    index = BM25Index.build(ids, texts, spec["settings"])
+    return store_index(cache, folder, index, {**spec, "build_seconds": round(time.perf_counter() - start, 3)})
+
+
+def _store_dense(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], embeddings,
+                 encode_seconds: float) -> dict:
+    start = time.perf_counter()
+    ann = {k: v for k, v in spec["index"].items() if k != "kind"} if spec["index"]["kind"] == "hnsw" else None
+    index = DenseIndex(ids, embeddings, ann=ann)
+    graph = time.perf_counter() - start
+    return store_index(cache, folder, index, {**spec, "encode_seconds": round(encode_seconds, 3),
+                                              "graph_seconds": round(graph, 3),
+                                              "build_seconds": round(encode_seconds + graph, 3)})
+
+
+def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelConfig, resolved: dict[str, Any]
+                    ) -> dict[str, tuple[list[str], Any]]:
+    """{domain: (ids, float32 matrix)}: every domain's passages encoded in one pass through one Ray Data pool of
+    PassageEncoder actors, so the encoders (and their model loads) are started once, not once per domain."""
+    import numpy as np
+    import ray
+
+    from actors.retrievers import PassageEncoder
+
+    ids = {domain: list(corpus) for domain, corpus in corpora.items()}
+    ds = ray.data.from_items([{"domain": domain, "pid": pid, "title": corpus[pid]["title"],
+                               "text": corpus[pid]["text"]} for domain, corpus in corpora.items() for pid in ids[domain]])
+    ds = ds.map_batches(PassageEncoder, fn_constructor_kwargs={"model": resolved},
+                        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+                        batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
+    position = {domain: {pid: i for i, pid in enumerate(domain_ids)} for domain, domain_ids in ids.items()}
+    matrices: dict[str, Any] = {}
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        embeddings = np.asarray(batch["embedding"], dtype=np.float32)
+        for domain in set(map(str, batch["domain"])):
+            rows = [i for i, d in enumerate(batch["domain"]) if str(d) == domain]
+            if domain not in matrices:
+                matrices[domain] = np.zeros((len(ids[domain]), embeddings.shape[1]), dtype=np.float32)
+            matrices[domain][[position[domain][str(batch["pid"][i])] for i in rows]] = embeddings[rows]
+    return {domain: (ids[domain], matrices[domain]) for domain in ids}
+
+
+def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
+                   corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], search: SearchSettings,
+                   log=print) -> dict[str, dict[str, Any]]:
+    """Each domain's index from the cache, the missing ones built first (BM25: one Ray task per domain, side by
+    side; dense: the missing domains encoded in one pass, then stored by one Ray task each).
+    `corpora` maps a domain to (corpus file, passages); returns each index's meta with `folder` and `built`."""
+    import ray
+
+    out, missing = {}, {}
+    for domain, (path, corpus) in corpora.items():
+        spec = index_spec(model, domain, file_sha256(path), len(corpus), search)
+        folder = index_folder(spec)
+        meta = cache.read_json(f"{folder}/meta.json")
+        if meta is None:
+            missing[domain] = (spec, folder)
+        else:
+            log(f"index {model.name}/{domain}: cached at {cache.uri(folder)}")
+            out[domain] = {**meta, "folder": folder, "built": False}
+    if not missing:
+        return out
+    start = time.perf_counter()
+    if model.engine == "bm25":
+        task = ray.remote(num_cpus=model.num_cpus)(_build_bm25)
+        refs = {}
+        for domain, (spec, folder) in missing.items():
+            corpus = corpora[domain][1]
+            texts = [passage_text(corpus[p]["title"], corpus[p]["text"]) for p in corpus]
+            refs[domain] = task.remote(cache, folder, spec, list(corpus), texts)
+    else:
+        encoded = encode_passages({domain: corpora[domain][1] for domain in missing}, model, resolved)
+        seconds = time.perf_counter() - start
+        task = ray.remote(num_cpus=model.num_cpus)(_store_dense)
+        refs = {domain: task.remote(cache, folder, spec, *encoded[domain], seconds)
+                for domain, (spec, folder) in missing.items()}
+    for domain, meta in zip(refs, ray.get(list(refs.values()))):
+        spec, folder = missing[domain]
+        out[domain] = {**meta, "folder": folder, "built": True, "built_with": sorted(missing),
+                       "step_seconds": round(time.perf_counter() - start, 3)}
+        log(f"index {model.name}/{domain}: built {spec['index']['kind']} over {spec['n_passages']} passages, "
+            f"stored at {cache.uri(folder)}")
+    log(f"index {model.name}: built {', '.join(sorted(missing))} in {time.perf_counter() - start:.1f}s")
+    return out
+
+
+def search(rows: list[dict[str, Any]], model: ModelConfig, resolved: dict[str, Any], cache: RunRoot,
+           folders: dict[str, str], top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every query row answered by a Ray Data pool of QuerySearcher actors: {(strategy, task_id): row}."""
+    import ray
+
+    from actors.retrievers import QuerySearcher
+
+    ds = ray.data.from_items(rows).map_batches(
+        QuerySearcher, fn_constructor_kwargs={"model": resolved, "cache": cache, "indexes": folders, "top_k": top_k},
+        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+        batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
+    return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
+
+
+def rewriter_config(spec: Any) -> ModelConfig:
+    """The rewriting model: a conf/models/<name>.yaml name or a model mapping; it must be generative."""
+    model = load_model(spec, "options.rewriter")
+    if model.kind not in ("generative", "api"):
+        raise ConfigError(f"options.rewriter: {model.name} is a {model.kind} model; a rewrite needs a generative one")
+    return model
+
+
+def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows: list[Query], log=print
+                    ) -> tuple[list[Query], dict[str, Any]]:
+    """The rows with every query the benchmark left None written by its rewriter, and counts ({}: none).
+
+    Answers are cached in ROOT/_rewrites/<model>-<key>.jsonl, the key hashing the model's answer-relevant
+    settings, each answer under a hash of its task and request, so a rerun or another retriever asks nothing
+    again.
+    """
+    todo = [r for r in rows if r["query"] is None]
+    if not todo:
+        return rows, {}
+    model = rewriter_config(bench.rewriter(options))
+    settings = {k: v for k, v in to_dict(model).items() if k not in RUN_SETTINGS}
+    cache = root.sibling(REWRITE_CACHE)
+    name = f"{partition_value(model.name)}-{_digest(settings)}.jsonl"
+    stored = {}
+    for line in (cache.read_bytes(name) or b"").decode("utf-8").splitlines():
+        entry = json.loads(line)
+        stored[entry["id"]] = entry
+    asks = {r["item_id"]: bench.rewrite_request(r, options) for r in todo}
+    ids = {r["item_id"]: _digest([r["task_id"], asks[r["item_id"]]]) for r in todo}
+    pending = [r for r in todo if ids[r["item_id"]] not in stored]
+    log(f"rewrites with {model.name}: {len(todo) - len(pending)} cached, {len(pending)} to ask")
+    if pending:
+        requests = [{"request_id": r["item_id"], "item_id": r["item_id"], "subset": r["domain"], "variant": "rewrite",
+                     **asks[r["item_id"]]} for r in pending]
+        for answer in answer_requests(requests, model, log):
+            stored[ids[answer["item_id"]]] = {"id": ids[answer["item_id"]], "item_id": answer["item_id"],
+                                              "text": answer.get("text"), "error": answer.get("error")}
+        cache.write_text(name, _jsonl(sorted(stored.values(), key=lambda e: e["id"])))
+    out, fallbacks, errors = [], 0, 0
+    for r in rows:
+        if r["query"] is None:
+            entry = stored.get(ids[r["item_id"]], {})
+            r, fell_back = bench.rewritten(r, entry.get("text"))
+            fallbacks, errors = fallbacks + fell_back, errors + bool(entry.get("error"))
+        out.append(r)
+    return out, {"rewriter": model.name, "cache": cache.uri(name), "asked": len(pending),
+                 "fallback_to_last_turn": fallbacks, "engine_errors": errors}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def strategy_path(root: RunRoot, kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
+    """runs/ or metrics/ benchmark=B/model=M/strategy=S/<name>, relative to the run root."""
+    return (f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}/"
+            f"strategy={partition_value(strategy)}/{name}")
+
+
+def _clear_strategies(root: RunRoot, kind: str, benchmark: str, model: str) -> None:
+    """Remove the strategy=* folders of a (benchmark, model) under runs/ or metrics/ (not the cell's metrics.json)."""
+    root.delete_folders(f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}", "strategy=")
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print
+                       ) -> dict[str, Any]:
+    """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
+    from actors.model_store import resolve_model
+
+    bench = benchmark(bench_config.module)
+    if not isinstance(bench, RetrievalBenchmark):
+        raise TypeError(f"benchmark '{bench_config.name}': {bench.name} is not scored on rankings")
+    options = typed_options(type(bench).Options, bench_config.options)
+    if option_problems := bench.problems(options):
+        raise ValueError("; ".join(option_problems))
+    search_settings = bench.search_settings(options)
+    resolved = to_dict(model)
+    if model.engine != "bm25":
+        resolved["path"] = resolve_model(model.path)
+    cache = index_cache(root)
+    started = time.perf_counter()
+
+    problems: list[str] = []
+    corpora, qrels, rows = {}, {}, []
+    for domain in bench.domains(options):
+        corpus_path, passages, found = bench.corpus(bench_config.data, domain)
+        problems += found
+        corpora[domain] = (corpus_path, passages)
+        domain_qrels, found = bench.qrels(bench_config.data, domain)
+        problems += found
+        for tid, docs in domain_qrels.items():
+            qrels.setdefault(tid, {}).update(docs)
+        domain_rows, found = bench.queries(bench_config.data, domain, options, bench_config.limit)
+        rows += domain_rows
+        problems += found
+    metas = ensure_indexes(cache, model, resolved, corpora, search_settings, log)
+    folders = {domain: meta["folder"] for domain, meta in metas.items()}
+    indexes = {domain: {**{k: meta.get(k) for k in ("folder", "built", "n_passages", "build_seconds", "encode_seconds",
+                                                    "step_seconds", "built_with", "bytes")}, "kind": meta["index"]["kind"]}
+               for domain, meta in metas.items()}
+    indexed = time.perf_counter()
+    rows, rewrite_info = rewrite_queries(root, bench, options, rows, log)
+    rewritten = time.perf_counter()
+    strategies = bench.strategies(options)
+    log(f"{bench_config.name} x {model.name}: {len(rows)} queries ({len(strategies)} strategies, "
+        f"{len(corpora)} domains)")
+    answered = search(rows, model, resolved, cache, folders, search_settings.top_k) if rows else {}
+    searched = time.perf_counter()
+
+    by_strategy: dict[str, Any] = {}
+    predictions: list[dict[str, Any]] = []
+    for kind in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
+        _clear_strategies(root, kind, bench_config.name, model.name)
+    for strategy in strategies:
+        mine = [r for r in rows if r["strategy"] == strategy]
+        rankings = {r["task_id"]: answered[(strategy, r["task_id"])] for r in mine}
+        run = [bench.run_row(r, zip(rankings[r["task_id"]]["document_ids"], rankings[r["task_id"]]["scores"]),
+                             corpora[r["domain"]][1]) for r in mine]
+        per_query, metrics = bench.score(run, qrels)
+        metrics |= {"n_errors": len(problems), "problems": problems}  # as aggregate_files writes it
+        where = {name: strategy_path(root, kind, bench_config.name, model.name, strategy, name) for kind, name
+                 in (("runs", "run.jsonl"), ("runs", "per_query.jsonl"), ("metrics", "metrics.json"))}
+        root.write_text(where["run.jsonl"], _jsonl(run))
+        root.write_text(where["per_query.jsonl"], _jsonl(per_query))
+        root.write_json(where["metrics.json"], metrics)
+        by_strategy[strategy] = {k: v for k, v in metrics.items() if k != "problems"}
+        predictions += bench.prediction_rows(per_query, rankings, strategy)
+
+    for row in predictions:
+        row["model"] = model.name
+    root.write_cell(bench_config.name, model.name, predictions,
+                    [{"item_id": f"{bench_config.name}/problem/{i}", "subset": "", "error": p}
+                     for i, p in enumerate(problems)])
+    search_seconds = searched - rewritten
+    return {
+        "benchmark": bench.name, "model": model.name, "kind": model.kind, "engine": model.engine,
+        "note": model.note, "n": sum(s["n"] for s in by_strategy.values()), "n_errors": len(problems),
+        "n_bad_rows": 0, "problems": problems, "strategies": by_strategy, "indexes": indexes,
+        "llm_rewrite": rewrite_info or None,
+        "seconds": {"index": round(indexed - started, 3), "rewrite": round(rewritten - indexed, 3),
+                    "search": round(search_seconds, 3)},
+        "queries_per_s": round(len(rows) / search_seconds, 2) if rows and search_seconds > 0 else None,
+    }

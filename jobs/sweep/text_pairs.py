@@ -1,0 +1,66 @@
+"""The encoder stage: text pairs a benchmark names for its rows (e.g. mtRAG's response vs reference and vs each
+passage) scored by BERTScore in a Ray Data actor pool, then written back into the rows by the benchmark.
+
+It runs after the judges, on the item rows, and stores nothing of its own: the scores are a pure function of
+the rows and the encoder, recomputed when a finished cell is aggregated again.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.protocol import Benchmark
+from jobs.engines import PreflightError, dataset_rows
+
+# Encoder batches per Ray Data batch: a row's pairs share its response, and bert-score encodes each distinct
+# text once per call and sorts by length, so larger calls encode less and pad less.
+PAIRS_BATCHES = 8
+
+
+def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str, Any] | None:
+    """The benchmark's encoder settings, checked before any engine starts (a rescale baseline that cannot be
+    found fails the cell here, not after the judges ran); None when the benchmark has no encoder stage."""
+    encoder = spec.text_pair_encoder(options)
+    if encoder is None:
+        return None
+    from actors.bertscore import baseline_file
+
+    try:
+        baseline_file(encoder)
+    except FileNotFoundError as e:
+        raise PreflightError(f"benchmark '{bench_name}': options.bertscore: {e}") from None
+    return encoder
+
+
+def with_text_pair_scores(spec: Benchmark, items: list[dict[str, Any]], rows: list[dict[str, Any]],
+                          options: Any, encoder: dict[str, Any],
+                          log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """`rows` with their pairs' scores filled in by the benchmark's add_text_pair_scores."""
+    from actors.bertscore import encoder_label
+
+    by_id = {item["item_id"]: item for item in items}
+    pairs = [pair for row in rows if row["item_id"] in by_id
+             for pair in spec.text_pairs(by_id[row["item_id"]], row, options)]
+    label = encoder_label(encoder)
+    log(f"encoder stage ({label}): {len(pairs)} text pairs")
+    scores = score_pairs(pairs, encoder) if pairs else {}
+    return [spec.add_text_pair_scores(row, scores, label) for row in rows]
+
+
+def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders, each
+    on `num_cpus` CPUs (Ray sets an actor's torch threads to its CPUs) and `num_gpus` GPUs."""
+    import ray
+
+    from actors.bertscore import BertScoreStage
+    from actors.model_store import resolve_model
+
+    # The actors get a local folder: a built-in encoder is made here, in the driver, never in an actor.
+    encoder = {**encoder, "folder": resolve_model(encoder["model"])}
+    ds = ray.data.from_items(pairs).map_batches(
+        BertScoreStage, fn_constructor_kwargs={"encoder": encoder},
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=int(encoder["actors"])),
+        batch_size=int(encoder["batch_size"]) * PAIRS_BATCHES, num_cpus=encoder["num_cpus"],
+        num_gpus=encoder["num_gpus"])
+    return {row["pair_id"]: {key: float("nan") if row[key] is None else row[key]
+                             for key in ("precision", "recall", "f1")} for row in dataset_rows(ds)}

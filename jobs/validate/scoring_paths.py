@@ -1,0 +1,230 @@
+"""`ragjudge validate SWEEP`: before a long sweep, does each local model score the same on every path it could
+be scored on? RewardBench's scores moved with the batch size through padding (reward-bench #137); a model
+whose verdicts move with how it is batched, or with the engine, is held back from `ragjudge run`.
+
+Each scoring model of the sweep scores the first N RAG-RewardBench pairs of the sweep's own data (the bundled
+Appendix D pairs when the sweep has none) on three paths: its engine one request at a time, its engine at the
+configured batch size, and a reference: the transformers engine one sequence at a time for a vLLM model, or
+the same model in padded batches of the configured size for a transformers model (actors.padded_batch: our
+transformers engine never pads, so this is where padding bugs show). Verdicts and scores are compared by
+jobs.analysis.agreement; validate.json (beside manifest.json) and a table hold the result, with the hashes of the
+chat template and tokenizer, the EOS token and the padding side, so two machines' runs can be told apart, and
+the tokenizer's pad id beside the config's: a classifier whose two differ is held (jobs.analysis.agreement.pad_problem).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from benchmarks.hub import local_path
+from benchmarks.options import typed_options
+from benchmarks.protocol import benchmark
+from jobs.analysis.agreement import VALIDATE, Thresholds, compare, pad_problem, truncation_rate, verdict
+from jobs.config import PROJECT_CONF, ConfigError, ModelConfig, SweepConfig
+from jobs.engines import (
+    EngineHost,
+    answer_requests,
+    largest_gpu_node,
+    make_built_in_models,
+    model_problems,
+    resolved,
+    unmade_problems,
+    weight_specs,
+)
+from jobs.store import RunRoot
+from jobs.sweep import connect_ray
+from jobs.sweep.cell import answers_by_item
+
+BENCHMARK = "rag_rewardbench"
+SAMPLE = PROJECT_CONF.parent / "data" / "rag_rewardbench_appendix_d.jsonl"
+SCORED = ("discriminative", "implicit", "generative")  # kinds with a verdict on a pair
+Log = Callable[[str], None]
+
+
+def validation_pairs(sweep: SweepConfig, n: int) -> tuple[list[dict[str, Any]], list[str], Any]:
+    """The first `n` well-formed pairs of the sweep's RAG-RewardBench data in file order (the bundled Appendix
+    D pairs if it has none), the paths read, and that benchmark's options."""
+    if n < 1:
+        raise ConfigError(f"--pairs must be at least 1, not {n}")
+    spec = benchmark(BENCHMARK)
+    benches = [b for b in sweep.benchmarks.values() if b.module == BENCHMARK]
+    options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
+    paths = [local_path(path) for bench in benches for path in bench.data] or [str(SAMPLE)]
+    items: list[dict[str, Any]] = []
+    for path in paths:
+        items += [item for item in spec.load_items(path) if not item.get("error")][:n - len(items)]
+    if not items:
+        raise ConfigError(f"no well-formed RAG-RewardBench pair in {', '.join(paths)}")
+    return items, paths, options
+
+
+def skip_reason(model: ModelConfig, gpus: float) -> str | None:
+    """Why a model of the sweep is not validated: it has no verdict on a pair, no local weights, or a problem
+    that fails its cells anyway (preflight)."""
+    if model.engine == "http":
+        return "API model: no local weights to score two ways"
+    if model.kind not in SCORED:
+        return f"a {model.kind} model has no verdict on a pair"
+    if model.engine == "stand_in":
+        return "stand-in engine: no model"
+    if problems := model_problems(model, gpus):
+        return "; ".join(problems)
+    return None
+
+
+def tokenizer_facts(model: ModelConfig) -> dict[str, Any]:
+    """What decides the tokens a model sees: sha256 of its chat template (the model file's, else the
+    tokenizer's) and of its tokenizer (its tokenizer.json serialisation, else its vocabulary), its EOS and pad
+    tokens and padding side."""
+    from actors.templating import templater
+
+    source = model.tokenizer or resolved(model)["path"]
+    tokenizer = templater(source, model.chat_template, None if model.tokenizer else model.revision,
+                          model.trust_remote_code).tokenizer
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = backend.to_str() if backend is not None else json.dumps(tokenizer.get_vocab(), sort_keys=True)
+    template = tokenizer.chat_template
+    template = template if isinstance(template, str) else json.dumps(template, sort_keys=True)
+    return {"chat_template_sha256": _sha256(template), "tokenizer_sha256": _sha256(text),
+            "eos_token": tokenizer.eos_token, "pad_token": tokenizer.pad_token, "padding_side": tokenizer.padding_side,
+            "pad_token_id": tokenizer.pad_token_id, "config_pad_token_id": config_pad_id(model)}
+
+
+def config_pad_id(model: ModelConfig) -> int | None:
+    """The pad id in the model's own config, which a sequence classifier pools by (the last token that is not
+    it); None when the config sets none."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(resolved(model)["path"], revision=model.revision,
+                                        trust_remote_code=model.trust_remote_code)
+    pad = getattr(config, "pad_token_id", None)
+    return pad if isinstance(pad, int) else None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def reference_name(model: ModelConfig) -> str:
+    """The second path a model is checked against."""
+    if model.engine == "transformers":
+        return f"transformers, padded batches of {model.batch_size}"
+    return "transformers, one at a time"
+
+
+def reference_answers(model: ModelConfig, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reference path's answers, in a Ray task holding the model's CPUs and GPUs (the driver may have none)."""
+    import ray
+
+    from actors.scorers import RequestScorer
+
+    def score(settings: dict[str, Any], padded_batch: int | None) -> list[dict[str, Any]]:
+        keys = list(dict.fromkeys(key for request in requests for key in request))
+        columns = RequestScorer(settings, padded_batch)({key: [r.get(key) for r in requests] for key in keys})
+        return [{key: values[i] for key, values in columns.items()} for i in range(len(requests))]
+
+    task = ray.remote(num_cpus=model.num_cpus, num_gpus=model.num_gpus)(score)
+    padded = model.batch_size if model.engine == "transformers" else None
+    return ray.get(task.remote(resolved(model), padded))
+
+
+def reference_problem(model: ModelConfig) -> str | None:
+    """Why the model has no reference path, or None."""
+    if model.engine == "vllm" and model.tensor_parallel_size > 1:
+        return "a tensor-parallel model does not fit the transformers engine's one device"
+    if model.engine == "transformers" and model.kind == "discriminative" and model.head not in (None, "classifier"):
+        return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
+    return None
+
+
+def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: EngineHost, log: Log
+                ) -> tuple[dict[str, list[dict[str, Any]]], str | None]:
+    """Each path's answers, and why the reference path did not run (None when it ran). A shared judge is
+    validated on an engine of its own, with the deployment's settings."""
+    local = replace(model, shared=False)
+    one = replace(local, batch_size=1)
+    paths = {"engine, batch 1": [row for request in requests for row in answer_requests([request], one, log, host)],
+             f"engine, batch {model.batch_size}": list(answer_requests(requests, local, log, host))}
+    host.release(local)  # its CPUs or GPUs, for the reference path
+    if problem := reference_problem(model):
+        return paths, problem
+    try:
+        paths[reference_name(model)] = reference_answers(model, requests)
+    except Exception as e:  # noqa: BLE001 - the engine paths still compare; the report says why this did not
+        cause = getattr(e, "cause", None) or e  # a Ray task's error wraps the one raised in it
+        return paths, f"{type(cause).__name__}: {cause}"
+    return paths, None
+
+
+def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any, thresholds: Thresholds,
+                   host: EngineHost, log: Log) -> dict[str, Any]:
+    """One model's entry of validate.json."""
+    spec = benchmark(BENCHMARK)
+    # The verdict is read from log-probs: one generated token is enough, and much faster than a text verdict.
+    requests = [{**r, "max_tokens": 1} if model.kind == "generative" else r
+                for item in items for r in spec.expand(item, model.kind, options)]
+    entry: dict[str, Any] = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
+                             "tokenizer": tokenizer_facts(model)}
+    start = time.perf_counter()
+    try:
+        answers, reference_problem = score_paths(model, requests, host, log)
+    except Exception as e:  # noqa: BLE001 - a model whose engine fails is held, with the reason
+        return {**entry, "status": "held", "reason": f"engine failed: {type(e).__name__}: {e}"}
+    rows = {}
+    for path, path_answers in answers.items():
+        by_item = answers_by_item(path_answers)
+        rows[path] = [spec.combine(item, by_item[item["item_id"]], model.kind, options, verdict="logprob")
+                      for item in items]
+    names = list(rows)
+    comparisons = {f"{names[0]} vs {names[1]}": compare(rows[names[0]], rows[names[1]], model.kind)}
+    if len(names) > 2:
+        comparisons[f"{names[1]} vs {names[2]}"] = compare(rows[names[1]], rows[names[2]], model.kind)
+    status, reason = verdict(comparisons, thresholds)
+    if pad := pad_problem(entry["tokenizer"], model.kind):
+        status, reason = "held", "; ".join(filter(None, [reason, pad]))
+    if reference_problem:
+        reason = "; ".join(filter(None, [reason, f"no reference path ({reference_problem})"]))
+    return {**entry, "status": status, "reason": reason, "paths": names, "comparisons": comparisons,
+            "truncation_rate": truncation_rate(rows[names[1]]), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds | None = None,
+                   only: list[str] | None = None, log: Log = print) -> dict[str, Any]:
+    """Every model of the sweep (or those named in `only`) validated, one engine at a time, on the sweep's Ray
+    cluster (joined or started as `ragjudge run` does); the report is written to the run folder's
+    validate.json and returned."""
+    unknown = sorted(set(only or ()) - set(sweep.models))
+    if unknown:
+        raise ConfigError(f"--models: {', '.join(unknown)} not in the sweep ({', '.join(sweep.models)})")
+    thresholds = thresholds or Thresholds()
+    items, paths, options = validation_pairs(sweep, pairs)
+    connect_ray(sweep)
+    chosen = [model for name, model in sweep.models.items() if not only or name in only]
+    failed = make_built_in_models([spec for model in chosen for spec in weight_specs(model).values()], log)
+    gpus, host = largest_gpu_node(), EngineHost(log)
+    models: dict[str, Any] = {}
+    try:
+        for name, model in sweep.models.items():
+            if only and name not in only:
+                continue
+            if reason := "; ".join(unmade_problems(model, failed)) or skip_reason(model, gpus):
+                models[name] = {"kind": model.kind, "engine": model.engine, "status": "skipped", "reason": reason}
+                continue
+            log(f"validate {name}: {len(items)} pairs on its engine (batch 1, batch {model.batch_size}) and on "
+                f"{reference_name(model)}")
+            models[name] = validate_model(model, items, options, thresholds, host, log)
+            log(f"validate {name}: {models[name]['status']}" + (f" ({models[name]['reason']})"
+                                                                 if models[name]["reason"] else ""))
+    finally:
+        host.close()
+    report = {"sweep": sweep.name, "pairs": len(items), "data": paths,
+              "thresholds": {"min_agreement": thresholds.min_agreement, "max_score_diff": thresholds.max_score_diff},
+              "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "models": models}
+    root = RunRoot.of(sweep.storage)
+    previous = (root.read_json(VALIDATE) or {}).get("models", {}) if only else {}
+    root.write_json(VALIDATE, {**report, "models": {**previous, **models}})
+    return report

@@ -249,6 +249,7 @@ def _tries(n: int) -> str:
     return f"{n} {'try' if n == 1 else 'tries'}"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_once_is_retried_unless_the_reply_is_final(fault, tmp_path):
     step, retried, says = FAULTS[fault]
@@ -264,6 +265,7 @@ def test_a_fault_once_is_retried_unless_the_reply_is_final(fault, tmp_path):
     _record(tmp_path, fault, False, out, api.seen["faulty"], seconds)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_on_every_try_fails_its_own_row_only(fault, tmp_path):
     step, retried, says = FAULTS[fault]

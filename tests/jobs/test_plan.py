@@ -88,6 +88,7 @@ storage: {{run: plan}}
     assert "not on this machine" in plans[0].problem and "benchmarks.bianbench.data" in plans[0].problem
 
 
+@pytest.mark.integration
 def test_cli_plans_the_45_model_sweep_and_lists_the_registry():
     out = subprocess.run([sys.executable, "-m", "jobs", "plan", "conf/sweeps/rag_rewardbench_45.yaml", "--gpus", "8"],
                          capture_output=True, text=True, cwd=ROOT, check=True).stdout

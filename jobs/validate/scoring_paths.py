@@ -33,7 +33,6 @@ from jobs.engines import (
     model_problems,
     resolved,
     unmade_problems,
-    weight_specs,
 )
 from jobs.store import RunRoot
 from jobs.sweep import connect_ray
@@ -204,7 +203,7 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
     items, paths, options = validation_pairs(sweep, pairs)
     connect_ray(sweep)
     chosen = [model for name, model in sweep.models.items() if not only or name in only]
-    failed = make_built_in_models([spec for model in chosen for spec in weight_specs(model).values()], log)
+    failed = make_built_in_models(chosen, log)
     gpus, host = largest_gpu_node(), EngineHost(log)
     models: dict[str, Any] = {}
     try:

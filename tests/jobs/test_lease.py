@@ -5,7 +5,6 @@ heartbeat, or before its next write when it was frozen)."""
 from __future__ import annotations
 
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -52,10 +51,7 @@ def test_a_lease_without_a_heartbeat_for_the_timeout_is_taken_over_with_a_note(r
     notes: list[str] = []
     with Lease(root, timeout_s=120, log=notes.append) as lease:
         assert root.read_json(LEASE)["token"] == lease.record["token"]
-    assert len(notes) == 1 and "host crashed-node, pid 4242" in notes[0]
-    # 300 s when the takeover follows the write at once; a busy machine (an engine loading beside it, the S3
-    # server's thread) may take a second or more between the two
-    assert 300 <= int(re.search(r"heartbeat was (\d+) s ago", notes[0]).group(1)) <= 310, notes[0]
+    assert len(notes) == 1 and "host crashed-node, pid 4242" in notes[0] and "300 s ago" in notes[0]
     root.write_json(LEASE, lease_file("busy-node", 4242, time.time() - 60))  # within the timeout: alive
     with pytest.raises(LeaseHeld, match="host busy-node, pid 4242"):
         Lease(root, timeout_s=120).acquire()

@@ -21,8 +21,8 @@ from workload import ROOT, add_workload_args, describe, make_pairs
 
 
 def judge_side(requests: list[dict], judge) -> dict:
+    from jobs.engines import answer_requests
     from jobs.engines.host import EngineHost
-    from jobs.engines.registry import answer_requests
 
     host = EngineHost(log=lambda *_: None)
     start = time.perf_counter()
@@ -44,7 +44,7 @@ def main() -> None:
     import ray
 
     from benchmarks import rag_rewardbench as rb
-    from jobs.config.schema import load_model
+    from jobs.loading import load_model
 
     judge = load_model("smollm2_judge", "perf", [ROOT / "conf"])
     ray.init(include_dashboard=False, log_to_driver=False)

@@ -129,7 +129,7 @@ def baseline_dense(domains: list[str], max_seq_length: int, threads: int | None 
 
 def pipeline(folder: Path, model: str, domains: list[str]) -> dict:
     """Our cell on a local Ray: index build (Ray task / Ray Data encoder pool) and the search step."""
-    from jobs.config.schema import load_sweep
+    from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
     from jobs.sweep.pipeline import connect_ray, run_sweep
 

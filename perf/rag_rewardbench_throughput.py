@@ -97,7 +97,8 @@ def loop(data: Path, kind: str, path: str) -> dict:
 def offline_llm(data: Path, kind: str, path: str) -> dict:
     """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
     from actors.vllm_stage import engine_settings
-    from jobs.config.schema import load_model, to_dict
+    from jobs.config import to_dict
+    from jobs.loading import load_model
 
     settings = to_dict(load_model(model_entry(kind, path), "perf"))
     task = "logprobs" if kind == "implicit" else "classify"

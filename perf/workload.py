@@ -94,7 +94,7 @@ class PeakMemory:
 
 def run_pipeline(data: Path, folder: Path, model_yaml: str) -> dict:
     """One sweep of one model over the pairs, through `ragjudge run`'s own code; per-pair correctness back."""
-    from jobs.config.schema import load_sweep
+    from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
     from jobs.sweep.pipeline import connect_ray, run_sweep
 

@@ -74,7 +74,7 @@ def demo_run(ray_session, tmp_path_factory):
     its built-in models were made in)."""
     import types
 
-    from jobs.config.schema import load_sweep
+    from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
     from jobs.sweep.pipeline import run_sweep
 

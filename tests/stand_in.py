@@ -1,4 +1,4 @@
-"""The registered stand-in engine (jobs.engines.registry, engine `stand_in`) with a test's own replies: a cell runs its
+"""The registered stand-in engine (jobs.engines.stand_in) with a test's own replies: a cell runs its
 rounds through jobs.sweep.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-from jobs.engines import registry as engines
+from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.engines import ENGINES, http
+from jobs.engines.rows import merge_parts
+from jobs.engines.stand_in import stand_in_reply
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
@@ -16,7 +18,7 @@ from jobs.sweep.cell import Cell, CellOutcome, run_cell
 
 def echo(request: dict[str, Any], model: ModelConfig) -> str:
     """The stand-in's own reply: 'answer to <the first message>'."""
-    return engines.stand_in_reply(request)
+    return stand_in_reply(request)
 
 
 def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
@@ -30,7 +32,7 @@ def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
             yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
                    "variant": r["variant"], "text": reply(r, model), "error": None}
 
-    monkeypatch.setitem(engines.ENGINES, "stand_in", answer)
+    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
     return calls
 
 
@@ -58,6 +60,6 @@ def inline_actor_pool(monkeypatch: pytest.MonkeyPatch) -> None:
         for start in range(0, len(requests), model.batch_size):
             chunk = requests[start:start + model.batch_size]
             out = answer({key: [r[key] for r in chunk] for key in chunk[0]})
-            yield from engines.merge_parts({key: out[key][i] for key in out} for i in range(len(chunk)))
+            yield from merge_parts({key: out[key][i] for key in out} for i in range(len(chunk)))
 
-    monkeypatch.setattr(engines, "_actor_pool", pool)
+    monkeypatch.setattr(http, "actor_pool", pool)

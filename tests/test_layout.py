@@ -4,6 +4,7 @@ benchmark through its protocol methods, never by probing a module."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ ALLOWED = {"benchmarks": {"benchmarks"}, "actors": {"actors", "benchmarks"}, "jo
 MAX_LINES = 400
 # jobs/ in subpackages, each importing only those before it (docs/ARCHITECTURE.md): what a sweep is, where a run
 # lives, who answers, what the answers mean, how a sweep runs, then the plan, validation and the CLI on top.
-JOBS_PACKAGES = ("config", "store", "engines", "analysis", "sweep", "plan", "validate", "cli")
+JOBS_PACKAGES = ("config", "store", "engines", "loading", "analysis", "sweep", "plan", "validate", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -139,3 +140,12 @@ def test_jobs_never_probe_a_module_for_hooks():
               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
               if "getattr(module" in line or "hasattr(module" in line or "benchmark_module" in line]
     assert probes == []
+
+
+def test_no_code_outside_jobs_engines_branches_on_an_engine_name():
+    """Each engine owns its rules (jobs/engines/<name>.py); elsewhere jobs/ asks engine_of(model)."""
+    pattern = re.compile(r"engine ==|engine in \(|engine !=")
+    found = [f"{path.relative_to(REPO)}:{i}" for path in (REPO / "jobs").rglob("*.py")
+             if path.parent.name != "engines"
+             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert found == []

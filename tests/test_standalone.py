@@ -19,7 +19,7 @@ import json
 from benchmarks.options import typed_options
 from benchmarks.protocol import RetrievalBenchmark, benchmark
 from jobs.sweep.cell import load
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 
 sweep = load_sweep("conf/sweeps/demo.yaml")
 out = {}

@@ -5,8 +5,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jobs.config import PROJECT_CONF, format_models, list_models
 from jobs.engines import Machine, why_not
+from jobs.loading import PROJECT_CONF, format_models, list_models
 
 
 def add(commands: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobs.config import load_sweep
+from jobs.loading import load_sweep
 from jobs.plan import GpuSpec, format_plan, plan_sweep
 
 

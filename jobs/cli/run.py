@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from jobs.analysis import write_report
-from jobs.config import load_sweep
+from jobs.loading import load_sweep
 from jobs.store import Lease, LeaseHeld, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs.config import ConfigError, SweepConfig, load_sweep, ship_sweep
+from jobs.config import ConfigError, SweepConfig
+from jobs.loading import load_sweep, ship_sweep
 from jobs.store import redact
 
 REPO = Path(__file__).resolve().parents[2]  # the project: what a Ray job ships as its working_dir

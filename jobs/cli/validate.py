@@ -7,7 +7,7 @@ from typing import Any
 
 from jobs.analysis import VALIDATE, Thresholds
 from jobs.analysis.agreement import format_table
-from jobs.config import load_sweep
+from jobs.loading import load_sweep
 from jobs.store import RunRoot
 from jobs.validate import validate_sweep
 

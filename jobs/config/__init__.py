@@ -1,19 +1,21 @@
-"""What a sweep, a model and a benchmark are: the structured configs, their loading from conf/, the model registry."""
-from jobs.config.registry import format_models, list_models
+"""What a sweep, a model and a benchmark are: the structured configs, the meaning of a model's kind, and what
+changing each setting does to stored work. Reading them from conf/ YAML is jobs.loading's."""
 from jobs.config.schema import (
-    PROJECT_CONF,
+    KINDS,
+    METRIC_SETTINGS,
+    PLAN_SETTINGS,
     RETRY_S,
+    RUN_SETTINGS,
     BenchmarkConfig,
+    ClusterConfig,
     ConfigError,
     ModelConfig,
     StorageConfig,
     SweepConfig,
-    conf_folders,
-    load_model,
-    load_sweep,
-    ship_sweep,
+    engine_task,
+    protocol_kind,
     to_dict,
 )
 
-__all__ = ["PROJECT_CONF", "RETRY_S", "BenchmarkConfig", "ConfigError", "ModelConfig", "StorageConfig", "SweepConfig",
-           "conf_folders", "format_models", "list_models", "load_model", "load_sweep", "ship_sweep", "to_dict"]
+__all__ = ["KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig", "ClusterConfig",
+           "ConfigError", "ModelConfig", "StorageConfig", "SweepConfig", "engine_task", "protocol_kind", "to_dict"]

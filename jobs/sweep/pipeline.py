@@ -19,7 +19,7 @@ from benchmarks.hub import HubDataMissing, is_hub, local_path
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from jobs.analysis import VALIDATE, held_models
-from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, load_model
+from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
     Need,
@@ -29,9 +29,10 @@ from jobs.engines import (
     model_problems,
     unmade_problems,
 )
+from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.sweep.admission import run_concurrently
-from jobs.sweep.cell import Cell, CellOutcome, protocol_kind, run_cell
+from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.interrupt import Stop
 from jobs.sweep.progress import Progress
 

@@ -28,12 +28,12 @@ import json
 import time
 from typing import Any
 
-from actors.hardware import resolve_dtype
-from actors.retrievers import BM25Index, DenseIndex, engine_settings, passage_text, store_index
+from actors.retrievers import QuerySearcher, engine_settings
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, benchmark
-from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, load_model, to_dict
-from jobs.engines import RUN_SETTINGS, answer_requests, dataset_rows
+from jobs.config import RUN_SETTINGS, BenchmarkConfig, ConfigError, ModelConfig, to_dict
+from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
+from jobs.loading import load_model
 from jobs.store import RunRoot, partition_value
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
@@ -58,70 +58,24 @@ def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: 
     devices) are left out: they change how fast an index is built, not what it holds."""
     spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
                             "n_passages": n_passages, "settings": engine_settings(model.engine, model.retriever)}
-    if model.engine == "sentence_transformers":
-        # the dtype the encoder will run in on this machine's kind of device, not the setting that picks it
-        spec.update(path=model.path, revision=model.revision,
-                    dtype=resolve_dtype(model.dtype, "cuda" if model.num_gpus else "cpu"))
-        ann = n_passages >= search.ann_threshold
-        spec["index"] = {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}
-    else:
-        spec["index"] = {"kind": "bm25"}
-    return spec
+    return {**spec, **retriever_of(model).index_spec(model, n_passages, search)}
 
 
 def index_folder(spec: dict[str, Any]) -> str:
     return f"{spec['engine']}/{spec['domain']}-{_digest(spec)}"
 
 
-def _build_bm25(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], texts: list[str]) -> dict:
-    start = time.perf_counter()
-    index = BM25Index.build(ids, texts, spec["settings"])
-    return store_index(cache, folder, index, {**spec, "build_seconds": round(time.perf_counter() - start, 3)})
+def retriever_of(model: ModelConfig) -> Retriever:
+    engine = engine_of(model)
+    if not isinstance(engine, Retriever):
+        raise TypeError(f"model '{model.name}': engine '{model.engine}' is no retriever")
+    return engine
 
 
-def _store_dense(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], embeddings,
-                 encode_seconds: float) -> dict:
-    start = time.perf_counter()
-    ann = {k: v for k, v in spec["index"].items() if k != "kind"} if spec["index"]["kind"] == "hnsw" else None
-    index = DenseIndex(ids, embeddings, ann=ann)
-    graph = time.perf_counter() - start
-    return store_index(cache, folder, index, {**spec, "encode_seconds": round(encode_seconds, 3),
-                                              "graph_seconds": round(graph, 3),
-                                              "build_seconds": round(encode_seconds + graph, 3)})
-
-
-def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelConfig, resolved: dict[str, Any]
-                    ) -> dict[str, tuple[list[str], Any]]:
-    """{domain: (ids, float32 matrix)}: every domain's passages encoded in one pass through one Ray Data pool of
-    PassageEncoder actors, so the encoders (and their model loads) are started once, not once per domain."""
-    import numpy as np
-    import ray
-
-    from actors.retrievers import PassageEncoder
-
-    ids = {domain: list(corpus) for domain, corpus in corpora.items()}
-    ds = ray.data.from_items([{"domain": domain, "pid": pid, "title": corpus[pid]["title"],
-                               "text": corpus[pid]["text"]} for domain, corpus in corpora.items() for pid in ids[domain]])
-    ds = ds.map_batches(PassageEncoder, fn_constructor_kwargs={"model": resolved},
-                        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
-                        batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
-    position = {domain: {pid: i for i, pid in enumerate(domain_ids)} for domain, domain_ids in ids.items()}
-    matrices: dict[str, Any] = {}
-    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-        embeddings = np.asarray(batch["embedding"], dtype=np.float32)
-        for domain in set(map(str, batch["domain"])):
-            rows = [i for i, d in enumerate(batch["domain"]) if str(d) == domain]
-            if domain not in matrices:
-                matrices[domain] = np.zeros((len(ids[domain]), embeddings.shape[1]), dtype=np.float32)
-            matrices[domain][[position[domain][str(batch["pid"][i])] for i in rows]] = embeddings[rows]
-    return {domain: (ids[domain], matrices[domain]) for domain in ids}
-
-
-def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
+def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
                    corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], search: SearchSettings,
                    log=print) -> dict[str, dict[str, Any]]:
-    """Each domain's index from the cache, the missing ones built first (BM25: one Ray task per domain, side by
-    side; dense: the missing domains encoded in one pass, then stored by one Ray task each).
+    """Each domain's index from the cache, the missing ones built first by the model's engine.
     `corpora` maps a domain to (corpus file, passages); returns each index's meta with `folder` and `built`."""
     import ray
 
@@ -138,19 +92,8 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
     if not missing:
         return out
     start = time.perf_counter()
-    if model.engine == "bm25":
-        task = ray.remote(num_cpus=model.num_cpus)(_build_bm25)
-        refs = {}
-        for domain, (spec, folder) in missing.items():
-            corpus = corpora[domain][1]
-            texts = [passage_text(corpus[p]["title"], corpus[p]["text"]) for p in corpus]
-            refs[domain] = task.remote(cache, folder, spec, list(corpus), texts)
-    else:
-        encoded = encode_passages({domain: corpora[domain][1] for domain in missing}, model, resolved)
-        seconds = time.perf_counter() - start
-        task = ray.remote(num_cpus=model.num_cpus)(_store_dense)
-        refs = {domain: task.remote(cache, folder, spec, *encoded[domain], seconds)
-                for domain, (spec, folder) in missing.items()}
+    refs = retriever_of(model).build_indexes(cache, model, settings, missing,
+                                             {domain: corpus for domain, (_, corpus) in corpora.items()})
     for domain, meta in zip(refs, ray.get(list(refs.values()))):
         spec, folder = missing[domain]
         out[domain] = {**meta, "folder": folder, "built": True, "built_with": sorted(missing),
@@ -161,15 +104,13 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, resolved: dict[str, Any],
     return out
 
 
-def search(rows: list[dict[str, Any]], model: ModelConfig, resolved: dict[str, Any], cache: RunRoot,
+def search(rows: list[dict[str, Any]], model: ModelConfig, settings: dict[str, Any], cache: RunRoot,
            folders: dict[str, str], top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
     """Every query row answered by a Ray Data pool of QuerySearcher actors: {(strategy, task_id): row}."""
     import ray
 
-    from actors.retrievers import QuerySearcher
-
     ds = ray.data.from_items(rows).map_batches(
-        QuerySearcher, fn_constructor_kwargs={"model": resolved, "cache": cache, "indexes": folders, "top_k": top_k},
+        QuerySearcher, fn_constructor_kwargs={"model": settings, "cache": cache, "indexes": folders, "top_k": top_k},
         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
     return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
@@ -246,8 +187,6 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
 def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print
                        ) -> dict[str, Any]:
     """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
-    from actors.model_store import resolve_model
-
     bench = benchmark(bench_config.module)
     if not isinstance(bench, RetrievalBenchmark):
         raise TypeError(f"benchmark '{bench_config.name}': {bench.name} is not scored on rankings")
@@ -255,9 +194,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     if option_problems := bench.problems(options):
         raise ValueError("; ".join(option_problems))
     search_settings = bench.search_settings(options)
-    resolved = to_dict(model)
-    if model.engine != "bm25":
-        resolved["path"] = resolve_model(model.path)
+    settings = resolved(model)
     cache = index_cache(root)
     started = time.perf_counter()
 
@@ -274,7 +211,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
         domain_rows, found = bench.queries(bench_config.data, domain, options, bench_config.limit)
         rows += domain_rows
         problems += found
-    metas = ensure_indexes(cache, model, resolved, corpora, search_settings, log)
+    metas = ensure_indexes(cache, model, settings, corpora, search_settings, log)
     folders = {domain: meta["folder"] for domain, meta in metas.items()}
     indexes = {domain: {**{k: meta.get(k) for k in ("folder", "built", "n_passages", "build_seconds", "encode_seconds",
                                                     "step_seconds", "built_with", "bytes")}, "kind": meta["index"]["kind"]}
@@ -285,7 +222,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     strategies = bench.strategies(options)
     log(f"{bench_config.name} x {model.name}: {len(rows)} queries ({len(strategies)} strategies, "
         f"{len(corpora)} domains)")
-    answered = search(rows, model, resolved, cache, folders, search_settings.top_k) if rows else {}
+    answered = search(rows, model, settings, cache, folders, search_settings.top_k) if rows else {}
     searched = time.perf_counter()
 
     by_strategy: dict[str, Any] = {}

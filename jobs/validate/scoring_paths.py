@@ -24,16 +24,18 @@ from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
 from jobs.analysis.agreement import VALIDATE, Thresholds, compare, pad_problem, truncation_rate, verdict
-from jobs.config import PROJECT_CONF, ConfigError, ModelConfig, SweepConfig
+from jobs.config import ConfigError, ModelConfig, SweepConfig
 from jobs.engines import (
     EngineHost,
     answer_requests,
+    engine_of,
     largest_gpu_node,
     make_built_in_models,
     model_problems,
     resolved,
     unmade_problems,
 )
+from jobs.loading import PROJECT_CONF
 from jobs.store import RunRoot
 from jobs.sweep import connect_ray
 from jobs.sweep.cell import answers_by_item
@@ -64,12 +66,10 @@ def validation_pairs(sweep: SweepConfig, n: int) -> tuple[list[dict[str, Any]], 
 def skip_reason(model: ModelConfig, gpus: float) -> str | None:
     """Why a model of the sweep is not validated: it has no verdict on a pair, no local weights, or a problem
     that fails its cells anyway (preflight)."""
-    if model.engine == "http":
-        return "API model: no local weights to score two ways"
+    if engine_of(model).unvalidated:
+        return engine_of(model).unvalidated
     if model.kind not in SCORED:
         return f"a {model.kind} model has no verdict on a pair"
-    if model.engine == "stand_in":
-        return "stand-in engine: no model"
     if problems := model_problems(model, gpus):
         return "; ".join(problems)
     return None
@@ -108,14 +108,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def reference_name(model: ModelConfig) -> str:
-    """The second path a model is checked against."""
-    if model.engine == "transformers":
-        return f"transformers, padded batches of {model.batch_size}"
-    return "transformers, one at a time"
-
-
-def reference_answers(model: ModelConfig, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def reference_answers(model: ModelConfig, requests: list[dict[str, Any]], padded: int | None) -> list[dict[str, Any]]:
     """The reference path's answers, in a Ray task holding the model's CPUs and GPUs (the driver may have none)."""
     import ray
 
@@ -127,17 +120,7 @@ def reference_answers(model: ModelConfig, requests: list[dict[str, Any]]) -> lis
         return [{key: values[i] for key, values in columns.items()} for i in range(len(requests))]
 
     task = ray.remote(num_cpus=model.num_cpus, num_gpus=model.num_gpus)(score)
-    padded = model.batch_size if model.engine == "transformers" else None
     return ray.get(task.remote(resolved(model), padded))
-
-
-def reference_problem(model: ModelConfig) -> str | None:
-    """Why the model has no reference path, or None."""
-    if model.engine == "vllm" and model.tensor_parallel_size > 1:
-        return "a tensor-parallel model does not fit the transformers engine's one device"
-    if model.engine == "transformers" and model.kind == "discriminative" and model.head not in (None, "classifier"):
-        return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
-    return None
 
 
 def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: EngineHost, log: Log
@@ -149,10 +132,12 @@ def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: Engine
     paths = {"engine, batch 1": [row for request in requests for row in answer_requests([request], one, log, host)],
              f"engine, batch {model.batch_size}": list(answer_requests(requests, local, log, host))}
     host.release(local)  # its CPUs or GPUs, for the reference path
-    if problem := reference_problem(model):
-        return paths, problem
+    reference = engine_of(model).reference_path(model)
+    if isinstance(reference, str):
+        return paths, reference
+    name, padded = reference
     try:
-        paths[reference_name(model)] = reference_answers(model, requests)
+        paths[name] = reference_answers(model, requests, padded)
     except Exception as e:  # noqa: BLE001 - the engine paths still compare; the report says why this did not
         cause = getattr(e, "cause", None) or e  # a Ray task's error wraps the one raised in it
         return paths, f"{type(cause).__name__}: {cause}"
@@ -213,8 +198,9 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
             if reason := "; ".join(unmade_problems(model, failed)) or skip_reason(model, gpus):
                 models[name] = {"kind": model.kind, "engine": model.engine, "status": "skipped", "reason": reason}
                 continue
+            reference = engine_of(model).reference_path(model)
             log(f"validate {name}: {len(items)} pairs on its engine (batch 1, batch {model.batch_size}) and on "
-                f"{reference_name(model)}")
+                f"{reference[0] if isinstance(reference, tuple) else 'no reference path'}")
             models[name] = validate_model(model, items, options, thresholds, host, log)
             log(f"validate {name}: {models[name]['status']}" + (f" ({models[name]['reason']})"
                                                                  if models[name]["reason"] else ""))

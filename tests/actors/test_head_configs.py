@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config.registry import list_models
-from jobs.config.schema import ConfigError, ModelConfig, load_model, to_dict
+from jobs.config import ConfigError, ModelConfig, to_dict
+from jobs.loading import list_models, load_model
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 # The ten RAG-RewardBench Table 2 reward models whose card defines their score, and the head each one names.

@@ -13,7 +13,8 @@ from loopback import JsonHandler
 
 from actors.http_engine import HttpJudge, Secret, request_params
 from actors.sampling import text_sampling
-from jobs.config.schema import load_model, to_dict
+from jobs.config import to_dict
+from jobs.loading import load_model
 
 O1_REJECTS = ("max_tokens", "temperature", "top_p")
 

@@ -295,7 +295,7 @@ def test_credentials_come_from_named_variables_and_hide_in_reprs(monkeypatch):
 @pytest.mark.integration
 def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
         vllm_server, ray_session, tmp_path, monkeypatch):
-    from jobs.config.schema import load_sweep
+    from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
     from jobs.sweep.pipeline import run_sweep
 
@@ -327,7 +327,7 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
     from stand_in import run
 
     from benchmarks.mtrag.generation.scores import parse_rating
-    from jobs.config.schema import BenchmarkConfig, ModelConfig
+    from jobs.config import BenchmarkConfig, ModelConfig
 
     base, state = scripted()
     monkeypatch.setenv("RAGJUDGE_TEST_SCRIPTED_BASE", base)

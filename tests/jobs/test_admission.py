@@ -5,7 +5,7 @@ import itertools
 import threading
 import time
 
-from jobs.config.schema import ModelConfig
+from jobs.config import ModelConfig
 from jobs.engines.demand import STAGE_CPUS, Need, cell_need, engine_demand, total
 from jobs.sweep.admission import fits, next_cell, run_concurrently
 

@@ -13,7 +13,7 @@ from loopback import ScriptedApi
 from stand_in import inline_actor_pool, run
 from sweeps import SAMPLE
 
-from jobs.config.schema import BenchmarkConfig, ModelConfig
+from jobs.config import BenchmarkConfig, ModelConfig
 
 # A text in both requests (the cr and rc orders) of one item of the sample, and the steps answering them.
 SCRIPT = {"Hugh Hilton Goodwin": ["reset"],  # item 1: every try

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config.schema import PROJECT_CONF, ConfigError, load_sweep
+from jobs.config import ConfigError
+from jobs.loading import PROJECT_CONF, load_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 

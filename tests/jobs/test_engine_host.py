@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 
 from actors.engine_ledger import EngineLedger
-from jobs.config.schema import load_model
 from jobs.engines.demand import cell_need, total
 from jobs.engines.host import EngineHost, engine_name, engine_names
+from jobs.loading import load_model
 
 IMPLICIT, JUDGE = load_model("smollm2_implicit", "test"), load_model("smollm2_judge", "test")
 

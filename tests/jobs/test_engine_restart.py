@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
 from jobs.sweep.pipeline import run_sweep
 

@@ -10,7 +10,7 @@ from garbage_loaders import ITEM_LOADERS
 from stand_in import run, stand_in_engine
 
 from benchmarks.protocol import benchmark
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 
 
 @pytest.mark.parametrize("loader", [loader for loader in ITEM_LOADERS if loader.module != "mtrag_generation"],

@@ -8,7 +8,7 @@ import pytest
 from stand_in import run, stand_in_engine
 
 from benchmarks.utility import metrics as um
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "utility_gtu.jsonl"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hub_cache import cache_repo, offline_hub_cache
 from sweeps import SAMPLE
 
-from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
 from jobs.sweep.cell import answers_hash

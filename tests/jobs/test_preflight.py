@@ -5,8 +5,9 @@ import pytest
 from hub_cache import cache_repo, offline_hub_cache
 from sweeps import write_sweep
 
-from jobs.config.schema import ModelConfig, load_sweep
+from jobs.config import ModelConfig
 from jobs.engines.preflight import model_problems
+from jobs.loading import load_sweep
 from jobs.sweep.pipeline import run_sweep
 
 

@@ -13,7 +13,7 @@ from fault_rows import record
 from stand_in import run, stand_in_engine
 from sweeps import SAMPLE
 
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 from jobs.store.run_root import RunRoot
 
 BENCH = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(SAMPLE)],

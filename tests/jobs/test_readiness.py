@@ -9,9 +9,9 @@ from hub_cache import cache_repo, offline_hub_cache
 
 from actors import model_store
 from jobs.cli import main
-from jobs.config.registry import format_models
-from jobs.config.schema import ModelConfig
+from jobs.config import ModelConfig
 from jobs.engines.readiness import Machine, gpus_needed, why_not
+from jobs.loading import format_models
 
 EVERYTHING = frozenset({"vllm", "torch", "transformers", "openai", "bm25s", "sentence_transformers"})
 SECRET = "sk-test-ragjudge-0d9e7f"  # a fake key: no output may contain it
@@ -128,8 +128,8 @@ def test_this_machine_is_found_without_importing_an_engine():
 def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache, monkeypatch):
     """The overnight sweep's 45 entries, on an 8-GPU node with each named repository cached (a stand-in config
     at the revision the file pins) and each API key set: nothing stands in the way of any of them."""
-    from jobs.config.schema import load_sweep
     from jobs.engines.preflight import WEIGHT_KEYS, model_problems
+    from jobs.loading import load_sweep
 
     models = load_sweep("conf/sweeps/rag_rewardbench_45.yaml").models.values()
     assert len(models) == 45

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config.registry import format_models, list_models
-from jobs.config.schema import ConfigError, load_sweep, to_dict
+from jobs.config import ConfigError, to_dict
+from jobs.loading import format_models, list_models, load_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
@@ -141,7 +141,7 @@ def test_format_models_is_one_row_per_model(registry):
 
 
 def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
-    from jobs.engines.preflight import vllm_engine_arguments
+    from jobs.engines.vllm import engine_arguments as vllm_engine_arguments
 
     known = vllm_engine_arguments()
     on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]

@@ -108,7 +108,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
 
 
 def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tmp_path):
-    from jobs.config.schema import BenchmarkConfig, ModelConfig
+    from jobs.config import BenchmarkConfig, ModelConfig
     from jobs.sweep.cell import answers_hash, cell_hash
 
     data = tmp_path / "pairs.jsonl"

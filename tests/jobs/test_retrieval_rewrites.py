@@ -8,8 +8,8 @@ from bundled_data import CORPUS, RETRIEVAL
 
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
-from jobs.config.schema import ConfigError
-from jobs.engines.registry import stand_in_reply
+from jobs.config import ConfigError
+from jobs.engines.stand_in import stand_in_reply
 from jobs.store.run_root import RunRoot
 from jobs.sweep.retrieval import REWRITE_CACHE, rewrite_queries, rewriter_config
 

@@ -11,7 +11,8 @@ import pytest
 from stand_in import run, stand_in_engine
 
 from benchmarks import protocol
-from jobs.config.schema import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig, conf_folders
+from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.loading import conf_folders
 from jobs.sweep import cell as cells
 from jobs.sweep.pipeline import route_models
 

@@ -3,7 +3,7 @@ import pyarrow.parquet as pq
 import pytest
 import s3fs
 
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from sweeps import SAMPLE
 
 from actors import serve_judge
 from benchmarks import rag_rewardbench as rb
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
 from jobs.sweep.pipeline import run_sweep
 

@@ -29,7 +29,7 @@ from stand_in import run, stand_in_engine
 from sweeps import SAMPLE
 from werkzeug.serving import make_server
 
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 from jobs.store import retry as storage_retry
 from jobs.store.lease import LEASE, Lease
 from jobs.store.retry import StorageFull, StorageUnreachable, retrying, transient

@@ -29,7 +29,8 @@ import yaml
 
 from jobs.cli import main
 from jobs.cli.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
-from jobs.config.schema import PROJECT_CONF, load_sweep, to_dict
+from jobs.config import to_dict
+from jobs.loading import PROJECT_CONF, load_sweep
 
 DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """

@@ -20,9 +20,11 @@ from jobs.analysis.agreement import (
     verdict,
 )
 from jobs.cli import main
-from jobs.config.schema import ConfigError, ModelConfig, load_sweep
+from jobs.config import ConfigError, ModelConfig
+from jobs.engines import engine_of
+from jobs.loading import load_sweep
 from jobs.sweep import pipeline
-from jobs.validate.scoring_paths import reference_name, reference_problem, skip_reason, validation_pairs
+from jobs.validate.scoring_paths import skip_reason, validation_pairs
 
 
 def _scorer(item_id, chosen, reject, **extra):
@@ -126,16 +128,19 @@ def test_models_without_local_weights_or_a_verdict_are_skipped(tmp_path):
     assert skip_reason(sweep.models["api"], 0) == "API model: no local weights to score two ways"
 
 
+def _reference(model: ModelConfig) -> tuple[str, int | None] | str:
+    return engine_of(model).reference_path(model)
+
+
 def test_reference_paths():
     vllm = ModelConfig(name="rm", path="org/rm", kind="discriminative", engine="vllm", batch_size=8)
-    assert (reference_name(vllm), reference_problem(vllm)) == ("transformers, one at a time", None)
+    assert _reference(vllm) == ("transformers, one at a time", None)
     hf = ModelConfig(name="rm", path="org/rm", kind="discriminative", engine="transformers", batch_size=4)
-    assert (reference_name(hf), reference_problem(hf)) == ("transformers, padded batches of 4", None)
-    assert reference_problem(ModelConfig(name="gpm", path="org/gpm", kind="discriminative", engine="transformers",
-                                         head="gpm")) == ("head 'gpm' scores one unpadded sequence at a time; it "
-                                                          "has no padded path")
+    assert _reference(hf) == ("transformers, padded batches of 4", 4)
+    assert _reference(ModelConfig(name="gpm", path="org/gpm", kind="discriminative", engine="transformers",
+                                  head="gpm")) == "head 'gpm' scores one unpadded sequence at a time; it has no padded path"
     big = ModelConfig(name="judge", path="org/70b", kind="generative", engine="vllm", tensor_parallel_size=4)
-    assert reference_problem(big) == "a tensor-parallel model does not fit the transformers engine's one device"
+    assert _reference(big) == "a tensor-parallel model does not fit the transformers engine's one device"
 
 
 def test_bad_thresholds_are_one_line_errors(tmp_path, capsys):

@@ -9,7 +9,7 @@ from benchmarks.bianbench.options import Sampling
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.paths import PROJECT_ROOT
 from benchmarks.protocol import benchmark
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 
 CONFIGS = ["conf/benchmarks/bianbench.yaml", "conf/benchmarks/bianbench_sample.yaml"]
 

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from benchmarks.mtrag.generation.options import prompts
 from benchmarks.options import OptionsError
-from jobs.config.schema import BenchmarkConfig
+from jobs.config import BenchmarkConfig
 
 CONFIGS = ("mtrag_generation", "mtrag_generation_sample", "mtrag_generation_mini")
 

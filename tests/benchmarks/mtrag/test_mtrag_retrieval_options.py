@@ -6,7 +6,7 @@ from omegaconf import OmegaConf
 
 from benchmarks.mtrag.retrieval import REWRITE_PROMPT, MtragRetrieval, Options
 from benchmarks.options import OptionsError, typed_options
-from jobs.config.schema import load_sweep
+from jobs.loading import load_sweep
 
 b = MtragRetrieval()
 PROMPT = {"system": "Rewrite.", "user": "{history} / {question}"}

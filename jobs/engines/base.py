@@ -1,0 +1,143 @@
+"""What an engine is to the sweep: one class per engine (jobs/engines/<name>.py), registered by name.
+
+An engine owns everything about itself: the model kinds it runs, the model settings only it reads, the
+packages it imports, whether it loads weights here, what it holds on the cluster, its checks before a run and
+on `ragjudge models`, and how it answers a list of requests. The rest of jobs/ asks `engine_of(model)` and
+never branches on an engine's name, so adding an engine is one module plus its import in jobs/engines/__init__.py.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Protocol
+
+from actors.model_store import resolve_model
+from benchmarks.protocol import Answer, Request
+from jobs.config import ModelConfig, to_dict
+
+Log = Callable[[str], None]
+Demand = dict[str, float]
+
+
+class Servers(Protocol):
+    """What an engine asks of the sweep's engine host (jobs.engines.host.EngineHost, which starts engines
+    through this registry, so it is named here by what it does)."""
+
+    def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str: ...
+
+
+class Engine:
+    """The defaults are those of an engine that loads weights and answers in this cluster's actors."""
+
+    name: ClassVar[str]
+    kinds: ClassVar[frozenset[str]] = frozenset({"discriminative", "generative", "implicit"})
+    # model settings that only this engine reads -> what the key is for, said in a config error when the key is
+    # set on a model of another engine (or of a kind this engine does not read it for: own_setting_problems)
+    settings: ClassVar[dict[str, str]] = {}
+    packages: ClassVar[tuple[str, ...]] = ()  # imported to run (actors/): `ragjudge models` checks them
+    weights: ClassVar[bool] = True  # path, reference and tokenizer name weights this cluster loads
+    remote: ClassVar[bool] = False  # answered by a service outside the cluster (no GPUs, no tensor parallelism)
+    prefills: ClassVar[bool] = True  # a judge's verdict can be read from log-probs after a prefill
+    answers: ClassVar[bool] = True  # answers requests (a retriever indexes and searches instead)
+    hosted: ClassVar[bool] = False  # a long-lived engine of the sweep's EngineHost (jobs.engines.host)
+    shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep
+    # why `ragjudge validate` cannot score its models two ways; None: it can
+    unvalidated: ClassVar[str | None] = None
+
+    def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
+        """(key, why) for settings of this engine's own that do not fit the model (e.g. its kind)."""
+        return []
+
+    def preflight(self, model: ModelConfig) -> list[str]:
+        """What fails the model's cells before its engine starts, beyond its weights (checked for every engine)."""
+        return []
+
+    def readiness(self, model: ModelConfig, machine: Any, gpus: float) -> list[str]:
+        """Why this machine (jobs.engines.readiness.Machine) cannot run the model, which needs `gpus`, now."""
+        return []
+
+    def ranks(self, model: ModelConfig) -> int:
+        """Placement bundles (processes) one replica of the model's engine holds."""
+        return 1
+
+    def rank_demand(self, model: ModelConfig) -> Demand:
+        """CPUs and GPUs one rank holds."""
+        return {"CPU": model.num_cpus, "GPU": model.num_gpus}
+
+    def server_names(self, model: ModelConfig) -> list[str]:
+        """The host's engines the model's requests go to (none for an engine outside the host)."""
+        return [self.server_name(model)] if self.hosted and not model.shared else []
+
+    def server_name(self, model: ModelConfig, reference: bool = False) -> str:
+        """The name (after the sweep's prefix) of the host's engine for the model, or for its reference
+        weights: model files whose names are equal share one engine."""
+        return f"{model.name}-score"
+
+    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+                     ) -> tuple[type, tuple[Any, ...]]:
+        """The host's engine: the actor class and its arguments."""
+        raise NotImplementedError(f"engine '{self.name}' has no engine in the host")
+
+    def placement(self, model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The engine actor's Ray options and the placement group they use, if any."""
+        return {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus}, None
+
+    def compiles(self, model: ModelConfig) -> bool:
+        """Whether a start of the engine compiles and captures graphs (`ragjudge plan`'s start time)."""
+        return False
+
+    def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
+        """`ragjudge validate`'s second path: (its name, the padded batch size or None for one at a time), or
+        why the model has none."""
+        return "transformers, one at a time", None
+
+    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+        """The model's answers to `requests`, one per request, as they come."""
+        raise NotImplementedError
+
+
+ENGINES: dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    """Make `engine` the one that runs models whose `engine` is its name."""
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def engine_of(model: ModelConfig) -> Engine:
+    """The engine the model runs on (its name is checked when the config is loaded: jobs.loading)."""
+    try:
+        return ENGINES[model.engine]
+    except KeyError:
+        raise ValueError(f"model '{model.name}': no engine '{model.engine}' "
+                         f"(engines: {', '.join(sorted(ENGINES))})") from None
+
+
+def resolved(model: ModelConfig) -> dict[str, Any]:
+    """The model's settings as the actors take them, with local folders for its weights."""
+    settings = to_dict(model)
+    if engine_of(model).weights:
+        settings["path"] = resolve_model(model.path)
+        if model.reference:
+            settings["reference"] = resolve_model(model.reference)
+    return settings
+
+
+class Retriever(Engine):
+    """An engine that indexes corpora and searches them (jobs.sweep.retrieval runs it) instead of answering
+    requests."""
+
+    kinds = frozenset({"retriever"})
+    answers = False
+
+    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
+        """What an index depends on beyond the corpus and the retriever's settings (its hash names the cache
+        folder); `search` is the benchmark's SearchSettings."""
+        raise NotImplementedError
+
+    def build_indexes(self, cache: Any, model: ModelConfig, settings: dict[str, Any],
+                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]]
+                      ) -> dict[str, Any]:
+        """Start building each missing domain's index (domain -> (spec, folder in the `cache` RunRoot)) from its
+        passages; domain -> the Ray reference of the stored index's meta."""
+        raise NotImplementedError

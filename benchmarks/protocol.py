@@ -84,6 +84,22 @@ class Benchmark(_Contract):
         data is not on this machine, and a phrase saying what they are; None: plan from `plan_sample`."""
         return None
 
+    def validation_items(self, items: Iterable[Item], n: int) -> tuple[list[Item], int] | None:
+        """The first `n` of `items` that `ragjudge validate` scores on each path a model could be scored on, and
+        how many bad rows it skipped on the way; None, whatever the items (the default): this benchmark has no
+        items to validate a model on."""
+        return None
+
+    def validation_sample(self) -> str | None:
+        """A bundled file of validation items, for a sweep none of whose benchmarks has validation items of its
+        own (a model's paths agree or not whatever the benchmark); None: none."""
+        return None
+
+    def validation_verdict(self, row: Row, kind: str) -> tuple[Any, list[float | None]]:
+        """(verdict, scores) of a validation item's row that did not fail: two scorings agree on the item when
+        their verdicts are equal; the scores are the numbers the verdict is read from, compared one by one."""
+        raise NotImplementedError(f"{type(self).__name__} has validation items but reads no verdict")
+
     def followup(self, item: Item, answers: Iterable[Answer], kind: str, options: Any) -> list[Request]:
         """Requests the answers so far make possible (generate, then judge); the pipeline answers rounds until
         this returns nothing new. Default: one round."""

@@ -1,10 +1,13 @@
 """The layout the architecture promises (docs/ARCHITECTURE.md), read from the source with ast: layers import
 downwards only, no module imports another's private name, no import cycles, small files, and jobs/ reaches a
-benchmark through its protocol methods, never by probing a module."""
+benchmark through its protocol methods, never by probing a module or naming one in its code."""
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -149,3 +152,41 @@ def test_no_code_outside_jobs_engines_branches_on_an_engine_name():
              if path.parent.name != "engines"
              for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+# The benchmark packages, from the filesystem; a name matches however it is spelled (RAG-RewardBench, Bi'anBench).
+BENCHMARK_PACKAGES = sorted(p.name for p in (REPO / "benchmarks").iterdir() if (p / "__init__.py").is_file())
+NAMES_A_BENCHMARK = re.compile("|".join(r"\b" + "[-_' ]?".join(re.escape(c) for c in name if c != "_")
+                                        for name in BENCHMARK_PACKAGES), re.IGNORECASE)
+
+
+def _code(source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of each token of a module but its comments and docstrings (any string that is a statement of
+    its own)."""
+    docstrings = {(node.lineno, node.col_offset) for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str)}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT and not (token.type == tokenize.STRING and token.start in docstrings):
+            yield token.start[0], token.string
+
+
+def _named(source: str) -> list[tuple[int, str]]:
+    return [(line, text) for line, text in _code(source) if NAMES_A_BENCHMARK.search(text)]
+
+
+def test_the_benchmark_name_finder_reads_code_and_strings_but_not_comments_or_docstrings():
+    assert len(BENCHMARK_PACKAGES) >= 4 and "protocol" not in BENCHMARK_PACKAGES
+    name = BENCHMARK_PACKAGES[0]
+    source = (f'"""Module docstring: {name}."""\n'
+              f"def f():\n    \"\"\"{name} in a docstring.\"\"\"\n    # {name} in a comment\n"
+              f"    x = {name}_thing + 1  # code\n    return f'{name.upper().replace('_', '-')} items'\n")
+    assert [line for line, _ in _named(source)] == [5, 6]
+
+
+def test_jobs_code_names_no_benchmark():
+    """jobs/ reaches a benchmark through the protocol and names in its code (identifiers and strings) none of
+    the benchmark packages; a comment or docstring may give one as an example."""
+    named = [f"{path.relative_to(REPO)}:{line}: {text}" for path in sorted((REPO / "jobs").rglob("*.py"))
+             for line, text in _named(path.read_text(encoding="utf-8"))]
+    assert named == []

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
-from benchmarks.rag_rewardbench import load, metrics, requests, rows, synthetic, tables
+from benchmarks.rag_rewardbench import load, metrics, requests, rows, synthetic, tables, validation
 from benchmarks.records import Record
 
 
@@ -42,6 +42,10 @@ class RagRewardBench(Benchmark):
         per_token = f"characters / {synthetic.CHARS_PER_TOKEN:g}"
         return items, (f"{len(items)} synthetic pairs with Table 4's subset sizes and mean lengths "
                        f"({per_token}), built from mtRAG passages; the data is not here")
+
+    validation_items = staticmethod(validation.validation_items)
+    validation_sample = staticmethod(validation.validation_sample)
+    validation_verdict = staticmethod(validation.validation_verdict)
 
     measures = staticmethod(metrics.measures)
     summarize = staticmethod(metrics.summarize)

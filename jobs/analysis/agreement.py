@@ -1,15 +1,15 @@
-"""How far two scorings of the same pairs agree, and which models `ragjudge validate` holds back from a sweep.
+"""How far two scorings of the same items agree, and which models `ragjudge validate` holds back from a sweep.
 
-Pure functions over RAG-RewardBench item rows (benchmarks.rag_rewardbench.rows.combine), so every rule here is
-checked by hand in unit tests. A pair's scores are what its verdict is read from: a scorer's two scores, an
-implicit RM's two rewards, a judge's candidate log-probs in both orders. Its verdict is which response the
-model prefers: chosen over rejected or not (a judge: its pick in each order). validate.json, which this module
-also reads back for `ragjudge run`, holds one entry per model of the sweep.
+Pure functions over verdict rows: one per item, its `verdict` and the `scores` it is read from as the item's
+benchmark reads them off its own row (the protocol's `validation_verdict`; `verdict_rows`), so every rule here
+is checked by hand in unit tests. Two scorings agree on an item when its verdicts are equal (e.g. which of
+two responses a model prefers). validate.json, which this module also reads back for `ragjudge run`, holds one
+entry per model of the sweep.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,33 +35,30 @@ class Thresholds:
             raise ConfigError(f"max_score_diff must not be negative, not {self.max_score_diff}")
 
 
-def pair_scores(row: Mapping[str, Any], kind: str) -> list[float | None]:
-    """The numbers a pair's verdict is read from."""
-    if kind == "discriminative":
-        return [row["score_chosen"], row["score_reject"]]
-    if kind == "implicit":
-        return [row["reward_chosen"], row["reward_reject"]]
-    if kind == "generative":
-        return [*(row["logprobs_cr"] or [None, None]), *(row["logprobs_rc"] or [None, None])]
-    raise ValueError(f"no pair scores for {kind!r} models")
+Read = Callable[[Mapping[str, Any]], tuple[Any, Sequence[float | None]]]  # a row -> (verdict, scores)
 
 
-def pair_verdict(row: Mapping[str, Any], kind: str) -> Any:
-    """Which response the model prefers: chosen or not (a scorer), its pick in each order (a judge)."""
-    if kind == "generative":
-        return (row["pick_cr"], row["pick_rc"])
-    return row["correct"] == 1.0
+def verdict_rows(rows: Iterable[Mapping[str, Any]], read: Read, key: Callable[[Mapping[str, Any]], str]
+                 ) -> list[dict[str, Any]]:
+    """Benchmark rows as `compare` reads them: each row's key (as `item_id`), error and truncation, and for a
+    row that did not fail the (verdict, scores) `read` gives."""
+    out = []
+    for row in rows:
+        verdict, scores = (None, []) if row.get("error") else read(row)
+        out.append({"item_id": key(row), "error": row.get("error"), "truncated": row.get("truncated"),
+                    "verdict": verdict, "scores": list(scores)})
+    return out
 
 
-def compare(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]], kind: str) -> dict[str, Any]:
-    """Two paths' item rows, matched by item id: how many pairs both scored, the share whose verdicts agree,
+def compare(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Two paths' verdict rows, matched by item id: how many items both scored, the share whose verdicts agree,
     the largest absolute score difference (a score one path has and the other lacks counts as infinite) and
-    the ids of the pairs whose verdicts differ."""
+    the ids of the items whose verdicts differ."""
     b_by_id = {row["item_id"]: row for row in rows_b if not row.get("error")}
     both = [(a, b_by_id[a["item_id"]]) for a in rows_a if not a.get("error") and a["item_id"] in b_by_id]
-    flipped = [a["item_id"] for a, b in both if pair_verdict(a, kind) != pair_verdict(b, kind)]
+    flipped = [a["item_id"] for a, b in both if a["verdict"] != b["verdict"]]
     diffs = [math.inf if (x is None) != (y is None) else abs(x - y)
-             for a, b in both for x, y in zip(pair_scores(a, kind), pair_scores(b, kind))
+             for a, b in both for x, y in zip(a["scores"], b["scores"])
              if x is not None or y is not None]
     return {"pairs": len(both), "verdict_agreement": 1 - len(flipped) / len(both) if both else None,
             "max_score_diff": max(diffs, default=None), "flipped": flipped}

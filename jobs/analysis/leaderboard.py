@@ -3,11 +3,11 @@ pair of models with its paired test. Computed from item predictions, so `ragjudg
 `ragjudge aggregate` (a file of several models' rows) give the same numbers for the same rows.
 
 The headline score is the mean over items of each item's mean `correct` (rows whose `correct` is null, i.e.
-failed rows, do not count, and an item without any scored row is not the model's). For RAG-RewardBench, one
-row per pair, that is exactly Table 2's Overall (micro-average over pairs) and, with the same resamples, its
-interval is metrics.json's. For Bi'anBench an item's rows are its runs, so the score is the accuracy
-averaged over runs item by item (metrics.json's tables average per subset instead); for utility an item's
-rows are its judgment conditions (and GTU answer rows), pooled. Pairs use the items both models scored.
+failed rows, do not count, and an item without any scored row is not the model's). With one row per item
+(e.g. RAG-RewardBench's pairs) that is the paper's micro-average over items and, with the same resamples, its
+interval is metrics.json's. Where an item's rows are its runs, the score is the accuracy averaged over runs
+item by item (metrics.json's tables may average per subset instead); where they are its judgment conditions,
+they are pooled. Pairs use the items both models scored.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Two models of a benchmark answer the same items, so their difference is tested o
 everyone), and a paired test sees differences an unpaired one misses. Pure Python + numpy, no Ray.
 
 - binary outcomes (every per-item value 0 or 1): exact McNemar, two-sided, on the discordant items;
-- fractional outcomes (a both-order judge scores 0 / 0.5 / 1, Bi'anBench averages runs): a paired sign-flip
+- fractional outcomes (a both-order judge scores 0 / 0.5 / 1, an item's runs are averaged): a paired sign-flip
   permutation test on the per-item differences;
 - Holm-Bonferroni over all pairs of a benchmark, then letter groups: models sharing a letter are not
   significantly different after Holm.

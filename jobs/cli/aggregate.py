@@ -20,7 +20,7 @@ def add(commands: Any) -> None:
     parser.add_argument("--benchmark", required=True)
     parser.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
     parser.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
-    parser.add_argument("--qrels", action="append", help="mtrag_retrieval: a qrels TSV; give it once per file")
+    parser.add_argument("--qrels", action="append", help="a retrieval benchmark's qrels TSV; give it once per file")
     parser.set_defaults(func=run)
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from benchmarks.protocol import benchmark
 from jobs.analysis import VALIDATE, Thresholds
 from jobs.analysis.agreement import format_table
 from jobs.loading import load_sweep
 from jobs.store import RunRoot
-from jobs.validate import validate_sweep
+from jobs.validate import validate_sweep, validation_benchmarks
 
 
 def add(commands: Any) -> None:
@@ -18,7 +19,8 @@ def add(commands: Any) -> None:
     parser.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, as for run")
     parser.add_argument("--pairs", type=int, default=32,
-                        help="the first N RAG-RewardBench pairs of the sweep's data")
+                        help="the first N validation pairs of each benchmark of the sweep that has them, from its "
+                        "data")
     parser.add_argument("--min-agreement", type=float, default=0.95,
                         help="hold a model whose verdicts agree on fewer pairs than this, in any comparison")
     parser.add_argument("--max-score-diff", type=float,
@@ -31,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     thresholds = Thresholds(args.min_agreement, args.max_score_diff)
     sweep = load_sweep(args.sweep, args.overrides)
     report = validate_sweep(sweep, args.pairs, thresholds, args.models and args.models.split(","))
-    print(f"\n{report['pairs']} RAG-RewardBench pairs of {', '.join(report['data'])}; held below "
+    names = " and ".join(benchmark(module).name for module in validation_benchmarks(sweep))
+    print(f"\n{report['pairs']} {names} pairs of {', '.join(report['data'])}; held below "
           f"{thresholds.min_agreement:.0%} verdict agreement"
           + (f" or a score difference over {thresholds.max_score_diff:g}" if thresholds.max_score_diff is not None
              else ""))

@@ -68,7 +68,7 @@ class ModelConfig:
     num_gpus: float = field(default=0.0, metadata=RUN)
     max_new_tokens: int = 16  # generative: length of the text verdict
     # generative: which reading of the verdict scores (the other is still recorded): logprob | text; unset, the
-    # benchmark's own (RAG-RewardBench: logprob after "Choose "; Bi'anBench: text, the paper's protocol)
+    # benchmark's own, as its paper reads it (e.g. RAG-RewardBench: logprob after "Choose ")
     verdict: Optional[str] = None
     chat_template: Optional[str] = None  # overrides the tokenizer's template
     # discriminative on transformers: how the model's outputs become the score its card defines (a name in

@@ -9,7 +9,7 @@ nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbe
 counted with the model's tokenizer when it is on this machine, else estimated from characters
 (`chars_per_token`). hf:// data is counted when it is in the Hugging Face cache (never fetched for a plan).
 Without the data, a benchmark's `plan_sample` gives the lengths, else its own
-`plan_items` (RAG-RewardBench: synthetic pairs with its Table 4's sizes and lengths).
+`plan_items` (e.g. synthetic items with the paper's sizes and lengths).
 """
 from __future__ import annotations
 
@@ -153,8 +153,8 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
                 continue  # the sweep skips this cell too
             if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding
                 plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
-                                      problem="retrieval cells are not planned in tokens; see "
-                                              "perf/mtrag_retrieval_throughput.py for index and query rates"))
+                                      problem="retrieval cells are not planned in tokens; the retrieval "
+                                              "throughput scripts in perf/ measure index and query rates"))
                 continue
             try:
                 if items is None:

@@ -23,12 +23,12 @@ from jobs.config import SweepConfig, to_dict
 from jobs.store.run_root import RunRoot
 
 MANIFEST = "manifest.json"
-ALONE = "model alone: mean log-prob"  # reference: null, RAG-RewardBench Table 3's setting for RALMs
+ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)
 
 
 def implicit_score(kind: str | None, reference: str | None) -> str | None:
     """What an implicit RM's score is, in words a report can print: its mean per-token log-prob alone, or the
-    DPO-style log-ratio against its reference model (benchmarks.rag_rewardbench.implicit_reward). The two
+    DPO-style log-ratio against its reference model (e.g. benchmarks.rag_rewardbench.implicit_reward). The two
     can rank a pair differently, so reports print it beside the score. None for other kinds."""
     if kind != "implicit":
         return None

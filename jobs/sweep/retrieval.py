@@ -10,7 +10,7 @@ module runs it:
    the corpus encoded through a Ray Data actor pool (`min_actors`..`max_actors` encoders, GPUs where the model
    asks for them), then stored by a Ray task, exact under `ann_threshold` passages and a faiss HNSW graph from
    it on (`search_settings`).
-2. Queries (`queries`); a row without a query text (mtRAG's own `llm_rewrite`) is asked of the benchmark's
+2. Queries (`queries`); a row without a query text (e.g. mtRAG's `llm_rewrite`) is asked of the benchmark's
    `rewriter`, a generative model of the registry, through the pipeline's engines (vLLM, transformers or an
    API), its answers cached under ROOT/_rewrites and shared by every retriever and run that asks the same
    model the same request.

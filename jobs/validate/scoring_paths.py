@@ -2,14 +2,16 @@
 be scored on? RewardBench's scores moved with the batch size through padding (reward-bench #137); a model
 whose verdicts move with how it is batched, or with the engine, is held back from `ragjudge run`.
 
-Each scoring model of the sweep scores the first N RAG-RewardBench pairs of the sweep's own data (the bundled
-Appendix D pairs when the sweep has none) on three paths: its engine one request at a time, its engine at the
+Each scoring model of the sweep scores the first N validation items (the protocol's `validation_items`) of each
+benchmark of the sweep that has them, from the sweep's own data (a benchmark's bundled `validation_sample` when
+no benchmark of the sweep has any), on three paths: its engine one request at a time, its engine at the
 configured batch size, and a reference: the transformers engine one sequence at a time for a vLLM model, or
 the same model in padded batches of the configured size for a transformers model (actors.padded_batch: our
-transformers engine never pads, so this is where padding bugs show). Verdicts and scores are compared by
-jobs.analysis.agreement; validate.json (beside manifest.json) and a table hold the result, with the hashes of the
-chat template and tokenizer, the EOS token and the padding side, so two machines' runs can be told apart, and
-the tokenizer's pad id beside the config's: a classifier whose two differ is held (jobs.analysis.agreement.pad_problem).
+transformers engine never pads, so this is where padding bugs show). Verdicts and scores, as each benchmark
+reads them off its rows (`validation_verdict`), are compared by jobs.analysis.agreement; validate.json (beside
+manifest.json) and a table hold the result, with the hashes of the chat template and tokenizer, the EOS token
+and the padding side, so two machines' runs can be told apart, and the tokenizer's pad id beside the config's:
+a classifier whose two differ is held (jobs.analysis.agreement.pad_problem).
 """
 from __future__ import annotations
 
@@ -17,13 +19,21 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
-from benchmarks.protocol import benchmark
-from jobs.analysis.agreement import VALIDATE, Thresholds, compare, pad_problem, truncation_rate, verdict
+from benchmarks.protocol import BENCHMARKS, Benchmark, RetrievalBenchmark, benchmark
+from jobs.analysis.agreement import (
+    VALIDATE,
+    Thresholds,
+    compare,
+    pad_problem,
+    truncation_rate,
+    verdict,
+    verdict_rows,
+)
 from jobs.config import ConfigError, ModelConfig, SweepConfig
 from jobs.engines import (
     EngineHost,
@@ -35,32 +45,76 @@ from jobs.engines import (
     resolved,
     unmade_problems,
 )
-from jobs.loading import PROJECT_CONF
 from jobs.store import RunRoot
 from jobs.sweep import connect_ray
 from jobs.sweep.cell import answers_by_item
 
-BENCHMARK = "rag_rewardbench"
-SAMPLE = PROJECT_CONF.parent / "data" / "rag_rewardbench_appendix_d.jsonl"
 SCORED = ("discriminative", "implicit", "generative")  # kinds with a verdict on a pair
 Log = Callable[[str], None]
 
 
-def validation_pairs(sweep: SweepConfig, n: int) -> tuple[list[dict[str, Any]], list[str], Any]:
-    """The first `n` well-formed pairs of the sweep's RAG-RewardBench data in file order (the bundled Appendix
-    D pairs if it has none), the paths read, and that benchmark's options."""
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark's validation items, the files they were read from and the options its requests take."""
+
+    spec: Benchmark
+    options: Any
+    items: list[dict[str, Any]]
+    paths: list[str]
+    skipped: int  # bad rows passed over on the way to the items
+
+
+def validates(spec: Benchmark | RetrievalBenchmark) -> bool:
+    """Whether a benchmark has validation items (its hook answers None, whatever the items, when it has none)."""
+    return isinstance(spec, Benchmark) and spec.validation_items([], 0) is not None
+
+
+def validation_benchmarks(sweep: SweepConfig) -> list[str]:
+    """The benchmark modules validation scores models on: the sweep's with validation items, in sweep order,
+    else every registered one with a bundled validation sample."""
+    own = [module for module in dict.fromkeys(b.module for b in sweep.benchmarks.values())
+           if validates(benchmark(module))]
+    return own or [name for name in BENCHMARKS if validates(spec := benchmark(name)) and spec.validation_sample()]
+
+
+def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
+    """Per validation benchmark, its first `n` validation items from the sweep's data in file order (its
+    bundled sample when the sweep has none of its data), and that benchmark's options (the first of its
+    configs')."""
     if n < 1:
         raise ConfigError(f"--pairs must be at least 1, not {n}")
-    spec = benchmark(BENCHMARK)
-    benches = [b for b in sweep.benchmarks.values() if b.module == BENCHMARK]
-    options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
-    paths = [local_path(path) for bench in benches for path in bench.data] or [str(SAMPLE)]
-    items: list[dict[str, Any]] = []
-    for path in paths:
-        items += [item for item in spec.load_items(path) if not item.get("error")][:n - len(items)]
-    if not items:
-        raise ConfigError(f"no well-formed RAG-RewardBench pair in {', '.join(paths)}")
-    return items, paths, options
+    samples = []
+    for module in validation_benchmarks(sweep):
+        spec = benchmark(module)
+        benches = [b for b in sweep.benchmarks.values() if b.module == module]
+        options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
+        paths = [local_path(path) for bench in benches for path in bench.data] or [
+            sample for sample in [spec.validation_sample()] if sample]
+        items: list[dict[str, Any]] = []
+        skipped = 0
+        for path in paths:
+            if len(items) == n:
+                break
+            found, bad = spec.validation_items(spec.load_items(path), n - len(items))
+            items, skipped = items + found, skipped + bad
+        if not items:
+            raise ConfigError(f"no well-formed {spec.name} item to validate on in {', '.join(paths) or 'no data'}"
+                              + (f" ({skipped} bad rows skipped)" if skipped else ""))
+        samples.append(Sample(spec, options, items, paths, skipped))
+    if not samples:
+        raise ConfigError("no benchmark of the sweep has items to validate a model on, and none has a bundled "
+                          "sample")
+    return samples
+
+
+def sample_rows(sample: Sample, answers: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """One path's verdict rows (jobs.analysis.agreement.verdict_rows) for a sample's items: their benchmark
+    combines each item's answers, reading a judge's verdict from log-probs, and reads its verdict and scores."""
+    spec, by_item = sample.spec, answers_by_item(answers)
+    combined = [spec.combine(item, by_item[item["item_id"]], kind, sample.options, verdict="logprob")
+                for item in sample.items]
+    rows = [row for out in combined for row in (out if isinstance(out, list) else [out])]
+    return verdict_rows(rows, lambda row: spec.validation_verdict(row, kind), spec.row_key)
 
 
 def skip_reason(model: ModelConfig, gpus: float) -> str | None:
@@ -144,13 +198,13 @@ def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: Engine
     return paths, None
 
 
-def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any, thresholds: Thresholds,
-                   host: EngineHost, log: Log) -> dict[str, Any]:
-    """One model's entry of validate.json."""
-    spec = benchmark(BENCHMARK)
+def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresholds, host: EngineHost, log: Log
+                   ) -> dict[str, Any]:
+    """One model's entry of validate.json, from the samples of the benchmarks with a protocol for its kind."""
+    samples = [sample for sample in samples if model.kind in sample.spec.kinds]
     # The verdict is read from log-probs: one generated token is enough, and much faster than a text verdict.
     requests = [{**r, "max_tokens": 1} if model.kind == "generative" else r
-                for item in items for r in spec.expand(item, model.kind, options)]
+                for s in samples for item in s.items for r in s.spec.expand(item, model.kind, s.options)]
     entry: dict[str, Any] = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
                              "tokenizer": tokenizer_facts(model)}
     start = time.perf_counter()
@@ -158,15 +212,12 @@ def validate_model(model: ModelConfig, items: list[dict[str, Any]], options: Any
         answers, reference_problem = score_paths(model, requests, host, log)
     except Exception as e:  # noqa: BLE001 - a model whose engine fails is held, with the reason
         return {**entry, "status": "held", "reason": f"engine failed: {type(e).__name__}: {e}"}
-    rows = {}
-    for path, path_answers in answers.items():
-        by_item = answers_by_item(path_answers)
-        rows[path] = [spec.combine(item, by_item[item["item_id"]], model.kind, options, verdict="logprob")
-                      for item in items]
+    rows = {path: [row for sample in samples for row in sample_rows(sample, path_answers, model.kind)]
+            for path, path_answers in answers.items()}
     names = list(rows)
-    comparisons = {f"{names[0]} vs {names[1]}": compare(rows[names[0]], rows[names[1]], model.kind)}
+    comparisons = {f"{names[0]} vs {names[1]}": compare(rows[names[0]], rows[names[1]])}
     if len(names) > 2:
-        comparisons[f"{names[1]} vs {names[2]}"] = compare(rows[names[1]], rows[names[2]], model.kind)
+        comparisons[f"{names[1]} vs {names[2]}"] = compare(rows[names[1]], rows[names[2]])
     status, reason = verdict(comparisons, thresholds)
     if pad := pad_problem(entry["tokenizer"], model.kind):
         status, reason = "held", "; ".join(filter(None, [reason, pad]))
@@ -185,7 +236,11 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
     if unknown:
         raise ConfigError(f"--models: {', '.join(unknown)} not in the sweep ({', '.join(sweep.models)})")
     thresholds = thresholds or Thresholds()
-    items, paths, options = validation_pairs(sweep, pairs)
+    samples = validation_samples(sweep, pairs)
+    count, paths = sum(len(s.items) for s in samples), [path for s in samples for path in s.paths]
+    for s in samples:
+        log(f"validate: {len(s.items)} {s.spec.name} items of {', '.join(s.paths)}"
+            + (f" ({s.skipped} bad rows skipped)" if s.skipped else ""))
     connect_ray(sweep)
     chosen = [model for name, model in sweep.models.items() if not only or name in only]
     failed = make_built_in_models(chosen, log)
@@ -199,14 +254,14 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
                 models[name] = {"kind": model.kind, "engine": model.engine, "status": "skipped", "reason": reason}
                 continue
             reference = engine_of(model).reference_path(model)
-            log(f"validate {name}: {len(items)} pairs on its engine (batch 1, batch {model.batch_size}) and on "
+            log(f"validate {name}: {count} pairs on its engine (batch 1, batch {model.batch_size}) and on "
                 f"{reference[0] if isinstance(reference, tuple) else 'no reference path'}")
-            models[name] = validate_model(model, items, options, thresholds, host, log)
+            models[name] = validate_model(model, samples, thresholds, host, log)
             log(f"validate {name}: {models[name]['status']}" + (f" ({models[name]['reason']})"
                                                                  if models[name]["reason"] else ""))
     finally:
         host.close()
-    report = {"sweep": sweep.name, "pairs": len(items), "data": paths,
+    report = {"sweep": sweep.name, "pairs": count, "data": paths,
               "thresholds": {"min_agreement": thresholds.min_agreement, "max_score_diff": thresholds.max_score_diff},
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "models": models}
     root = RunRoot.of(sweep.storage)

@@ -63,6 +63,20 @@ def test_optional_hooks_default_to_one_round_no_judges_and_no_encoder():
         typed_options(RagRewardBench.Options, {"anything": 1})
 
 
+@pytest.mark.parametrize("name", sorted(set(protocol.BENCHMARKS) - {"rag_rewardbench"}))
+def test_a_benchmark_without_validation_hooks_has_no_validation_items(name):
+    """The defaults: None whatever the items (`ragjudge validate` asks with none), no bundled sample, and no
+    verdict to read; RAG-RewardBench's own hooks are tested in its package's tests."""
+    spec = protocol.benchmark(name)
+    if isinstance(spec, protocol.RetrievalBenchmark):
+        assert not hasattr(spec, "validation_items")  # rankings have no verdict to validate
+        return
+    assert spec.validation_items([], 3) is None and spec.validation_items([{"item_id": "x"}], 1) is None
+    assert spec.validation_sample() is None
+    with pytest.raises(NotImplementedError, match="has validation items but reads no verdict"):
+        spec.validation_verdict({"item_id": "x"}, spec.kinds[0])
+
+
 def test_a_word_where_a_mapping_belongs_is_named_by_its_key():
     spec = protocol.benchmark("mtrag_generation")
     with pytest.raises(OptionsError) as error:

@@ -1,5 +1,6 @@
-"""`ragjudge validate`'s comparison and hold rules (jobs.analysis.agreement) on hand-made item rows, the pairs it reads,
-and `ragjudge run` skipping a held model (the stand-in engine: no Ray, no model)."""
+"""`ragjudge validate`'s comparison and hold rules (jobs.analysis.agreement) on hand-made verdict rows, the items it
+asks each benchmark for, and `ragjudge run` skipping a held model (the stand-in engine: no Ray, no model). How
+RAG-RewardBench reads its rows' verdicts: tests/benchmarks/rag_rewardbench/test_rag_rewardbench_validation.py."""
 from __future__ import annotations
 
 import json
@@ -18,46 +19,45 @@ from jobs.analysis.agreement import (
     pad_problem,
     truncation_rate,
     verdict,
+    verdict_rows,
 )
 from jobs.cli import main
 from jobs.config import ConfigError, ModelConfig
 from jobs.engines import engine_of
 from jobs.loading import load_sweep
 from jobs.sweep import pipeline
-from jobs.validate.scoring_paths import skip_reason, validation_pairs
+from jobs.validate.scoring_paths import (
+    skip_reason,
+    validation_benchmarks,
+    validation_samples,
+)
 
 
-def _scorer(item_id, chosen, reject, **extra):
-    return {"item_id": item_id, "score_chosen": chosen, "score_reject": reject,
-            "correct": 1.0 if chosen > reject else 0.0, "error": None, **extra}
+def _row(item_id, verdict, *scores, error=None):
+    return {"item_id": item_id, "error": error, "verdict": verdict, "scores": list(scores)}
 
 
-def test_compare_scorer_rows_by_hand():
-    a = [_scorer("p1", 1.0, 0.5), _scorer("p2", 0.25, 0.5), {"item_id": "p3", "error": "context overflow"}]
-    b = [_scorer("p1", 1.125, 0.5), _scorer("p2", 0.75, 0.5), _scorer("p3", 2.0, 1.0)]
-    out = compare(a, b, "discriminative")
+def test_compare_verdict_rows_by_hand():
+    a = [_row("p1", True, 1.0, 0.5), _row("p2", False, 0.25, 0.5), _row("p3", None, error="context overflow")]
+    b = [_row("p1", True, 1.125, 0.5), _row("p2", True, 0.75, 0.5), _row("p3", True, 2.0, 1.0)]
     # p3 failed on one path: not compared. p1 agrees (|diff| 0.125), p2 flips (|diff| 0.5).
-    assert out == {"pairs": 2, "verdict_agreement": 0.5, "max_score_diff": 0.5, "flipped": ["p2"]}
-    assert compare(a, a, "discriminative")["verdict_agreement"] == 1.0
+    assert compare(a, b) == {"pairs": 2, "verdict_agreement": 0.5, "max_score_diff": 0.5, "flipped": ["p2"]}
+    assert compare(a, a)["verdict_agreement"] == 1.0
+    # A score one path has and the other lacks is an infinite difference; two missing ones are not compared.
+    out = compare([_row("p1", (1, 2), -0.5, None, None)], [_row("p1", (1, 2), -0.5, -1.0, None)])
+    assert out == {"pairs": 1, "verdict_agreement": 1.0, "max_score_diff": math.inf, "flipped": []}
 
 
-def test_compare_implicit_and_judge_rows_by_hand():
-    a = [{"item_id": "p1", "reward_chosen": -1.0, "reward_reject": -2.0, "correct": 1.0}]
-    b = [{"item_id": "p1", "reward_chosen": -1.5, "reward_reject": -1.25, "correct": 0.0}]
-    assert compare(a, b, "implicit") == {"pairs": 1, "verdict_agreement": 0.0, "max_score_diff": 0.75,
-                                         "flipped": ["p1"]}
-    judge = {"item_id": "p1", "pick_cr": 1, "pick_rc": 2, "logprobs_cr": [-0.5, -1.0], "logprobs_rc": [-1.0, -0.5]}
-    same_picks = {**judge, "logprobs_cr": [-0.25, -1.0]}
-    assert compare([judge], [same_picks], "generative") == {"pairs": 1, "verdict_agreement": 1.0,
-                                                           "max_score_diff": 0.25, "flipped": []}
-    # A candidate's log-prob one path has and the other lacks is an infinite difference; the picks differ too.
-    missing = {**judge, "pick_rc": 1, "logprobs_rc": [-1.0, None]}
-    out = compare([judge], [missing], "generative")
-    assert out["max_score_diff"] == math.inf and out["verdict_agreement"] == 0.0
+def test_verdict_rows_read_only_the_rows_that_did_not_fail():
+    rows = [{"id": "a", "x": 2.0, "truncated": False}, {"id": "b", "error": "context overflow", "truncated": True}]
+    out = verdict_rows(rows, lambda row: (row["x"] > 1, [row["x"]]), lambda row: row["id"])
+    assert out == [{"item_id": "a", "error": None, "truncated": False, "verdict": True, "scores": [2.0]},
+                   {"item_id": "b", "error": "context overflow", "truncated": True, "verdict": None, "scores": []}]
+    assert truncation_rate(out) == 0.5
 
 
 def test_no_pair_in_common_gives_no_agreement_and_holds():
-    out = compare([{"item_id": "p1", "error": "x"}], [_scorer("p1", 1.0, 0.0)], "discriminative")
+    out = compare([_row("p1", None, error="x")], [_row("p1", True, 1.0, 0.0)])
     assert out == {"pairs": 0, "verdict_agreement": None, "max_score_diff": None, "flipped": []}
     assert verdict({"a vs b": out}, Thresholds()) == ("held", "a vs b: no pair scored on both paths")
 
@@ -111,13 +111,39 @@ def test_a_classifier_whose_tokenizer_pads_with_another_id_than_its_config_is_he
 
 def test_pairs_are_the_first_n_of_the_sweeps_own_data(tmp_path):
     sweep = load_sweep(write_sweep(tmp_path, "v", ["tiny_classifier"], f'root: "{tmp_path / "r"}"'))
-    items, paths, _ = validation_pairs(sweep, 4)
-    assert paths == [str(SAMPLE)]
+    assert validation_benchmarks(sweep) == ["rag_rewardbench"]
+    [sample] = validation_samples(sweep, 4)
+    assert (sample.spec.name, sample.paths, sample.skipped) == ("rag_rewardbench", [str(SAMPLE)], 0)
     first = [json.loads(line)["id"] for line in SAMPLE.open()][:4]
-    assert [item["item_id"].split("/")[-1] for item in items] == first
-    assert len(validation_pairs(sweep, 100)[0]) == 6  # the bundled file holds six
+    assert [item["item_id"].split("/")[-1] for item in sample.items] == first
+    assert len(validation_samples(sweep, 100)[0].items) == 6  # the bundled file holds six
     with pytest.raises(ConfigError, match="--pairs"):
-        validation_pairs(sweep, 0)
+        validation_samples(sweep, 0)
+
+
+def test_a_bad_row_is_skipped_and_counted_and_no_good_one_is_an_error(tmp_path):
+    rows = [json.loads(line) for line in SAMPLE.open()]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in [rows[0], {**rows[1], "reject": ""}, rows[2]]))
+    sweep = load_sweep(write_sweep(tmp_path, "v", ["tiny_classifier"], f'root: "{tmp_path / "r"}"', data=data))
+    [sample] = validation_samples(sweep, 2)
+    assert [item["item_id"].split("/")[-1] for item in sample.items] == [rows[0]["id"], rows[2]["id"]]
+    assert (sample.paths, sample.skipped) == ([str(data)], 1)
+    data.write_text(json.dumps({**rows[0], "chosen": ""}) + "\n")
+    with pytest.raises(ConfigError, match=r"no well-formed rag_rewardbench item to validate on in .*pairs.jsonl "
+                                          r"\(1 bad rows skipped\)"):
+        validation_samples(sweep, 2)
+
+
+def test_a_sweep_without_validation_items_is_validated_on_a_bundled_sample(tmp_path):
+    path = tmp_path / "conf" / "sweeps" / "b.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("name: b\nbenchmarks: [bianbench_sample]\nmodels: [tiny_classifier]\n"
+                    f'storage: {{run: b, root: "{tmp_path / "r"}"}}\n')
+    sweep = load_sweep(str(path))
+    assert validation_benchmarks(sweep) == ["rag_rewardbench"]  # the one registered benchmark with a sample
+    [sample] = validation_samples(sweep, 3)
+    assert (sample.paths, len(sample.items)) == ([str(SAMPLE)], 3)
 
 
 def test_models_without_local_weights_or_a_verdict_are_skipped(tmp_path):

@@ -12,6 +12,7 @@ import numpy as np
 
 from actors.engine_ledger import report
 from actors.model_store import revision_for
+from actors.padded_batch import PaddedBatchEngine
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.transformers_engine import TransformersEngine
 
@@ -46,8 +47,6 @@ class RequestScorer:
                     "trust_remote_code": bool(self.model.get("trust_remote_code")),
                     "tokenizer": self.model.get("tokenizer") if own else None}
         if self.padded_batch:
-            from actors.padded_batch import PaddedBatchEngine
-
             return PaddedBatchEngine(path, batch_size=self.padded_batch, **settings)
         return TransformersEngine(path, **settings)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.hardware import resolve_dtype
+from actors.heads import make_head
 from actors.templating import Messages, overflow, templater
 
 
@@ -26,7 +27,6 @@ class TransformersEngine:
         import torch
         from transformers import AutoModelForCausalLM
 
-        from actors.heads import make_head
         from actors.reward_nets import Load
 
         if task not in ("generate", "classify"):

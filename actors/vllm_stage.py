@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
@@ -130,7 +132,6 @@ def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix:
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
     (actors.vllm_server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
     model files and tasks."""
-    import pyarrow as pa
     import ray
 
     rows = [prepare(row, model, path, task, keep_messages) for row in batch.to_pylist()]

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 T = TypeVar("T")
 
 
@@ -41,9 +44,6 @@ class OptionsError(ValueError):
 def typed_options(schema: type[T], raw: Mapping[str, Any] | None) -> T:
     """A benchmark's options as its frozen dataclass: OmegaConf merges the config's mapping into the schema,
     so an unknown key, a wrong type or a value outside a Literal fails here with its key named."""
-    from omegaconf import OmegaConf  # a core dependency; imported here to keep plain() and friends light
-    from omegaconf.errors import OmegaConfBaseException
-
     raw = plain(raw or {})
     try:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), raw))

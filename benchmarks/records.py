@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from benchmarks.decoding import as_object, file_lines, json_object, json_problem
 from benchmarks.options import is_int
 
@@ -145,8 +147,6 @@ def _json_records(source: str) -> Iterator[Record]:
 
 
 def _parquet_records(source: str) -> Iterator[Record]:
-    import pyarrow.parquet as pq  # pyarrow is a core dependency; imported here to keep this module light
-
     try:
         table = pq.read_table(source)
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError

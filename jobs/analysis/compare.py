@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import Outcomes, item_outcomes
 from jobs.analysis.significance import holm, paired_test
 from jobs.store import RunRoot
@@ -94,8 +95,6 @@ def _pct(value: float | None, sign: bool = False) -> str:
 def format_comparison(diffs: list[CellDiff], notes: list[str], name_a: str, name_b: str,
                       shown: int = SHOWN) -> str:
     """The comparison table, then the first `shown` flipped items."""
-    from benchmarks.tables import aligned
-
     rows = [["benchmark", "model", name_a, name_b, "diff", "n", f"{name_a} better", f"{name_b} better",
              "test", "p", "p (Holm)"]]
     for d in diffs:

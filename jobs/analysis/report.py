@@ -13,6 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks import protocol
+from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import item_outcomes, leaderboard
 from jobs.analysis.reliability import COLUMNS, needed_column, position_bias, reliability
 from jobs.analysis.report_page import render_page
@@ -25,8 +27,6 @@ READERS = 8  # predictions read side by side: on S3 each cell is a few round tri
 def paper_table(module: str, metrics: list[dict[str, Any]]) -> PaperTable:
     """The benchmark's table for these metrics.json, or the reason there is none. A table that fails to draw
     must not cost the run its report: the failure is shown where the table would be."""
-    from benchmarks import protocol
-
     try:
         bench = protocol.benchmark(module)
         return PaperTable(bench.table_text(metrics), bench.table_html(metrics))
@@ -92,8 +92,6 @@ def _pct(value: float | None) -> str:
 
 def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
     """The ranked models with interval, letter group, n and reliability columns, as fixed-width text."""
-    from benchmarks.tables import aligned
-
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
     # Implicit models: what their score is (alone, or a log-ratio against which reference), beside the name.
     implicit = ["implicit score"] if any(m["model"] in view.implicit for m in board["models"]) else []
@@ -127,8 +125,6 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | 
         if board:
             out(leaderboard_text(view, board) + "\n")
     if engines := engine_rows(report.manifest):
-        from benchmarks.tables import aligned
-
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")
     root.write_json("report/leaderboard.json", report.leaderboard)

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from actors.engine_ledger import EngineLedger
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
 
@@ -39,8 +40,6 @@ class EngineHost:
     def ledger(self) -> str:
         """The ledger actor's name, started with the first engine."""
         import ray
-
-        from actors.engine_ledger import EngineLedger
 
         if self._ledger is None:
             self._ledger = ray.remote(num_cpus=0)(EngineLedger).options(name=f"{self.prefix}-ledger").remote()

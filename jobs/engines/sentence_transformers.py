@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from actors.hardware import resolve_dtype
 from actors.retrievers import DenseIndex, PassageEncoder, store_index
 from jobs.config import ModelConfig
@@ -16,7 +18,6 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
                     ) -> dict[str, tuple[list[str], Any]]:
     """{domain: (ids, float32 matrix)}: every domain's passages encoded in one pass through one Ray Data pool of
     PassageEncoder actors, so the encoders (and their model loads) are started once, not once per domain."""
-    import numpy as np
     import ray
 
     ids = {domain: list(corpus) for domain, corpus in corpora.items()}

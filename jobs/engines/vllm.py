@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from actors import serve_judge
 from actors.vllm_server import RUNNERS, VllmServer
 from actors.vllm_stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_request
 from benchmarks.protocol import Answer, Request
@@ -138,8 +139,6 @@ class Vllm(Engine):
 def _shared(requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
     """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue."""
     import ray
-
-    from actors import serve_judge
 
     settings = resolved(model)
     started = serve_judge.deploy(settings)

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from actors.model_store import resolve_model
+from actors.templating import templater
 from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
@@ -61,9 +63,6 @@ class CellPlan:
 
 def _local_templater(model: ModelConfig):
     """The model's own templating if its files are on this machine (no downloads while planning)."""
-    from actors.model_store import resolve_model
-    from actors.templating import templater
-
     local = resolve_model(model.path)
     return templater(local, model.chat_template, model.revision) if os.path.isdir(local) else None
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from actors.bertscore import BertScoreStage, baseline_file, encoder_label
+from actors.model_store import resolve_model
 from benchmarks.protocol import Benchmark
 from jobs.engines import PreflightError, dataset_rows
 
@@ -23,7 +25,6 @@ def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str
     encoder = spec.text_pair_encoder(options)
     if encoder is None:
         return None
-    from actors.bertscore import baseline_file
 
     try:
         baseline_file(encoder)
@@ -36,8 +37,6 @@ def with_text_pair_scores(spec: Benchmark, items: list[dict[str, Any]], rows: li
                           options: Any, encoder: dict[str, Any],
                           log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """`rows` with their pairs' scores filled in by the benchmark's add_text_pair_scores."""
-    from actors.bertscore import encoder_label
-
     by_id = {item["item_id"]: item for item in items}
     pairs = [pair for row in rows if row["item_id"] in by_id
              for pair in spec.text_pairs(by_id[row["item_id"]], row, options)]
@@ -51,9 +50,6 @@ def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[st
     """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders, each
     on `num_cpus` CPUs (Ray sets an actor's torch threads to its CPUs) and `num_gpus` GPUs."""
     import ray
-
-    from actors.bertscore import BertScoreStage
-    from actors.model_store import resolve_model
 
     # The actors get a local folder: a built-in encoder is made here, in the driver, never in an actor.
     encoder = {**encoder, "folder": resolve_model(encoder["model"])}

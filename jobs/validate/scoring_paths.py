@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from actors.scorers import RequestScorer
+from actors.templating import templater
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import BENCHMARKS, Benchmark, RetrievalBenchmark, benchmark
@@ -133,8 +135,6 @@ def tokenizer_facts(model: ModelConfig) -> dict[str, Any]:
     """What decides the tokens a model sees: sha256 of its chat template (the model file's, else the
     tokenizer's) and of its tokenizer (its tokenizer.json serialisation, else its vocabulary), its EOS and pad
     tokens and padding side."""
-    from actors.templating import templater
-
     source = model.tokenizer or resolved(model)["path"]
     tokenizer = templater(source, model.chat_template, None if model.tokenizer else model.revision,
                           model.trust_remote_code).tokenizer
@@ -165,8 +165,6 @@ def _sha256(text: str) -> str:
 def reference_answers(model: ModelConfig, requests: list[dict[str, Any]], padded: int | None) -> list[dict[str, Any]]:
     """The reference path's answers, in a Ray task holding the model's CPUs and GPUs (the driver may have none)."""
     import ray
-
-    from actors.scorers import RequestScorer
 
     def score(settings: dict[str, Any], padded_batch: int | None) -> list[dict[str, Any]]:
         keys = list(dict.fromkeys(key for request in requests for key in request))

@@ -3,7 +3,7 @@
 RAG-RewardBench asks a generative judge each pair twice, responses swapped (PROTOCOLS.md 1). The two prompts
 share the system prompt and the RAG prompt, and each request's verdict part (after the prefilled "Choose ")
 shares its text part whole; our engines get them next to each other so vLLM's prefix cache serves the shared
-part once. This measures it through the pipeline's own engine path (jobs.engines.registry.answer_requests: Ray Data,
+part once. This measures it through the pipeline's own engine path (jobs.engines.answer_requests: Ray Data,
 the sweep's long-lived engine, its ledger), each side on a fresh engine so no cache carries over, on
 Table-4-shaped synthetic pairs (perf/workload.py). Wall time counts from the first request to the last
 answer, without the engine's start.

@@ -88,7 +88,7 @@ def secret_names(sweep: SweepConfig) -> list[str]:
 def sweep_command(sweep_path: str | os.PathLike, overrides: list[str], python: str = "python") -> list[str]:
     """`python -m jobs run SWEEP k=v ...` as the job runs it from the project's root: a sweep inside the
     project by its path relative to the project (the same in any copy of it), one outside shipped in the
-    command itself (`shipped:` and its composition, jobs.config.schema.ship_sweep), since the cluster cannot see
+    command itself (`shipped:` and its composition, jobs.loading.ship_sweep), since the cluster cannot see
     the submitting machine's files."""
     path = Path(sweep_path).resolve()
     shown = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else ship_sweep(path)

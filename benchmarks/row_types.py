@@ -59,24 +59,16 @@ class JudgePart(Request):
     n_parts: int
 
 
-class _AnswerKeys(TypedDict):
-    request_id: str
-    item_id: str
-    subset: str
-    variant: str
+class _Failure(TypedDict):
     error: str | None  # why this request has no answer (an overflow, a failed API call); None: answered
 
 
-class Answer(_AnswerKeys, total=False):
-    """An engine's answer: the request's columns but its inputs (actors.sampling.REQUEST_INPUTS), and the
-    columns of its task (ANSWER_KEYS); an answer with `error` has them None."""
+class PromptAnswer(_Failure, total=False):
+    """What an engine computes for one prompt, before the request's columns join it: its error and the
+    columns of its task (ANSWER_KEYS), None where the error left them unanswered."""
 
     n_tokens: int  # the prompt's tokens (the larger part's, for a split judge request)
     truncated: bool  # the prompt did not fit the context: not sent, `error` says so
-    route: str
-    permutation: list[int]
-    part: str  # between an engine and merge_parts only: never stored
-    n_parts: int
     text: str | None  # judge: the generated text
     candidate_logprobs: list[float | None] | None  # judge with a prefill: per candidate, None outside top-k
     score: float | None  # classify: the score head's value (a raw logit for a stock classifier)
@@ -87,6 +79,23 @@ class Answer(_AnswerKeys, total=False):
     n_response_tokens: int | None  # ... over this many tokens
     ref_logp_sum: float | None  # logprobs with a reference model: the same under the reference
     ref_logp_mean: float | None
+
+
+class _AnswerKeys(TypedDict):
+    request_id: str
+    item_id: str
+    subset: str
+    variant: str
+
+
+class Answer(_AnswerKeys, PromptAnswer, total=False):
+    """An engine's answer row: the request's columns but its inputs (actors.sampling.REQUEST_INPUTS) and the
+    prompt's answer."""
+
+    route: str
+    permutation: list[int]
+    part: str  # between an engine and merge_parts only: never stored
+    n_parts: int
 
 
 class _QueryKeys(TypedDict):

@@ -22,6 +22,7 @@ import numpy as np
 
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from benchmarks.decoding import quoted
+from benchmarks.row_types import PromptAnswer
 
 
 class Secret(str):
@@ -88,12 +89,12 @@ class HttpJudge:
         return out
 
     async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[dict[str, Any]]
-                          ) -> list[dict[str, Any]]:
+                          ) -> list[PromptAnswer]:
         limit = asyncio.Semaphore(int(self.model["max_concurrency"]))
         return await asyncio.gather(*(self._answer(c, s, limit) for c, s in zip(conversations, samplings)))
 
     async def _answer(self, messages: list[dict[str, str]], sampling: dict[str, Any], limit: asyncio.Semaphore
-                      ) -> dict[str, Any]:
+                      ) -> PromptAnswer:
         import openai
 
         async with limit:

@@ -15,6 +15,7 @@ from typing import Any
 
 from actors.templating import Messages, overflow
 from actors.transformers_engine import TransformersEngine
+from benchmarks.row_types import PromptAnswer
 
 
 class PaddedBatchEngine(TransformersEngine):
@@ -32,7 +33,7 @@ class PaddedBatchEngine(TransformersEngine):
         self._outputs: dict[tuple[int, ...], Any] | None = None
 
     def _rows(self, conversations: Sequence[Messages], task: str, prompt: Callable, answer: Callable,
-              empty: dict[str, Any]) -> list[dict[str, Any]]:
+              empty: dict[str, Any]) -> list[PromptAnswer]:
         if task == "classify":  # the pooled logit of the padded batch, not the head's own unpadded forward
             answer = self._pooled
         rows = []

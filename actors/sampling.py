@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.row_types import Request
+
 # Request columns engines consume; answer rows do not carry them on.
 REQUEST_INPUTS = ("messages", "prefill", "candidates", "temperature", "top_p", "seed", "max_tokens")
 # What text_sampling gives every generation request, by our names (an API model's `api_params` renames or drops them).
 SAMPLING_PARAMS = ("max_tokens", "temperature", "top_p", "seed")
 
 
-def text_sampling(row: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+def text_sampling(row: Request, model: dict[str, Any]) -> dict[str, Any]:
     """The generation's parameters: the request's own where its benchmark has a sampling protocol (e.g.
     temperature 0.8 over three seeded runs), else greedy up to the model's `max_new_tokens`. Every row gets the
     same keys and types, because Ray Data stores a column of dicts as one Arrow struct."""

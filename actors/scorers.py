@@ -15,6 +15,7 @@ from actors.model_store import revision_for
 from actors.padded_batch import PaddedBatchEngine
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.transformers_engine import TransformersEngine
+from benchmarks.row_types import PromptAnswer
 
 
 def _conversation(messages: Any) -> list[dict[str, str]]:
@@ -68,7 +69,7 @@ class RequestScorer:
             out[key] = [answer.get(key) for answer in answers]
         return out
 
-    def _judge(self, batch: dict[str, np.ndarray], conversations: list[list[dict[str, str]]]) -> list[dict]:
+    def _judge(self, batch: dict[str, np.ndarray], conversations: list[list[dict[str, str]]]) -> list[PromptAnswer]:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
         answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows])
         if "prefill" not in batch:
@@ -84,7 +85,7 @@ class RequestScorer:
         return answers
 
     @staticmethod
-    def _add_verdict(answer: dict[str, Any], verdict: dict[str, Any]) -> None:
+    def _add_verdict(answer: PromptAnswer, verdict: PromptAnswer) -> None:
         """A request's verdict row into its text row: the candidates' log-probs, either part's error or truncation."""
         answer["candidate_logprobs"] = verdict["candidate_logprobs"]
         answer["error"] = answer["error"] or verdict["error"]

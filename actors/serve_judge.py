@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from actors import vllm_stage
+from benchmarks.row_types import Answer, JudgePart
 
 DEPLOYMENT = "judge"
 _DEPLOYING = threading.Lock()
@@ -61,7 +62,7 @@ def _deploy(model: dict[str, Any], timeout_s: float) -> bool:
     raise TimeoutError(f"shared judge '{model['name']}' did not start in {timeout_s:.0f} s")
 
 
-def _request(row: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+def _request(row: JudgePart, model: dict[str, Any]) -> dict[str, Any]:
     """A judge request part -> an OpenAI completion request over our token ids."""
     prepared = vllm_stage.prepare(row, model, model["path"], "judge")
     params = prepared.pop("sampling_params")
@@ -73,7 +74,7 @@ def _request(row: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
     return {**prepared, "method": "completions", "dtype": "CompletionRequest", "request_kwargs": kwargs}
 
 
-def _answer(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+def _answer(row: dict[str, Any], columns: tuple[str, ...]) -> Answer:
     """A completion response -> the engine row shape vllm_stage.read_answer reads."""
     choice = row["choices"][0]
     steps = (choice.get("logprobs") or {}).get("top_logprobs") or [{}]

@@ -13,6 +13,7 @@ from typing import Any
 from actors.hardware import resolve_dtype
 from actors.heads import make_head
 from actors.templating import Messages, overflow, templater
+from benchmarks.row_types import PromptAnswer
 
 
 class TransformersEngine:
@@ -47,14 +48,14 @@ class TransformersEngine:
         self._forward_args = (frozenset(inspect.signature(self.model.forward).parameters) if self.model is not None
                               else frozenset())
 
-    def classify(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
+    def classify(self, conversations: Sequence[Messages]) -> list[PromptAnswer]:
         """What the model's score head makes of each closed conversation: by default the raw logit of a
         sequence classifier (a reward model's score has no sigmoid); the head's own columns otherwise."""
         if self.head is None:
             raise ValueError(f"this method needs an engine built with task='classify', not {self.task!r}")
         return self._rows(conversations, "classify", self.head.prompt, self.head.answer, dict(self.head.columns))
 
-    def generate(self, conversations: Sequence[Messages], samplings: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def generate(self, conversations: Sequence[Messages], samplings: Sequence[dict[str, Any]]) -> list[PromptAnswer]:
         """Continuation of the opened assistant turn (actors.sampling.text_sampling per conversation), special
         tokens stripped."""
         return self._rows(list(zip(conversations, samplings)), "generate",
@@ -62,7 +63,7 @@ class TransformersEngine:
                           lambda ids, sampling: {"text": self._continue(ids, sampling)}, {"text": None})
 
     def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str,
-                         candidates: list[str]) -> list[dict[str, Any]]:
+                         candidates: list[str]) -> list[PromptAnswer]:
         """Log-prob of each candidate's deciding token after the opened turn plus `prefill` (Templater.verdict)."""
         def prompt(messages: Messages):
             verdict = self.templater.verdict(messages, prefill, candidates)
@@ -74,7 +75,7 @@ class TransformersEngine:
 
         return self._rows(conversations, "generate", prompt, answer, {"candidate_logprobs": None})
 
-    def response_logprobs(self, conversations: Sequence[Messages]) -> list[dict[str, Any]]:
+    def response_logprobs(self, conversations: Sequence[Messages]) -> list[PromptAnswer]:
         """Sum and mean log-prob of the last (assistant) message's tokens, the prompt masked (Templater.response)."""
         def answer(ids: list[int], start: int) -> dict[str, Any]:
             import torch
@@ -95,7 +96,7 @@ class TransformersEngine:
                           {"logp_sum": None, "logp_mean": None, "n_response_tokens": None})
 
     def _rows(self, conversations: Sequence[Messages], task: str, prompt: Callable, answer: Callable,
-              empty: dict[str, Any]) -> list[dict[str, Any]]:
+              empty: dict[str, Any]) -> list[PromptAnswer]:
         if self.task != task:
             raise ValueError(f"this method needs an engine built with task={task!r}, not {self.task!r}")
         rows = []

@@ -22,6 +22,7 @@ from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
+from benchmarks.row_types import Answer, JudgePart, Request
 
 # ray.data.llm (the shared judge's Serve processor) numbers its rows in a `request_id` column of its own,
 # overwriting ours: ours travels under another name and is restored afterwards.
@@ -30,13 +31,13 @@ _OUR_ID = "ragjudge_request_id"
 ANSWER_COLUMNS = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
 
 
-def split_judge_request(row: dict[str, Any]) -> list[dict[str, Any]]:
+def split_judge_request(row: Request) -> list[JudgePart]:
     """One judge request -> its text part and, with a prefill, its verdict part (merged by `n_parts` downstream)."""
     parts = ("text", "verdict") if row.get("prefill") is not None else ("text",)
     return [{**row, "part": part, "n_parts": len(parts)} for part in parts]
 
 
-def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, keep_messages: bool = False
+def prepare(row: Request, model: dict[str, Any], path: str, task: str, keep_messages: bool = False
             ) -> dict[str, Any]:
     """Request row -> engine row. `task` is what this engine computes: classify | judge | logprobs.
 
@@ -77,7 +78,7 @@ def prepare(row: dict[str, Any], model: dict[str, Any], path: str, task: str, ke
     return out
 
 
-def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix: str = "") -> dict[str, Any]:
+def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix: str = "") -> Answer:
     """Processor output row -> the request's columns plus this engine's answer (large outputs dropped)."""
     out = {key: row[key] for key in columns if key in row}
     out["request_id"] = row[_OUR_ID]

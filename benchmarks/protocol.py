@@ -21,11 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-Item = dict[str, Any]  # one benchmark item: item_id, subset, the benchmark's own fields; error names a bad row
-Request = dict[str, Any]  # request_id, item_id, subset, variant, messages (or texts), sampling settings, route
-Answer = dict[str, Any]  # an engine's answer row: request_id, item_id, variant, text / log-probs / score, error
-Query = dict[str, Any]  # a retrieval query row: item_id, task_id, domain, strategy, query (None: to rewrite)
-Row = dict[str, Any]  # one prediction row: item_id, subset, correct, error, the benchmark's own columns
+# The rows crossing the layers, declared in benchmarks.row_types and named here with the contract.
+from benchmarks.row_types import Answer, Item, Query, Request, Row
+
 Groups = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> group -> [(row key, value)], sorted by key
 
 

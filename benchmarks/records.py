@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.decoding import as_object, file_lines, json_object, json_problem
 from benchmarks.options import is_int
+from benchmarks.row_types import Item
 
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 
@@ -96,7 +97,7 @@ def id_problem(row: dict[str, Any]) -> str | None:
 
 
 def error_item(benchmark: str, record: Record, problem: str, subset: str = "", item_id: str | None = None
-               ) -> dict[str, Any]:
+               ) -> Item:
     """The item row of a bad input row: where it came from and why, under its own id when it has a usable one,
     else a positional id (file and row) that no good item can share."""
     return {"item_id": item_id or f"{benchmark}/{record.source}:{record.row}", "benchmark": benchmark,
@@ -104,7 +105,7 @@ def error_item(benchmark: str, record: Record, problem: str, subset: str = "", i
 
 
 def items_or_errors(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]], duplicate: str,
-                    benchmark: str, subset: str = "") -> Iterator[dict[str, Any]]:
+                    benchmark: str, subset: str = "") -> Iterator[Item]:
     """read_items, with each bad row turned into its error item in place. An error item keeps the row's own id
     unless a good item already has it (a duplicate); then, like a row that has no id, it is named by file and
     row, so error items keep distinct ids. `subset` is theirs when the row names none."""

@@ -10,11 +10,12 @@ from typing import Any
 from benchmarks.bianbench.fields import BENCHMARK, LANGUAGES, SPLITS, TASKS, label_of, task_name
 from benchmarks.decoding import quoted
 from benchmarks.records import error_item, read_items
+from benchmarks.row_types import Item
 
 _SPLIT_IN_NAME = re.compile(r"(?:^|[_\-. ])(en|zh|cf)$", re.IGNORECASE)
 
 
-def load_items(path: str) -> Iterator[dict[str, Any]]:
+def load_items(path: str) -> Iterator[Item]:
     """Items from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items, in place.
 
     A row's split is its `split` field when it has one, else its file name's ending (_en, _zh, _cf).

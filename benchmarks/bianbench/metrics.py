@@ -22,21 +22,22 @@ from benchmarks.bianbench.fields import (
     task_name,
 )
 from benchmarks.formatting import mean, ordered
+from benchmarks.row_types import Row
 from benchmarks.stats import bootstrap_ci
 
 
-def group_key(row: dict[str, Any]) -> str:
+def group_key(row: Row) -> str:
     """split|language|task|subset: everything the tables average over (language tells CF EN from CF ZH)."""
     task = task_name(row.get("task")) or str(row.get("task") or "")
     return "|".join((split_of(row), language_of(row), task, str(row.get("subset") or "")))
 
 
-def row_key(row: dict[str, Any]) -> str:
+def row_key(row: Row) -> str:
     """item id and run: each run of an item is its own value."""
     return f"{row['item_id']}#{int(row.get('run') or 0)}"
 
 
-def measures(row: dict[str, Any]) -> dict[str, float | None]:
+def measures(row: Row) -> dict[str, float | None]:
     """What the reducer tracks per row; None: the row does not count for it. Only `correct` is needed."""
     failed = bool(row.get("error"))
     correct = None if failed else row.get("correct")

@@ -2,11 +2,10 @@
 three runs)."""
 from __future__ import annotations
 
-from typing import Any
-
 from benchmarks.bianbench.fields import BENCHMARK, KINDS
 from benchmarks.bianbench.options import Options
 from benchmarks.bianbench.prompts import prompt, template_for, templates_in_force
+from benchmarks.row_types import Item, Request
 from benchmarks.stats import stable_seed
 
 # The parse-free verdict: the engine opens the answer with the prompt's JSON up to the verdict's value and
@@ -17,7 +16,7 @@ VERDICT_PREFILL = {"en": '{"SCORE": "', "zh": '{"判断": "'}
 VERDICT_CANDIDATES = {"en": ("PASS", "FAIL"), "zh": ("通过", "失败")}  # aligned: PASS first
 
 
-def expand(item: dict[str, Any], kind: str, options: Options) -> list[dict[str, Any]]:
+def expand(item: Item, kind: str, options: Options) -> list[Request]:
     """One request per run (variant run0..run{n-1}), each with its own seed from the item id and run.
 
     An item whose (task, language) has no template gets no requests; combine turns it into error rows naming

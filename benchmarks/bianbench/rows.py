@@ -10,13 +10,14 @@ from benchmarks.bianbench.fields import BENCHMARK, label_of, language_of, split_
 from benchmarks.bianbench.options import Options
 from benchmarks.bianbench.parsing import logprob_verdict, parse_reasoning, parse_verdict
 from benchmarks.bianbench.prompts import template_for, templates_in_force
+from benchmarks.row_types import Answer, Item, Row
 
 VERDICTS = ("text", "logprob")
 DEFAULT_VERDICT = "text"  # the paper's protocol: the verdict written after the reasoning
 
 
-def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], kind: str, options: Options,
-            verdict: str | None = None) -> list[dict[str, Any]]:
+def combine(item: Item, answers: Iterable[Answer], kind: str, options: Options,
+            verdict: str | None = None) -> list[Row]:
     """One prediction row per run.
 
     `prediction` is always the verdict parsed from the text (the paper's protocol: reasoning, then verdict);
@@ -59,7 +60,7 @@ def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], kind: str, 
     return rows
 
 
-def ensemble(rows_by_model: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def ensemble(rows_by_model: dict[str, list[Row]]) -> list[Row]:
     """Majority vote of several judges per item, as rows in the prediction schema (model "ensemble(a,b,c)").
 
     Each judge's vote on an item is the majority of its runs' text verdicts (`prediction`); ERROR verdicts and
@@ -69,7 +70,7 @@ def ensemble(rows_by_model: dict[str, list[dict[str, Any]]]) -> list[dict[str, A
     GPT-4o-mini). No vote at all gives ERROR (counted wrong); an item whose every row failed gives an error row.
     """
     name = f"ensemble({','.join(rows_by_model)})"
-    by_item: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    by_item: dict[str, dict[str, list[Row]]] = defaultdict(lambda: defaultdict(list))
     for model, rows in rows_by_model.items():
         for row in rows:
             by_item[row["item_id"]][model].append(row)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from benchmarks.records import Record, id_problem, items_or_errors
+from benchmarks.row_types import Item
 
 BENCHMARK = "rag_rewardbench"
 REQUIRED_FIELDS = ("prompt", "chosen", "reject", "subset")
@@ -47,6 +48,6 @@ def read_pair(record: Record) -> tuple[dict[str, Any], list[str]]:
     return item, problems[:1]
 
 
-def load_items(path: str) -> Iterator[dict[str, Any]]:
+def load_items(path: str) -> Iterator[Item]:
     """Every pair under `path`; a bad row is an error item in place (records.items_or_errors)."""
     return items_or_errors(path, read_pair, DUPLICATE, BENCHMARK)

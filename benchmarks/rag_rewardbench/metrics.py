@@ -7,6 +7,7 @@ from typing import Any
 from benchmarks.formatting import mean
 from benchmarks.rag_rewardbench.load import BENCHMARK, category, is_synthetic
 from benchmarks.rag_rewardbench.requests import ORDERS
+from benchmarks.row_types import Row
 from benchmarks.stats import bootstrap_ci
 
 # Table 2 columns: the subset prefix of each, in the paper's order.
@@ -22,7 +23,7 @@ POSITION = (("accuracy_chosen_first", "correct_cr"), ("accuracy_chosen_second", 
             ("text_parse_failure_rate", "text_parse_failure"), ("accuracy_other_verdict_path", "correct_alt"))
 
 
-def measures(row: dict[str, Any]) -> dict[str, float | None]:
+def measures(row: Row) -> dict[str, float | None]:
     """What the reducers track per subset for one item row (None: this item does not count for it)."""
     out: dict[str, float | None] = {
         "correct": row.get("correct"),

@@ -1,7 +1,7 @@
 """The requests each reward-model kind needs for one pair (PROTOCOLS.md 1), with the paper's Table 6 prompt."""
 from __future__ import annotations
 
-from typing import Any
+from benchmarks.row_types import Item, Request
 
 KINDS = ("discriminative", "generative", "implicit")
 
@@ -26,7 +26,7 @@ VERDICT_TOKENS = ("1", "2")
 ORDERS = {"cr": 1, "rc": 2}
 
 
-def expand(item: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+def expand(item: Item, kind: str) -> list[Request]:
     """The requests one pair needs, adjacent so they share a batch and the engine's prefix cache."""
     if kind == "generative":
         variants = []

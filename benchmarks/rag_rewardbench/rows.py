@@ -7,6 +7,7 @@ from typing import Any
 
 from benchmarks.rag_rewardbench.load import BENCHMARK
 from benchmarks.rag_rewardbench.requests import KINDS, ORDERS
+from benchmarks.row_types import Answer, Item, Row
 
 _CHOICE = re.compile(r"choose\W{0,3}(?:response\s*)?([12])\b", re.IGNORECASE)
 
@@ -36,7 +37,7 @@ def pick_score(pick: int | None, chosen_position: int) -> float:
     return 1.0 if pick == chosen_position else 0.0
 
 
-def implicit_reward(answer: dict[str, Any]) -> float:
+def implicit_reward(answer: Answer) -> float:
     """DPO-style reward: summed log-prob minus the reference's when there is one, else the mean per token."""
     if answer.get("ref_logp_sum") is not None:
         return float(answer["logp_sum"]) - float(answer["ref_logp_sum"])
@@ -51,8 +52,7 @@ def preference_margin(first: list[float], scale: list[float], second: list[float
                for k, w in enumerate(scale))
 
 
-def combine(item: dict[str, Any], requests: Iterable[dict[str, Any]], kind: str,
-            verdict: str = "logprob") -> dict[str, Any]:
+def combine(item: Item, requests: Iterable[Answer], kind: str, verdict: str = "logprob") -> Row:
     """One item row from its answered requests. A failed request (e.g. context overflow) fails the item."""
     by_variant = {r["variant"]: r for r in requests}
     row: dict[str, Any] = {
@@ -88,7 +88,7 @@ def combine(item: dict[str, Any], requests: Iterable[dict[str, Any]], kind: str,
     return row
 
 
-def _judge_columns(by_variant: dict[str, dict[str, Any]], verdict: str) -> dict[str, Any]:
+def _judge_columns(by_variant: dict[str, Answer], verdict: str) -> dict[str, Any]:
     """Both orders' picks (log-prob and text), the scoring reading's accuracy and the other one's beside it."""
     row: dict[str, Any] = {}
     for order in ORDERS:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.formatting import mean
+from benchmarks.row_types import Answer, Item, Row
 from benchmarks.stats import bootstrap_ci
 from benchmarks.utility.metrics import bleu, exact_match, rouge_l, token_f1, top_m
 from benchmarks.utility.prompts import SET_FORMS, answer_prompt
@@ -107,8 +108,8 @@ def answer_messages(item: Mapping[str, Any], evidence: Evidence, prompts: Mappin
     return answer_prompt(item["question"], shown, is_factoid(item.get("dataset")), prompts)
 
 
-def qa_rows(base: Mapping[str, Any], item: Mapping[str, Any], by_variant: Mapping[str, Mapping[str, Any]],
-            sources: Sequence[Evidence]) -> list[dict[str, Any]]:
+def qa_rows(base: Mapping[str, Any], item: Item, by_variant: Mapping[str, Answer],
+            sources: Sequence[Evidence]) -> list[Row]:
     """One QA row per evidence source: the evidence, the generated answer, its scores (module docstring)."""
     factoid, gold = is_factoid(item.get("dataset")), list(item["answers"])
     rows = []

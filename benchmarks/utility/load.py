@@ -9,13 +9,14 @@ from typing import Any
 
 from benchmarks.options import is_int
 from benchmarks.records import Record, id_problem, items_or_errors
+from benchmarks.row_types import Item
 from benchmarks.utility.options import BENCHMARK
 
 DEFAULT_SUBSET = "GTI"  # the subset of rows without a dataset
 DUPLICATE = "duplicate of {} (same id, or same question)"
 
 
-def load_items(path: str) -> Iterator[dict[str, Any]]:
+def load_items(path: str) -> Iterator[Item]:
     """GTI/GTU rows from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items,
     in place. An error item keeps the row's own id unless a good row has it (a duplicate): then, like a row
     that cannot have an id, it is named by file and row, so error items keep distinct ids."""

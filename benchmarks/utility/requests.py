@@ -8,6 +8,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.row_types import Item, Request
 from benchmarks.stats import stable_seed
 from benchmarks.utility.options import Condition, Options, Plan
 from benchmarks.utility.prompts import judgment_messages
@@ -64,7 +65,7 @@ def units(item: Mapping[str, Any], condition: Condition, options: Options) -> li
     return [(f"s{s + 1}", perm) for s, perm in enumerate(shuffles(item, options.k, condition.gt_position))]
 
 
-def judgment_requests(item: Mapping[str, Any], options: Options, plan: Plan) -> list[dict[str, Any]]:
+def judgment_requests(item: Item, options: Options, plan: Plan) -> list[Request]:
     """The requests of every condition of one item, condition by condition (adjacent: one prefix cache)."""
     requests = []
     for condition in plan.conditions:
@@ -78,8 +79,8 @@ def judgment_requests(item: Mapping[str, Any], options: Options, plan: Plan) -> 
     return requests
 
 
-def request(item: Mapping[str, Any], variant: str, permutation: list[int], messages: list[dict[str, str]],
-            options: Options) -> dict[str, Any]:
+def request(item: Item, variant: str, permutation: list[int], messages: list[dict[str, str]],
+            options: Options) -> Request:
     """One request; judgment and answer requests carry the same keys (each round is one set of Arrow columns).
     `permutation` holds the original indices of the passages shown, in prompt order."""
     out = {"request_id": f"{item['item_id']}#{variant}", "item_id": item["item_id"],

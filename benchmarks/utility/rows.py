@@ -9,6 +9,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.row_types import Answer, Item, Row
 from benchmarks.stats import stable_seed
 from benchmarks.utility.metrics import (
     k_sampling_evidence,
@@ -28,8 +29,7 @@ ROW_FIELDS = ("precision", "recall", "f1", "ndcg_1", "ndcg_5", "mrr_5", "selecte
               "first_position_rate", "k_sampling_evidence")
 
 
-def judgment_rows(item: Mapping[str, Any], by_variant: Mapping[str, dict[str, Any]], options: Options,
-                  plan: Plan) -> list[dict[str, Any]]:
+def judgment_rows(item: Item, by_variant: Mapping[str, Answer], options: Options, plan: Plan) -> list[Row]:
     """The row of each judgment condition: its voted selection or ranking and their metrics."""
     rows = []
     for condition in plan.conditions:

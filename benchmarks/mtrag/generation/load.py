@@ -11,11 +11,12 @@ from benchmarks.mtrag.generation.options import BENCHMARK
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
 from benchmarks.options import is_int
 from benchmarks.records import error_item, read_items
+from benchmarks.row_types import Item
 
 NA = "N/A"  # a task without a question type or multi-turn label
 
 
-def load_items(path: str) -> Iterator[dict[str, Any]]:
+def load_items(path: str) -> Iterator[Item]:
     """Tasks in the official generation-task format (JSONL/JSON/Parquet, or a folder of them); bad rows come
     out as error items, in place, naming file, row and field.
 

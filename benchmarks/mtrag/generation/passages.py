@@ -10,6 +10,7 @@ from typing import Any
 from benchmarks.mtrag.common import read_run, task_id
 from benchmarks.mtrag.generation.options import Options, wanted_tasks
 from benchmarks.paths import project_path
+from benchmarks.row_types import Item
 
 
 def selected(item: Mapping[str, Any], options: Options) -> bool:
@@ -54,7 +55,7 @@ def _retrieved_file(path: str) -> dict[str, list[dict[str, str]]]:
             for row in rows}
 
 
-def check_items(items: Iterable[dict[str, Any]], options: Options) -> list[str]:
+def check_items(items: Iterable[Item], options: Options) -> list[str]:
     """What the data lacks for these options, found before any engine starts: task ids not in the data,
     responses-given tasks without predictions, RAG-setting tasks without retrieved passages."""
     items = [i for i in items if not i.get("error")]

@@ -20,10 +20,10 @@ from benchmarks.mtrag.generation.options import (
 )
 from benchmarks.mtrag.generation.passages import selected, setting_passages
 from benchmarks.mtrag.generation.scores import parse_statements
+from benchmarks.row_types import Answer, Item, Request
 
 
-def requests(item: dict[str, Any], answers: Mapping[str, dict[str, Any]], options: Options
-             ) -> list[dict[str, Any]]:
+def requests(item: Item, answers: Mapping[str, Answer], options: Options) -> list[Request]:
     """Every request the answers so far (request id -> answer) make possible, answered or not; none for a task
     outside the run, or whose passages cannot be had (combine says why)."""
     if item.get("error") or not selected(item, options):
@@ -63,8 +63,7 @@ def request_id(item: Mapping[str, Any], variant: str, route: str = SELF) -> str:
     return f"{item['item_id']}#{variant}" if variant == GENERATION else f"{item['item_id']}#{variant}@{route}"
 
 
-def request(item: Mapping[str, Any], variant: str, route: str, messages: list[dict[str, str]],
-            options: Options) -> dict[str, Any]:
+def request(item: Item, variant: str, route: str, messages: list[dict[str, str]], options: Options) -> Request:
     return {"request_id": request_id(item, variant, route), "item_id": item["item_id"], "subset": item["subset"],
             "variant": variant, "route": route, "messages": messages,
             "max_tokens": getattr(options.max_tokens, variant)}
@@ -100,7 +99,7 @@ def user(content: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": content}]
 
 
-def response_of(item: Mapping[str, Any], answers: Mapping[str, dict[str, Any]],
+def response_of(item: Item, answers: Mapping[str, Answer],
                 options: Options) -> tuple[str | None, str | None, bool]:
     """(response, why there is none, truncated): the generated text, or predictions[0] with responses given."""
     if options.responses == "given":

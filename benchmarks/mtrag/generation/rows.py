@@ -23,10 +23,10 @@ from benchmarks.mtrag.generation.scores import (
     rb_alg,
     rouge_l,
 )
+from benchmarks.row_types import Answer, Item, Row
 
 
-def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], options: Options
-            ) -> list[dict[str, Any]]:
+def combine(item: Item, answers: Iterable[Answer], options: Options) -> list[Row]:
     """The task's prediction row (a one-row list), or [] for a task outside the run.
 
     Every judgment is read from text. A failed judge request leaves its metric None and is named in
@@ -75,7 +75,7 @@ def combine(item: dict[str, Any], answers: Iterable[dict[str, Any]], options: Op
     return [row]
 
 
-def _base_row(item: Mapping[str, Any], options: Options) -> dict[str, Any]:
+def _base_row(item: Item, options: Options) -> Row:
     """Every column a row has, so error rows and scored rows share one schema."""
     keep = ("item_id", "benchmark", "subset", "task_id", "conversation_id", "collection", "answerability",
             "question_type", "multi_turn", "turn", "turn_group", "reference")
@@ -127,8 +127,7 @@ def _pair_id(row: Mapping[str, Any], index: int) -> str:
     return f"{row['item_id']}#bert_recall" if index == 0 else f"{row['item_id']}#bert_kprec/{index - 1}"
 
 
-def add_text_pair_scores(row: dict[str, Any], scores: Mapping[str, Mapping[str, float]],
-                         encoder: str) -> dict[str, Any]:
+def add_text_pair_scores(row: Row, scores: Mapping[str, Mapping[str, float]], encoder: str) -> Row:
     """The row with its pairs' BERTScores (`scores`: pair id -> precision, recall, f1; NaN for a pair with an
     empty side) read into `add_bert_scores`."""
     if row.get("error") or row.get("response") is None:
@@ -139,8 +138,8 @@ def add_text_pair_scores(row: dict[str, Any], scores: Mapping[str, Mapping[str, 
                            [None if math.isnan(v) else v for v in kprecs], encoder)
 
 
-def add_bert_scores(row: dict[str, Any], bert_recall: float | None, bert_kprecs: Iterable[float | None],
-                    encoder: str) -> dict[str, Any]:
+def add_bert_scores(row: Row, bert_recall: float | None, bert_kprecs: Iterable[float | None],
+                    encoder: str) -> Row:
     """The row with the encoder stage's numbers: Bert-Rec against the reference, Bert-KPrec (max over the
     passages; none for no passages), RB_alg and its IDK-conditioned value, and which encoder gave them
     (e.g. "microsoft/deberta-xlarge-mnli@40, rescaled"). A missing Bert-Rec (an empty response or reference)

@@ -10,6 +10,7 @@ from benchmarks.formatting import ordered
 from benchmarks.mtrag.generation.load import NA
 from benchmarks.mtrag.generation.options import BENCHMARK, SETTINGS
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
+from benchmarks.row_types import Row
 from benchmarks.stats import bootstrap_ci
 
 GROUP_FIELDS = ("setting", "answerability", "turn_group", "collection", "question_type", "multi_turn")
@@ -20,7 +21,7 @@ BREAKDOWN_ORDER = {"by_answerability": ANSWERABILITY, "by_turn": ("first", "late
                    "by_domain": ("clapnq", "fiqa", "govt", "cloud")}
 
 
-def group_key(row: dict[str, Any]) -> str:
+def group_key(row: Row) -> str:
     """setting|answerability|turn group|domain|question types|multi-turn type: every breakdown of the paper."""
     return "|".join(str(row.get(f) or NA) for f in GROUP_FIELDS)
 
@@ -30,7 +31,7 @@ METRICS = ("answerability_acc", "rb_alg", "rb_alg_idk", "rb_llm", "rb_llm_idk", 
 COUNTS = ("failed", "rl_f_nan", "idk_unknown", "judge_failed")
 
 
-def measures(row: dict[str, Any]) -> dict[str, float | None]:
+def measures(row: Row) -> dict[str, float | None]:
     """Per-task values; None: the task does not count for that measure (a NaN RL_F counts in rl_f_nan only)."""
     if row.get("error"):
         return {"failed": 1.0}

@@ -3,12 +3,12 @@ own llm_rewrite the conversation so far, which a generative model turns into a s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from benchmarks.mtrag.common import domain
 from benchmarks.mtrag.retrieval.data import BENCHMARK, load_qrels, load_queries, qrels_path, queries_path
 from benchmarks.mtrag.retrieval.options import LLM_REWRITE, REWRITE_PROMPT, RewritePrompt
+from benchmarks.row_types import Query
 
 _USER_TAG = re.compile(r"\|user\|:\s*")
 _LEAD = re.compile(r"^\s*(?:standalone question|rewritten question|rewrite|question)\s*:\s*", re.IGNORECASE)
@@ -19,7 +19,7 @@ def item_id(domain_name: str, tid: str, strategy: str) -> str:
 
 
 def query_rows(root: str, name: str, strategies: Sequence[str], limit: int | None = None
-               ) -> tuple[list[dict[str, Any]], list[str]]:
+               ) -> tuple[list[Query], list[str]]:
     """One row per (task, strategy) of a domain, speaker tags stripped, and the loaders' problems.
 
     `limit` keeps the first N tasks of the qrels file, the same tasks for every strategy. An llm_rewrite row
@@ -84,7 +84,7 @@ def clean_rewrite(text: str | None, last_turn: str) -> tuple[str, bool]:
     return last_turn, True
 
 
-def rewritten(row: Mapping[str, Any], text: str | None) -> tuple[dict[str, Any], bool]:
+def rewritten(row: Query, text: str | None) -> tuple[Query, bool]:
     """An llm_rewrite row with the rewriter's question as its query (its turns dropped), and whether the
     answer was unusable and the last turn stands in."""
     query, fell_back = clean_rewrite(text, row["turns"][-1])

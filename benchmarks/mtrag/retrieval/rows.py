@@ -9,10 +9,11 @@ from benchmarks.mtrag.common import domain, turn_group
 from benchmarks.mtrag.retrieval.data import BENCHMARK
 from benchmarks.mtrag.retrieval.queries import item_id
 from benchmarks.mtrag.retrieval.scoring import MEASURES
+from benchmarks.row_types import Row
 
 
 def prediction_rows(per_query: Iterable[Mapping[str, Any]], rankings: Mapping[str, Mapping[str, Any]],
-                    strategy: str) -> list[dict[str, Any]]:
+                    strategy: str) -> list[Row]:
     """One row per scored query of a strategy (None scores where the qrels do not judge the task). There is
     no notion of `correct` here."""
     rows = []

@@ -1,12 +1,15 @@
 """A model's answers to a list of requests, from its engine: in the sweep's engine host when there is one,
-else in a host started for the call and released after it."""
+else in a host started for the call and released after it. The rows are checked where they enter the engine
+(the request keys it reads) and where they leave it (the answer keys it writes), so a key one side stopped
+writing fails there, naming the engine, the row and the key."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from benchmarks.protocol import Answer, Request
+from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, Log, engine_of
+from jobs.engines.base import ENGINES, Engine, Log, engine_of
 from jobs.engines.host import EngineHost
 
 
@@ -17,14 +20,26 @@ def answer_requests(requests: list[Request], model: ModelConfig, log: Log = prin
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
                          f"(request engines: {', '.join(sorted(n for n, e in ENGINES.items() if e.answers))})")
-    if host is None:
-        return _own_host(requests, model, log)
-    return engine.answer(requests, model, log, host)
+    check_keys(requests, engine.reads, _who(engine, model), "request")
+    answers = engine.answer(requests, model, log, host) if host is not None else _own_host(engine, requests, model, log)
+    return _checked_answers(answers, engine, model)
 
 
-def _own_host(requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
+def _who(engine: Engine, model: ModelConfig) -> str:
+    return f"engine {engine.name} (model {model.name})"
+
+
+def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
     host = EngineHost(log)
     try:
-        yield from engine_of(model).answer(requests, model, log, host)
+        yield from engine.answer(requests, model, log, host)
     finally:
         host.close()
+
+
+def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
+    """Each answer as it comes; one that did not fail has every key the engine writes."""
+    writes, who = engine.writes(model), _who(engine, model)
+    for answer in answers:
+        check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, who, "answer")
+        yield answer

@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Protocol
 
 from actors.model_store import resolve_model
 from benchmarks.protocol import Answer, Request
-from jobs.config import ModelConfig, to_dict
+from benchmarks.row_types import REQUEST_KEYS, answer_keys
+from jobs.config import ModelConfig, engine_task, to_dict
 
 Log = Callable[[str], None]
 Demand = dict[str, float]
@@ -42,6 +43,13 @@ class Engine:
     shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep
     # why `ragjudge validate` cannot score its models two ways; None: it can
     unvalidated: ClassVar[str | None] = None
+    reads: ClassVar[frozenset[str]] = REQUEST_KEYS  # the request keys it reads, checked as requests enter it
+
+    def writes(self, model: ModelConfig) -> frozenset[str]:
+        """The keys of each answer it returns for the model, checked as answers leave it (a failed answer, with
+        its `error`, needs only the identity keys): the task's columns, and the reference's for an implicit RM
+        with a reference model."""
+        return answer_keys(engine_task(model), reference=model.kind == "implicit" and bool(model.reference))
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         """(key, why) for settings of this engine's own that do not fit the model (e.g. its kind)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from benchmarks.protocol import Answer, Request
+from benchmarks.row_types import ANSWER_BASE_KEYS
 from jobs.config import ModelConfig
 from jobs.engines.base import Engine, Log, Servers, register
 
@@ -19,6 +20,9 @@ class StandIn(Engine):
     name = "stand_in"
     weights = False
     unvalidated = "stand-in engine: no model"
+
+    def writes(self, model: ModelConfig) -> frozenset[str]:
+        return ANSWER_BASE_KEYS | {"text"}  # whatever the model's kind
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         """Every request answered at once, in order, with stand_in_reply."""

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from benchmarks.row_types import RecordError
 from jobs.config import (
     KINDS,
     METRIC_SETTINGS,
@@ -36,7 +37,13 @@ class Echo(Engine):
 
     def answer(self, requests, model, log, host) -> Iterator[dict]:
         for r in requests:
-            yield {"request_id": r["request_id"], "text": f"echo {r['messages'][0]['content']}"}
+            answer = {key: r[key] for key in ("request_id", "item_id", "subset", "variant")}
+            if r["messages"][0]["content"] == "fail":
+                yield {**answer, "error": "context overflow"}  # a failed answer carries no text
+            elif r["messages"][0]["content"] == "forget":
+                yield {**answer, "error": None}  # an answer that did not fail and lacks its text: a bug
+            else:
+                yield {**answer, "text": f"echo {r['messages'][0]['content']}", "error": None}
 
 
 @pytest.fixture
@@ -69,10 +76,25 @@ def test_a_registered_engine_is_a_choice_with_its_own_kinds_and_settings(echo):
         load_model(_model(tokenizer="org/tok"), "inline")
 
 
+def _request(content: str, **drop) -> dict:
+    request = {"request_id": f"r-{content}", "item_id": "i1", "subset": "s", "variant": "v",
+               "messages": [{"role": "user", "content": content}]}
+    return {key: value for key, value in request.items() if key not in drop}
+
+
 def test_a_registered_engine_answers_its_models_requests(echo):
     model = load_model(_model(engine="echo"), "inline")
-    requests = [{"request_id": "r1", "messages": [{"role": "user", "content": "hi"}]}]
-    assert list(answer_requests(requests, model)) == [{"request_id": "r1", "text": "echo hi"}]
+    answers = list(answer_requests([_request("hi"), _request("fail")], model))
+    assert [(a["request_id"], a.get("text"), a["error"]) for a in answers] == [
+        ("r-hi", "echo hi", None), ("r-fail", None, "context overflow")]
+
+
+def test_rows_are_checked_where_they_enter_and_leave_the_engine(echo):
+    model = load_model(_model(engine="echo"), "inline")
+    with pytest.raises(RecordError, match=r"engine echo \(model m\): request request_id 'r-hi' lacks 'variant'"):
+        answer_requests([_request("hi", variant=None)], model)
+    with pytest.raises(RecordError, match=r"engine echo \(model m\): answer request_id 'r-forget' lacks 'text'"):
+        list(answer_requests([_request("hi"), _request("forget")], model))
 
 
 def test_a_retriever_answers_no_requests():

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from benchmarks.protocol import Benchmark
+from benchmarks.row_types import Row
 
 State = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> subset -> [(item_id, value)]
 
@@ -21,9 +22,9 @@ State = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> subset -> [(
 class SubsetReducer:
     """Groups each item's measures by subset; keeps the last value when an item is seen twice."""
 
-    def __init__(self, measures: Callable[[dict[str, Any]], dict[str, float | None]],
-                 group_key: Callable[[dict[str, Any]], str] | None = None,
-                 row_key: Callable[[dict[str, Any]], str] | None = None):
+    def __init__(self, measures: Callable[[Row], dict[str, float | None]],
+                 group_key: Callable[[Row], str] | None = None,
+                 row_key: Callable[[Row], str] | None = None):
         self.measures = measures
         self.group_key = group_key or (lambda row: row.get("subset") or "")
         self.row_key = row_key or (lambda row: row["item_id"])
@@ -31,7 +32,7 @@ class SubsetReducer:
     def init(self) -> State:
         return {}
 
-    def accumulate(self, state: State, row: dict[str, Any]) -> State:
+    def accumulate(self, state: State, row: Row) -> State:
         for name, value in self.measures(row).items():
             if value is not None:
                 state.setdefault(name, {}).setdefault(self.group_key(row), []).append((self.row_key(row), float(value)))
@@ -50,20 +51,20 @@ class SubsetReducer:
             for name, subsets in state.items()
         }
 
-    def reduce(self, rows: Iterable[dict[str, Any]]) -> State:
+    def reduce(self, rows: Iterable[Row]) -> State:
         state = self.init()
         for row in rows:
             self.accumulate(state, row)
         return self.finalize(state)
 
 
-def aggregate(spec: Benchmark, rows: Iterable[dict[str, Any]], resamples: int = 1000) -> dict[str, Any]:
+def aggregate(spec: Benchmark, rows: Iterable[Row], resamples: int = 1000) -> dict[str, Any]:
     """Metrics from item rows: the same reducer and layout online (pipeline) and offline (`ragjudge aggregate`)."""
     reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
     return spec.summarize(reducer.reduce(rows), resamples=resamples)
 
 
-def row_problem(spec: Benchmark, row: dict[str, Any]) -> str | None:
+def row_problem(spec: Benchmark, row: Row) -> str | None:
     """Why a stored prediction row cannot be reduced (a missing item_id, `correct` outside [0, 1], a measure
     that is no number), naming the key; None for a good row."""
     if not isinstance(row.get("item_id"), str):

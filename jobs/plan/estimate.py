@@ -22,6 +22,7 @@ from actors.templating import templater
 from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
+from benchmarks.row_types import Item
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
 from jobs.plan.placement import EngineJob, Schedule, schedule
@@ -67,7 +68,7 @@ def _local_templater(model: ModelConfig):
     return templater(local, model.chat_template, model.revision) if os.path.isdir(local) else None
 
 
-Items = tuple[list[dict[str, Any]], float, str]  # items to count, the factor to the benchmark's size, whence
+Items = tuple[list[Item], float, str]  # items to count, the factor to the benchmark's size, whence
 
 
 def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:

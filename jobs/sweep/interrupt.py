@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
+from benchmarks.row_types import Answer
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 POLL_S = 0.2  # how often a cell waiting on its engine looks at the Stop
 
@@ -118,7 +120,7 @@ class _Failed:
         self.error = error
 
 
-def answered_parts(rows: Iterable[dict[str, Any]], size: int, stop: Stop) -> Iterator[list[dict[str, Any]]]:
+def answered_parts(rows: Iterable[Answer], size: int, stop: Stop) -> Iterator[list[Answer]]:
     """An engine's answers in parts of `size` rows as they stream in, for the caller to store. Once `stop` is
     set: one last part of the answers already here, then Interrupted. The stream is read on its own thread,
     so a cell waiting on its engine sees the stop within POLL_S; that thread is abandoned (a daemon) when the
@@ -126,7 +128,7 @@ def answered_parts(rows: Iterable[dict[str, Any]], size: int, stop: Stop) -> Ite
     answers: queue.Queue = queue.Queue()
     abandoned = threading.Event()
     threading.Thread(target=_pump, args=(rows, answers, abandoned), name="answers", daemon=True).start()
-    part: list[dict[str, Any]] = []
+    part: list[Answer] = []
     try:
         while (item := _next(answers, stop)) is not _END and item is not stop:
             if isinstance(item, _Failed):
@@ -142,7 +144,7 @@ def answered_parts(rows: Iterable[dict[str, Any]], size: int, stop: Stop) -> Ite
         abandoned.set()
 
 
-def _pump(rows: Iterable[dict[str, Any]], answers: queue.Queue, abandoned: threading.Event) -> None:
+def _pump(rows: Iterable[Answer], answers: queue.Queue, abandoned: threading.Event) -> None:
     try:
         for row in rows:
             answers.put(row)

@@ -30,7 +30,7 @@ from typing import Any
 
 from actors.retrievers import QuerySearcher, engine_settings
 from benchmarks.options import typed_options
-from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, benchmark
+from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import RUN_SETTINGS, BenchmarkConfig, ConfigError, ModelConfig, to_dict
 from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
 from jobs.loading import load_model
@@ -104,7 +104,7 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
     return out
 
 
-def search(rows: list[dict[str, Any]], model: ModelConfig, settings: dict[str, Any], cache: RunRoot,
+def search(rows: list[Query], model: ModelConfig, settings: dict[str, Any], cache: RunRoot,
            folders: dict[str, str], top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
     """Every query row answered by a Ray Data pool of QuerySearcher actors: {(strategy, task_id): row}."""
     import ray
@@ -226,7 +226,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     searched = time.perf_counter()
 
     by_strategy: dict[str, Any] = {}
-    predictions: list[dict[str, Any]] = []
+    predictions: list[Row] = []
     for kind in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
         _clear_strategies(root, kind, bench_config.name, model.name)
     for strategy in strategies:

@@ -12,6 +12,7 @@ from typing import Any
 from actors.bertscore import BertScoreStage, baseline_file, encoder_label
 from actors.model_store import resolve_model
 from benchmarks.protocol import Benchmark
+from benchmarks.row_types import Item, Row
 from jobs.engines import PreflightError, dataset_rows
 
 # Encoder batches per Ray Data batch: a row's pairs share its response, and bert-score encodes each distinct
@@ -33,9 +34,9 @@ def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str
     return encoder
 
 
-def with_text_pair_scores(spec: Benchmark, items: list[dict[str, Any]], rows: list[dict[str, Any]],
+def with_text_pair_scores(spec: Benchmark, items: list[Item], rows: list[Row],
                           options: Any, encoder: dict[str, Any],
-                          log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+                          log: Callable[[str], None] = print) -> list[Row]:
     """`rows` with their pairs' scores filled in by the benchmark's add_text_pair_scores."""
     by_id = {item["item_id"]: item for item in items}
     pairs = [pair for row in rows if row["item_id"] in by_id

@@ -27,6 +27,7 @@ from actors.templating import templater
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import BENCHMARKS, Benchmark, RetrievalBenchmark, benchmark
+from benchmarks.row_types import Answer, Item, Request, Row
 from jobs.analysis.agreement import (
     VALIDATE,
     Thresholds,
@@ -61,7 +62,7 @@ class Sample:
 
     spec: Benchmark
     options: Any
-    items: list[dict[str, Any]]
+    items: list[Item]
     paths: list[str]
     skipped: int  # bad rows passed over on the way to the items
 
@@ -92,7 +93,7 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
         options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
         paths = [local_path(path) for bench in benches for path in bench.data] or [
             sample for sample in [spec.validation_sample()] if sample]
-        items: list[dict[str, Any]] = []
+        items: list[Item] = []
         skipped = 0
         for path in paths:
             if len(items) == n:
@@ -109,7 +110,7 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
     return samples
 
 
-def sample_rows(sample: Sample, answers: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def sample_rows(sample: Sample, answers: list[Answer], kind: str) -> list[Row]:
     """One path's verdict rows (jobs.analysis.agreement.verdict_rows) for a sample's items: their benchmark
     combines each item's answers, reading a judge's verdict from log-probs, and reads its verdict and scores."""
     spec, by_item = sample.spec, answers_by_item(answers)
@@ -162,11 +163,11 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def reference_answers(model: ModelConfig, requests: list[dict[str, Any]], padded: int | None) -> list[dict[str, Any]]:
+def reference_answers(model: ModelConfig, requests: list[Request], padded: int | None) -> list[Answer]:
     """The reference path's answers, in a Ray task holding the model's CPUs and GPUs (the driver may have none)."""
     import ray
 
-    def score(settings: dict[str, Any], padded_batch: int | None) -> list[dict[str, Any]]:
+    def score(settings: dict[str, Any], padded_batch: int | None) -> list[Answer]:
         keys = list(dict.fromkeys(key for request in requests for key in request))
         columns = RequestScorer(settings, padded_batch)({key: [r.get(key) for r in requests] for key in keys})
         return [{key: values[i] for key, values in columns.items()} for i in range(len(requests))]
@@ -175,8 +176,8 @@ def reference_answers(model: ModelConfig, requests: list[dict[str, Any]], padded
     return ray.get(task.remote(resolved(model), padded))
 
 
-def score_paths(model: ModelConfig, requests: list[dict[str, Any]], host: EngineHost, log: Log
-                ) -> tuple[dict[str, list[dict[str, Any]]], str | None]:
+def score_paths(model: ModelConfig, requests: list[Request], host: EngineHost, log: Log
+                ) -> tuple[dict[str, list[Answer]], str | None]:
     """Each path's answers, and why the reference path did not run (None when it ran). A shared judge is
     validated on an engine of its own, with the deployment's settings."""
     local = replace(model, shared=False)

@@ -2,14 +2,7 @@
 
 One class serves a local folder and an `s3://bucket/prefix` (any S3-compatible endpoint) through pyarrow
 filesystems, so the pipeline, resume, `ragjudge report` and Ray Data readers see the same Hive-partitioned
-layout wherever the run is stored:
-
-    ROOT/RUN/manifest.json
-    ROOT/RUN/{predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
-    ROOT/RUN/metrics/benchmark=B/model=M/metrics.json
-    ROOT/RUN/report/...
-    ROOT/RUN/quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
-    ROOT/RUN/lease.json   (the driver writing the run: jobs.store.lease)
+layout (jobs.store.layout) wherever the run is stored.
 
 Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
 never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
@@ -21,39 +14,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, Literal
-from urllib.parse import quote
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from jobs.config import RETRY_S, StorageConfig
+from jobs.store import layout
+from jobs.store.layout import QUARANTINE, TABLES, Table, partition_value
 from jobs.store.parquet_rows import joined_rows, parquet_bytes
 from jobs.store.redaction import redact, scrub, secret_values
 from jobs.store.retry import T, retrying
 
-# The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
-Table = Literal["predictions", "requests", "errors"]
-TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
-QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
-
-_SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
-
-
-def partition_value(name: str) -> str:
-    """A Hive partition value for a benchmark or model name: hub ids like `org/name` become `org__name`.
-
-    Other characters outside [A-Za-z0-9._-] are percent-encoded (pyarrow decodes them when it reads the tree).
-    Not injective for names that already contain "__"; rows keep the original name in their own column.
-    """
-    if not name:
-        raise ValueError("a partition needs a non-empty benchmark and model name")
-    return _SAFE_PARTITION.sub(lambda m: quote(m.group(0), safe=""), name.replace("/", "__"))
+__all__ = ["QUARANTINE", "TABLES", "RunRoot", "Table", "open_run", "partition_value", "redact"]
 
 
 def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
@@ -139,19 +116,19 @@ class RunRoot:
         return self._scheme + self.path(relpath)
 
     @staticmethod
-    def partition_value(name: str) -> str:
-        """See `partition_value`."""
-        return partition_value(name)
+    def partition(table: str, benchmark: str, model: str) -> str:
+        """Relative folder of one (table, benchmark, model) partition (jobs.store.layout)."""
+        return layout.partition(table, benchmark, model)
 
-    def partition(self, table: str, benchmark: str, model: str) -> str:
-        """Relative folder of one (table, benchmark, model) partition."""
-        if table not in TABLES and table != "metrics":
-            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
-        return f"{table}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
+    @staticmethod
+    def metrics_path(benchmark: str, model: str) -> str:
+        """Relative path of a cell's metrics.json (jobs.store.layout)."""
+        return layout.metrics_path(benchmark, model)
 
-    def metrics_path(self, benchmark: str, model: str) -> str:
-        """Relative path of a cell's metrics.json."""
-        return self.partition("metrics", benchmark, model) + "/metrics.json"
+    @staticmethod
+    def strategy_path(kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
+        """Relative path of a retrieval strategy's file under runs/ or metrics/ (jobs.store.layout)."""
+        return layout.strategy_path(kind, benchmark, model, strategy, name)
 
     # -- files ---------------------------------------------------------------------------------------------
     def retrying(self, doing: str, path: str, action: Callable[[], T]) -> T:
@@ -231,6 +208,11 @@ class RunRoot:
 
         self.retrying("delete", folder, remove)
 
+    def clear_strategies(self, kind: str, benchmark: str, model: str) -> None:
+        """Remove a retrieval cell's strategy=* folders under runs/ or metrics/ (not the cell's metrics.json),
+        so a strategy dropped from the config leaves no stale files behind."""
+        self.delete_folders(layout.cell_folder(kind, benchmark, model), layout.STRATEGY)
+
     def sibling(self, run: str) -> RunRoot:
         """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
         return RunRoot(self._args[0], run, endpoint_url=self._args[2], retry_s=self.retry_s)
@@ -275,7 +257,7 @@ class RunRoot:
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
             stored.append(scrub(row, secrets) if secrets else row)
-        relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
+        relpath = layout.part_path(table, benchmark, model, part)
         self._write_bytes(self.path(relpath), parquet_bytes(stored))
         return self.uri(relpath)
 

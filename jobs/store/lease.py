@@ -8,9 +8,10 @@ its heartbeat is older than the timeout (a crashed or unreachable driver) or, at
 process of this host that no longer exists (SIGKILL, the OOM killer).
 
 Taking is create-if-absent (`RunRoot.create`, each backend's own: jobs.store.backends): locally a finished
-temporary file is hard-linked to lease.json (atomic, never half a file); on S3 a conditional PUT (If-None-Match: *), which AWS S3 and moto honour (an S3-compatible
-store that ignores it lets two drivers that start in the same instant both create it: the later PUT wins,
-and the earlier driver stops at its next heartbeat). A stale lease is overwritten, then read back after a
+temporary file is hard-linked to lease.json (atomic, never half a file); on S3 a conditional PUT
+(If-None-Match: *), which AWS S3 and moto honour (an S3-compatible store that ignores it lets two drivers that
+start in the same instant both create it: the later PUT wins, and the earlier driver stops at its next
+heartbeat). A stale lease is overwritten, then read back after a
 second, so of two drivers taking over together the later writer holds it. The heartbeat reads the lease
 before each refresh, and every write of the run is fenced (`confirm`): a driver whose own heartbeat is half
 a timeout old (frozen, suspended, cut off) reads the lease before it writes. A driver that finds another's

@@ -1,10 +1,12 @@
-"""Where a run lives: the run root (a local folder or S3) and its layout, storage retries, secret redaction, the
-driver's lease and manifest.json."""
+"""Where a run lives: the run root (a local folder or S3, each a storage backend) and its layout, storage retries,
+secret redaction, the driver's lease and manifest.json."""
+from jobs.store.backends import Backend, register
 from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.store.manifest import Manifest, implicit_scores
 from jobs.store.redaction import redact
 from jobs.store.retry import StorageError, StorageFull, StorageUnreachable, retrying
 from jobs.store.run_root import RunRoot, open_run, partition_value
 
-__all__ = ["LEASE", "Lease", "LeaseHeld", "LeaseLost", "Manifest", "RunRoot", "StorageError", "StorageFull",
-           "StorageUnreachable", "implicit_scores", "open_run", "partition_value", "redact", "retrying"]
+__all__ = ["LEASE", "Backend", "Lease", "LeaseHeld", "LeaseLost", "Manifest", "RunRoot", "StorageError", "StorageFull",
+           "StorageUnreachable", "implicit_scores", "open_run", "partition_value", "redact", "register",
+           "retrying"]

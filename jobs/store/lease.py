@@ -7,10 +7,11 @@ once, naming its holder (host, pid, start time). A lease is stale, and taken ove
 its heartbeat is older than the timeout (a crashed or unreachable driver) or, at once, when its holder was a
 process of this host that no longer exists (SIGKILL, the OOM killer).
 
-Taking is create-if-absent: locally a finished temporary file is hard-linked to lease.json (atomic, never
-half a file); on S3 a conditional PUT (If-None-Match: *), which AWS S3 and moto honour (an S3-compatible
-store that ignores it lets two drivers that start in the same instant both create it: the later PUT wins,
-and the earlier driver stops at its next heartbeat). A stale lease is overwritten, then read back after a
+Taking is create-if-absent (`RunRoot.create`, each backend's own: jobs.store.backends): locally a finished
+temporary file is hard-linked to lease.json (atomic, never half a file); on S3 a conditional PUT
+(If-None-Match: *), which AWS S3 and moto honour (an S3-compatible store that ignores it lets two drivers that
+start in the same instant both create it: the later PUT wins, and the earlier driver stops at its next
+heartbeat). A stale lease is overwritten, then read back after a
 second, so of two drivers taking over together the later writer holds it. The heartbeat reads the lease
 before each refresh, and every write of the run is fenced (`confirm`): a driver whose own heartbeat is half
 a timeout old (frozen, suspended, cut off) reads the lease before it writes. A driver that finds another's
@@ -25,7 +26,6 @@ leaves the lease to go stale.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -83,36 +83,6 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _create(root: RunRoot, record: dict[str, Any]) -> bool:
-    """Write lease.json only if there is none; False if there was one. Tried again through an outage."""
-    path = root.path(LEASE)
-    data = redact(json.dumps(record, indent=2) + "\n").encode("utf-8")
-    if root.is_s3:
-        return root.retrying("create", path, lambda: _created(root.fsspec.pipe_file, path, data, mode="create"))
-    return root.retrying("create", path, lambda: _linked(path, data))
-
-
-def _created(create: Callable[..., object], *args: Any, **kwargs: Any) -> bool:
-    try:
-        create(*args, **kwargs)
-    except FileExistsError:
-        return False
-    return True
-
-
-def _linked(path: str, data: bytes) -> bool:
-    """A finished temporary file hard-linked to `path`: fails if it exists, whole or not at all."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = f"{os.path.dirname(path)}/.{LEASE}.tmp-{uuid.uuid4().hex}"
-    try:
-        with open(temporary, "wb") as out:
-            out.write(data)
-        return _created(os.link, temporary, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-
-
 class Lease:
     """The lease of one run root, held from `__enter__` (or `acquire`) to `__exit__` (or `release`).
 
@@ -144,7 +114,7 @@ class Lease:
     def acquire(self) -> None:
         """Take the lease, or raise LeaseHeld naming the driver that holds it."""
         for _ in range(3):  # a holder may give it back between our create and our read
-            if _create(self.root, self.record):
+            if self.root.create(LEASE, redact(json.dumps(self.record, indent=2) + "\n").encode("utf-8")):
                 break
             current = self.root.read_json(LEASE)
             if current is None:

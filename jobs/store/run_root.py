@@ -1,15 +1,9 @@
 """The run root: where a run's manifest, predictions, answered requests, errors, metrics and report live.
 
-One class serves a local folder and an `s3://bucket/prefix` (any S3-compatible endpoint) through pyarrow
-filesystems, so the pipeline, resume, `ragjudge report` and Ray Data readers see the same Hive-partitioned
-layout wherever the run is stored:
-
-    ROOT/RUN/manifest.json
-    ROOT/RUN/{predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
-    ROOT/RUN/metrics/benchmark=B/model=M/metrics.json
-    ROOT/RUN/report/...
-    ROOT/RUN/quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
-    ROOT/RUN/lease.json   (the driver writing the run: jobs.store.lease)
+One class serves a local folder and an `s3://bucket/prefix` (any S3-compatible endpoint), so the pipeline,
+resume, `ragjudge report` and Ray Data readers see the same Hive-partitioned layout (jobs.store.layout) wherever
+the run is stored. What differs between stores is a backend's (jobs.store.backends, picked by the URI's scheme);
+what they share stays here: the layout, retries, redaction and the write fence.
 
 Credentials, region and endpoint come from the standard AWS environment (or the endpoint argument); they are
 never stored on the RunRoot, written into the run, or shown in its repr. As a second line of defence every
@@ -18,42 +12,24 @@ echoes a secret from the environment is stored without it.
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import re
-import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, Literal
-from urllib.parse import quote
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from jobs.config import RETRY_S, StorageConfig
+from jobs.store import layout
+from jobs.store.backends import Backend, backend_for
+from jobs.store.layout import QUARANTINE, TABLES, Table, partition_value
 from jobs.store.parquet_rows import joined_rows, parquet_bytes
 from jobs.store.redaction import redact, scrub, secret_values
 from jobs.store.retry import T, retrying
 
-# The row tables of a cell (partitioned by benchmark and model): answered requests, item rows, bad rows.
-Table = Literal["predictions", "requests", "errors"]
-TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
-QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
-
-_SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
-
-
-def partition_value(name: str) -> str:
-    """A Hive partition value for a benchmark or model name: hub ids like `org/name` become `org__name`.
-
-    Other characters outside [A-Za-z0-9._-] are percent-encoded (pyarrow decodes them when it reads the tree).
-    Not injective for names that already contain "__"; rows keep the original name in their own column.
-    """
-    if not name:
-        raise ValueError("a partition needs a non-empty benchmark and model name")
-    return _SAFE_PARTITION.sub(lambda m: quote(m.group(0), safe=""), name.replace("/", "__"))
+__all__ = ["QUARANTINE", "TABLES", "RunRoot", "Table", "open_run", "partition_value", "redact"]
 
 
 def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
@@ -79,37 +55,8 @@ class RunRoot:
         self.retry_s = retry_s
         self.before_write = before_write
         self.run = run.strip("/")
-        if uri.startswith("s3://"):
-            import s3fs
-
-            bucket_prefix = uri[len("s3://"):].strip("/")
-            if not bucket_prefix:
-                raise ValueError(f"{uri!r}: an S3 run root needs a bucket, e.g. s3://bucket/runs")
-            endpoint = (endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3")
-                        or os.environ.get("AWS_ENDPOINT_URL"))
-            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-            # No key/secret arguments: botocore reads them from the environment (or a profile, a role),
-            # so the filesystem object, its pickles and anything derived from it carry none.
-            fs = s3fs.S3FileSystem(
-                endpoint_url=endpoint or None,
-                client_kwargs={"region_name": region} if region else {},
-                use_listings_cache=False,  # resume must see parts another process wrote since
-                skip_instance_cache=True,
-            )
-            self.fsspec = fs
-            self.filesystem: pafs.FileSystem = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
-            self.is_s3 = True
-            self.base = f"{bucket_prefix}/{self.run}"
-            self._scheme = "s3://"
-        else:
-            local = uri.removeprefix("file://")
-            if "://" in local:
-                raise ValueError(f"{uri!r}: the run root must be a local path or an s3:// URI")
-            self.fsspec = None
-            self.filesystem = pafs.LocalFileSystem()
-            self.is_s3 = False
-            self.base = os.path.join(os.path.abspath(os.path.expanduser(local or ".")), self.run)
-            self._scheme = ""
+        self.backend: Backend = backend_for(uri, endpoint_url)
+        self.base = f"{self.backend.root}/{self.run}"
 
     @classmethod
     def of(cls, storage: StorageConfig, before_write: Callable[[], None] | None = None) -> RunRoot:
@@ -126,6 +73,11 @@ class RunRoot:
         """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env."""
         return (RunRoot, (*self._args, None, self.retry_s))
 
+    @property
+    def filesystem(self) -> pafs.FileSystem:
+        """The backend's pyarrow filesystem, on which `path()` names files (for pyarrow and Ray Data readers)."""
+        return self.backend.filesystem
+
     # -- paths ---------------------------------------------------------------------------------------------
     def path(self, relpath: str = "") -> str:
         """The path of `relpath` on `self.filesystem` (for pyarrow and Ray Data readers)."""
@@ -136,87 +88,58 @@ class RunRoot:
 
     def uri(self, relpath: str = "") -> str:
         """Where `relpath` is, for messages: s3://bucket/prefix/run/... or an absolute local path."""
-        return self._scheme + self.path(relpath)
+        return self.backend.uri_prefix + self.path(relpath)
 
     @staticmethod
-    def partition_value(name: str) -> str:
-        """See `partition_value`."""
-        return partition_value(name)
+    def partition(table: str, benchmark: str, model: str) -> str:
+        """Relative folder of one (table, benchmark, model) partition (jobs.store.layout)."""
+        return layout.partition(table, benchmark, model)
 
-    def partition(self, table: str, benchmark: str, model: str) -> str:
-        """Relative folder of one (table, benchmark, model) partition."""
-        if table not in TABLES and table != "metrics":
-            raise ValueError(f"table must be one of {TABLES}, got {table!r}")
-        return f"{table}/benchmark={partition_value(benchmark)}/model={partition_value(model)}"
+    @staticmethod
+    def metrics_path(benchmark: str, model: str) -> str:
+        """Relative path of a cell's metrics.json (jobs.store.layout)."""
+        return layout.metrics_path(benchmark, model)
 
-    def metrics_path(self, benchmark: str, model: str) -> str:
-        """Relative path of a cell's metrics.json."""
-        return self.partition("metrics", benchmark, model) + "/metrics.json"
+    @staticmethod
+    def strategy_path(kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
+        """Relative path of a retrieval strategy's file under runs/ or metrics/ (jobs.store.layout)."""
+        return layout.strategy_path(kind, benchmark, model, strategy, name)
 
     # -- files ---------------------------------------------------------------------------------------------
     def retrying(self, doing: str, path: str, action: Callable[[], T]) -> T:
         """`action()` (a storage call on `path`), tried again through an outage for up to `retry_s`
         (jobs.store.retry): StorageUnreachable past it, StorageFull at once on a full disk."""
-        return retrying(action, doing=doing, file=self._scheme + path, root=self.uri(""), retry_s=self.retry_s)
+        return retrying(action, doing=doing, file=self.backend.uri_prefix + path, root=self.uri(""),
+                        retry_s=self.retry_s)
 
     def _write_bytes(self, path: str, data: bytes) -> None:
         """Write a file so that readers see the old version or the whole new one, never a torn file.
 
-        The bytes are whole in memory, so each try writes all of them. On S3 one PUT (or a multipart upload,
-        completed only at the end) is atomic. Locally the bytes go to a hidden temporary name in the same
-        folder (skipped by pyarrow/Ray dataset discovery), renamed once whole, removed if the write fails.
+        The bytes are whole in memory, so each try writes all of them (the backend's `put` is atomic), each
+        behind the write fence: an outage may have outlasted the lease.
         """
-        self.retrying("write", path, lambda: self._put(path, data))
+        self.retrying("write", path, partial(self._fenced, self.backend.put, path, data))
 
-    def _put(self, path: str, data: bytes) -> None:
-        self._changing()  # before every try: an outage may have outlasted the lease
-        if self.fsspec is not None:
-            self.fsspec.pipe_file(path, data)
-            return
-        folder, name = path.rsplit("/", 1)
-        os.makedirs(folder, exist_ok=True)
-        temporary = f"{folder}/.{name}.tmp-{uuid.uuid4().hex}"
-        try:
-            with open(temporary, "wb") as out:
-                out.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-            raise
-
-    def _changing(self) -> None:
+    def _fenced(self, change: Callable[..., T], *args: Any) -> T:
+        """`change(*args)` once the write fence (`before_write`) let it pass."""
         if self.before_write is not None:
             self.before_write()
+        return change(*args)
 
     def _read_bytes(self, path: str) -> bytes | None:
-        """The file's bytes, or None if there is none (an unreachable store raises: it is no missing file).
+        """The file's bytes, or None if there is none (an unreachable store raises: it is no missing file)."""
+        return self.retrying("read", path, partial(self.backend.get, path))
 
-        On S3 one GET: a file-like read is a HEAD then ranged GETs pinned to the HEAD's ETag, which fail
-        (FileExpired) when another writer replaces the object in between, as a lease's heartbeat does every
-        few seconds; a single GET returns one whole version. pyarrow's reader of an fsspec filesystem would
-        also take any failed HEAD, an outage included, for a missing file."""
-        def get() -> bytes | None:
-            try:
-                if self.fsspec is not None:
-                    return self.fsspec.cat_file(path)
-                with open(path, "rb") as f:
-                    return f.read()
-            except FileNotFoundError:
-                return None
-
-        return self.retrying("read", path, get)
+    def create(self, relpath: str, data: bytes) -> bool:
+        """Store a file only if there is none yet, atomically (the lease's take); False if there was one.
+        Retried like every call: a retry that finds the file an earlier try created also returns False."""
+        path = self.path(relpath)
+        return self.retrying("create", path, partial(self._fenced, self.backend.create, path, data))
 
     def delete(self, relpath: str) -> None:
         """Remove a file of the run if it is there."""
         path = self.path(relpath)
-
-        def remove() -> None:
-            self._changing()
-            with contextlib.suppress(FileNotFoundError):
-                self.filesystem.delete_file(path)
-
-        self.retrying("delete", path, remove)
+        self.retrying("delete", path, partial(self._fenced, self.backend.delete, path))
 
     def delete_folders(self, relpath: str, prefix: str) -> None:
         """Remove the folders directly under `relpath` whose names start with `prefix`, each behind the write
@@ -224,12 +147,16 @@ class RunRoot:
         folder = self.path(relpath)
 
         def remove() -> None:
-            for info in self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
-                if info.type == pafs.FileType.Directory and info.base_name.startswith(prefix):
-                    self._changing()
-                    self.filesystem.delete_dir(info.path)
+            for path in self.backend.folders(folder):
+                if path.rsplit("/", 1)[-1].startswith(prefix):
+                    self._fenced(self.backend.delete_folder, path)
 
         self.retrying("delete", folder, remove)
+
+    def clear_strategies(self, kind: str, benchmark: str, model: str) -> None:
+        """Remove a retrieval cell's strategy=* folders under runs/ or metrics/ (not the cell's metrics.json),
+        so a strategy dropped from the config leaves no stale files behind."""
+        self.delete_folders(layout.cell_folder(kind, benchmark, model), layout.STRATEGY)
 
     def sibling(self, run: str) -> RunRoot:
         """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
@@ -275,29 +202,18 @@ class RunRoot:
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
             stored.append(scrub(row, secrets) if secrets else row)
-        relpath = f"{self.partition(table, benchmark, model)}/part-{part}.parquet"
+        relpath = layout.part_path(table, benchmark, model, part)
         self._write_bytes(self.path(relpath), parquet_bytes(stored))
         return self.uri(relpath)
 
     def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
         folder = self.path(self.partition(table, benchmark, model))
         parts = []
-        for path in self.retrying("list", folder, lambda: self._files(folder)):
+        for path in self.retrying("list", folder, partial(self.backend.files, folder)):
             name = path.rsplit("/", 1)[1]
             if name.startswith("part-") and name.endswith(".parquet"):
                 parts.append((name[len("part-"):-len(".parquet")], path))
         return sorted(parts)
-
-    def _files(self, folder: str) -> list[str]:
-        """The files directly in `folder`, [] if there is none. On S3 one listing: pyarrow's selector over
-        fsspec asks isdir, then exists, and raises NotADirectoryError when the first part lands in between."""
-        if self.fsspec is None:
-            infos = self.filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
-            return [info.path for info in infos if info.type == pafs.FileType.File]
-        try:
-            return [entry["name"] for entry in self.fsspec.ls(folder, detail=True) if entry["type"] == "file"]
-        except FileNotFoundError:
-            return []
 
     def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
         """(path, bytes) of each part of a partition in part-name order, each fetched whole: a storage error
@@ -343,15 +259,10 @@ class RunRoot:
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
-                self.retrying("move", path, partial(self._move, path, self.path(target)))
+                self.retrying("move", path, partial(self._fenced, self.backend.move, path, self.path(target)))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
                               "reason": redact(f"{type(e).__name__}: {e}")})
         return joined_rows(parts), moved
-
-    def _move(self, path: str, target: str) -> None:
-        self._changing()
-        self.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        self.filesystem.move(path, target)
 
     def read_dataset(self, table: Table):
         """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
@@ -378,8 +289,7 @@ class RunRoot:
         folder = self.path(self.partition(table, benchmark, model))
 
         def remove() -> None:
-            if self.filesystem.get_file_info(folder).type != pafs.FileType.NotFound:
-                self._changing()
-                self.filesystem.delete_dir(folder)
+            if self.backend.exists(folder):
+                self._fenced(self.backend.delete_folder, folder)
 
         self.retrying("delete", folder, remove)

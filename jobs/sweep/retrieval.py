@@ -170,14 +170,13 @@ def _digest(value: Any) -> str:
 
 
 def strategy_path(root: RunRoot, kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
-    """runs/ or metrics/ benchmark=B/model=M/strategy=S/<name>, relative to the run root."""
-    return (f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}/"
-            f"strategy={partition_value(strategy)}/{name}")
+    """runs/ or metrics/ benchmark=B/model=M/strategy=S/<name>, relative to the run root (the store's layout)."""
+    return root.strategy_path(kind, benchmark, model, strategy, name)
 
 
 def _clear_strategies(root: RunRoot, kind: str, benchmark: str, model: str) -> None:
     """Remove the strategy=* folders of a (benchmark, model) under runs/ or metrics/ (not the cell's metrics.json)."""
-    root.delete_folders(f"{kind}/benchmark={partition_value(benchmark)}/model={partition_value(model)}", "strategy=")
+    root.clear_strategies(kind, benchmark, model)
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> str:

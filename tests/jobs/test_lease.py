@@ -15,6 +15,7 @@ import uuid
 import pytest
 
 from jobs.config import ConfigError
+from jobs.store.backends import S3Backend
 from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.store.run_root import RunRoot
 
@@ -116,13 +117,11 @@ def test_a_timeout_that_is_not_positive_is_a_config_error(tmp_path):
 def test_a_create_whose_reply_was_lost_is_not_refused_as_another_drivers_lease(root, monkeypatch):
     """The store took the first try of the create but the connection broke before its reply: the retry finds
     lease.json, and it is this driver's own."""
-    if root.is_s3:
-        target, real = root.fsspec, root.fsspec.pipe_file
+    if isinstance(root.backend, S3Backend):
+        target, real = root.backend.s3, root.backend.s3.pipe_file
         name = "pipe_file"
     else:
-        import jobs.store.lease
-
-        target, real, name = jobs.store.lease.os, os.link, "link"
+        target, real, name = os, os.link, "link"
     tries = []
 
     def landed_then_reset(*args, **kwargs):

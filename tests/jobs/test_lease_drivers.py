@@ -92,7 +92,7 @@ def test_a_second_driver_refuses_at_once_naming_the_first(ray_session, gate, roo
     assert run.read_json(LEASE) is None  # given back at the end
     ids = [row["request_id"] for row in run.read_rows("requests", "rag_rewardbench", "gated")]
     assert len(ids) == 12 == len(set(ids))
-    record(tmp_path, fault=f"a second driver on one run root ({'S3' if run.is_s3 else 'local'})",
+    record(tmp_path, fault=f"a second driver on one run root ({'S3' if root_uri.startswith('s3://') else 'local'})",
            injected="`ragjudge run` started again while the first driver is mid-cell (its API judge held)",
            outcome=f"refused with exit 3 in {refused_s:.1f} s (process start included), naming host, pid, start "
                    "time; the first finishes, 12 answers, lease.json removed",
@@ -121,7 +121,7 @@ def test_a_lease_left_by_a_crashed_driver_is_taken_over_after_its_timeout(ray_se
     assert run.read_json(LEASE) is None
     ids = [row["request_id"] for row in run.read_rows("requests", "rag_rewardbench", "echo")]
     assert len(ids) == 12 == len(set(ids))
-    record(tmp_path, fault=f"a driver crashed on another host, its lease left ({'S3' if run.is_s3 else 'local'})",
+    record(tmp_path, fault=f"a driver crashed on another host, its lease left ({'S3' if root_uri.startswith('s3://') else 'local'})",
            injected=f"lease.json of host crashed-node written with a heartbeat, storage.lease_timeout_s={timeout_s:g}",
            outcome="a driver within the timeout is refused naming crashed-node; the first after it takes the "
                    "lease over with a note and finishes the run (time: last heartbeat to the run finished)",
@@ -164,7 +164,7 @@ def test_a_frozen_driver_is_taken_over_after_its_timeout_and_stops_when_it_wakes
     assert run.read_json(LEASE) is None and run.read_json("manifest.json")["attempts"] == 2
     ids = [row["request_id"] for row in run.read_rows("requests", "rag_rewardbench", "gated")]
     assert len(ids) == 12 == len(set(ids))
-    record(tmp_path, fault=f"a driver frozen mid-cell past the lease timeout ({'S3' if run.is_s3 else 'local'})",
+    record(tmp_path, fault=f"a driver frozen mid-cell past the lease timeout ({'S3' if root_uri.startswith('s3://') else 'local'})",
            injected=f"SIGSTOP of the first driver, storage.lease_timeout_s={timeout_s:g}; a second driver "
                     "started once its heartbeat is stale; SIGCONT after the takeover",
            outcome="the second takes the lease over with a note and finishes; the first, woken, finds another's "

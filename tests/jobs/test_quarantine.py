@@ -94,7 +94,7 @@ def test_a_damaged_part_is_quarantined_and_only_its_requests_are_asked_again(roo
     _, reference = run(root_uri, BENCH, run_name="undamaged")
     assert outcome.metrics == reference.metrics
     damage = "cut in half" if keep else "emptied (0 bytes)"
-    record(tmp_path, fault=f"a requests/ part {damage} ({'S3' if root.is_s3 else 'local'})",
+    record(tmp_path, fault=f"a requests/ part {damage} ({'S3' if root_uri.startswith('s3://') else 'local'})",
            injected=f"first run stops after 6 of 12 answers (3 parts); part 2 of 3 truncated to {keep:.0%} of "
                     "its bytes",
            outcome=f"rerun moves it to {moved}, warns, lists it in manifest.json `quarantined`, asks its 2 "

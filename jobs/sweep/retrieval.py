@@ -169,16 +169,6 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def strategy_path(root: RunRoot, kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
-    """runs/ or metrics/ benchmark=B/model=M/strategy=S/<name>, relative to the run root (the store's layout)."""
-    return root.strategy_path(kind, benchmark, model, strategy, name)
-
-
-def _clear_strategies(root: RunRoot, kind: str, benchmark: str, model: str) -> None:
-    """Remove the strategy=* folders of a (benchmark, model) under runs/ or metrics/ (not the cell's metrics.json)."""
-    root.clear_strategies(kind, benchmark, model)
-
-
 def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
@@ -227,7 +217,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     by_strategy: dict[str, Any] = {}
     predictions: list[Row] = []
     for kind in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
-        _clear_strategies(root, kind, bench_config.name, model.name)
+        root.clear_strategies(kind, bench_config.name, model.name)
     for strategy in strategies:
         mine = [r for r in rows if r["strategy"] == strategy]
         rankings = {r["task_id"]: answered[(strategy, r["task_id"])] for r in mine}
@@ -235,7 +225,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
                              corpora[r["domain"]][1]) for r in mine]
         per_query, metrics = bench.score(run, qrels)
         metrics |= {"n_errors": len(problems), "problems": problems}  # as aggregate_files writes it
-        where = {name: strategy_path(root, kind, bench_config.name, model.name, strategy, name) for kind, name
+        where = {name: root.strategy_path(kind, bench_config.name, model.name, strategy, name) for kind, name
                  in (("runs", "run.jsonl"), ("runs", "per_query.jsonl"), ("metrics", "metrics.json"))}
         root.write_text(where["run.jsonl"], _jsonl(run))
         root.write_text(where["per_query.jsonl"], _jsonl(per_query))

@@ -140,8 +140,6 @@ def test_a_create_whose_reply_was_lost_is_not_refused_as_another_drivers_lease(r
 def test_a_driver_whose_lease_was_taken_clears_no_retrieval_strategy_folders(root):
     """A retrieval cell clears its strategy=* folders before it writes them again; that deletion passes the run's
     write fence like every other change, so a driver that lost its lease deletes nothing of the new holder's."""
-    from jobs.sweep.retrieval import _clear_strategies
-
     cell = "runs/benchmark=mtrag_retrieval/model=bm25"
     for name in ("strategy=lastturn/run.jsonl", "strategy=rewrite/run.jsonl", "notes.json"):
         root.write_text(f"{cell}/{name}", "kept")
@@ -150,11 +148,11 @@ def test_a_driver_whose_lease_was_taken_clears_no_retrieval_strategy_folders(roo
         lease.record["heartbeat"] -= 100  # frozen past half the timeout, and another driver took over
         root.write_json(LEASE, lease_file("newcomer", 99, time.time()))
         with pytest.raises(LeaseLost, match="host newcomer, pid 99"):
-            _clear_strategies(fenced, "runs", "mtrag_retrieval", "bm25")
+            fenced.clear_strategies("runs", "mtrag_retrieval", "bm25")
     assert root.read_bytes(f"{cell}/strategy=lastturn/run.jsonl") == b"kept"
     assert root.read_bytes(f"{cell}/strategy=rewrite/run.jsonl") == b"kept"
     root.delete(LEASE)
-    _clear_strategies(root, "runs", "mtrag_retrieval", "bm25")  # the holder itself clears them, and only them
+    root.clear_strategies("runs", "mtrag_retrieval", "bm25")  # the holder itself clears them, and only them
     assert root.read_bytes(f"{cell}/strategy=lastturn/run.jsonl") is None
     assert root.read_bytes(f"{cell}/strategy=rewrite/run.jsonl") is None
     assert root.read_bytes(f"{cell}/notes.json") == b"kept"

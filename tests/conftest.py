@@ -42,6 +42,19 @@ def s3_server():
         server.stop()
 
 
+@_storage_pytest.fixture(params=["local", "s3"])
+def root(request, tmp_path):
+    """A run root in a local folder, then one in a bucket of the S3 server: a storage test runs on both."""
+    import uuid
+
+    from jobs.store.run_root import RunRoot
+
+    if request.param == "local":
+        return RunRoot(str(tmp_path / "results"), "run")
+    bucket = request.getfixturevalue("s3_server")["bucket"]
+    return RunRoot(f"s3://{bucket}/{request.node.module.__name__}-{uuid.uuid4().hex[:8]}", "run")
+
+
 @_storage_pytest.fixture(scope="session")
 def ray_session(s3_server):
     """One local Ray for the session (or the one already running).

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -18,14 +17,6 @@ from jobs.config import ConfigError
 from jobs.store.backends import S3Backend
 from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.store.run_root import RunRoot
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path) -> RunRoot:
-    if request.param == "local":
-        return RunRoot(str(tmp_path / "results"), "run")
-    bucket = request.getfixturevalue("s3_server")["bucket"]
-    return RunRoot(f"s3://{bucket}/lease-{uuid.uuid4().hex[:8]}", "run")
 
 
 def lease_file(host: str, pid: int, heartbeat: float) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import uuid
 
 import pytest
 
@@ -13,14 +12,6 @@ from jobs.store import backends
 from jobs.store.backends import Backend, LocalBackend, S3Backend, backend_for, register
 from jobs.store.layout import cell_folder, metrics_path, part_path, strategy_path
 from jobs.store.run_root import RunRoot
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path) -> RunRoot:
-    if request.param == "local":
-        return RunRoot(str(tmp_path / "results"), "run")
-    bucket = request.getfixturevalue("s3_server")["bucket"]
-    return RunRoot(f"s3://{bucket}/backends-{uuid.uuid4().hex[:8]}", "run")
 
 
 def test_the_scheme_picks_the_backend(tmp_path):

@@ -18,6 +18,16 @@ from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.store.run_root import RunRoot
 
 
+@pytest.fixture(autouse=True)
+def no_settle(monkeypatch):
+    """A takeover waits SETTLE_S (1 s) for a driver taking over at the same moment before it reads the lease back;
+    no other driver races these takeovers, so the wait would only add a second each (test_lease_drivers.py
+    takes over with it, from real driver processes)."""
+    import jobs.store.lease
+
+    monkeypatch.setattr(jobs.store.lease, "SETTLE_S", 0.0)
+
+
 @pytest.fixture(params=["local", "s3"])
 def root(request, tmp_path) -> RunRoot:
     if request.param == "local":

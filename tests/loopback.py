@@ -14,6 +14,15 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
+# How often a loopback server's serve_forever looks for shutdown(): socketserver's default 0.5 s made every test
+# that stops a server wait up to half a second more in its teardown.
+POLL_S = 0.05
+
+
+def serve(server) -> None:
+    """`server` answering on a daemon thread until its shutdown()."""
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True).start()
+
 
 class JsonHandler(BaseHTTPRequestHandler):
     """Replies with a JSON body; quiet (no access log on the test's output)."""
@@ -36,7 +45,7 @@ def serving(handler: type[BaseHTTPRequestHandler], release: threading.Event) -> 
     """`handler` on 127.0.0.1 for the block: its /v1 base URL. `release` is set on the way out, so requests the
     handler holds end before the server shuts down."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve(server)
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
@@ -82,7 +91,7 @@ class ScriptedApi(ThreadingHTTPServer):
         return steps[min(n, len(steps) - 1)]
 
     def __enter__(self) -> Self:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        serve(self)
         return self
 
     def __exit__(self, *exc) -> None:

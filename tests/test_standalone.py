@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 # Spelled from parts so that this file, which names them, is not itself a file that reads beside the clone.
 OUTSIDE = ("/".join(("..", "shared")), "RAGJUDGE_" + "SHARED", '/ "' + 'shared"', "RAGJUDGE_" + "SCHEMAS")
@@ -55,6 +57,8 @@ def test_nothing_reads_beside_the_repository():
     assert found == []
 
 
+# Copies the repository and loads the demo in a fresh interpreter, which imports the project anew (about 3.5 s).
+@pytest.mark.integration
 def test_demo_loads_from_a_copy_of_the_repository_alone(tmp_path):
     copy = tmp_path / "alone" / "repo"  # nothing beside it
     for name in _tracked_files():

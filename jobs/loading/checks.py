@@ -46,6 +46,7 @@ def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
 
 def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
     """Each model's choices, its kind against its engine's, and settings only another engine reads."""
+    defaults = ModelConfig()  # a setting another engine owns is set when it differs from its default
     for name, model in models.items():
         where = f"{source}: key 'models.{name}"
         for key, allowed in choices().items():
@@ -61,7 +62,6 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"{f'engine {model.engine}' if key == 'kind' else f'kind {model.kind}'}: kind "
                               f"{model.kind} runs on engine {' or '.join(runs_it)}, and engine {model.engine} runs "
                               f"only kind {' or '.join(sorted(engine.kinds))}")
-        defaults = ModelConfig()
         for other in ENGINES.values():
             for key, what in other.settings.items():
                 if other is not engine and getattr(model, key) != getattr(defaults, key):

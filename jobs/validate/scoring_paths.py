@@ -123,8 +123,8 @@ def sample_rows(sample: Sample, answers: list[Answer], kind: str) -> list[Row]:
 def skip_reason(model: ModelConfig, gpus: float) -> str | None:
     """Why a model of the sweep is not validated: it has no verdict on a pair, no local weights, or a problem
     that fails its cells anyway (preflight)."""
-    if engine_of(model).unvalidated:
-        return engine_of(model).unvalidated
+    if unvalidated := engine_of(model).unvalidated:
+        return unvalidated
     if model.kind not in SCORED:
         return f"a {model.kind} model has no verdict on a pair"
     if problems := model_problems(model, gpus):

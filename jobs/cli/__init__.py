@@ -1,8 +1,8 @@
 """The `ragjudge` command, one module per verb: each adds its parser (`add`) and runs it (`run`), returning the
-exit status. 0: done; 1: a cell failed, or the run's storage did (unreachable past storage.retry_s, or full);
-2: a user's mistake, said in one line; 3: another driver holds the run's lease (jobs.cli.run); 128 + the
-signal's number after SIGTERM or SIGINT (143, 130: jobs.sweep.interrupt), the answers stored, the same command
-resuming."""
+exit status. 0: done; 1: a cell failed, the run's storage did (unreachable past storage.retry_s, or full), or the
+configured Ray cluster does not answer; 2: a user's mistake, said in one line; 3: another driver holds the run's
+lease (jobs.cli.run); 128 + the signal's number after SIGTERM or SIGINT (143, 130: jobs.sweep.interrupt), the
+answers stored, the same command resuming."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ from benchmarks.protocol import UnknownBenchmark
 from jobs.cli import aggregate, compare, models, plan, report, run, status, submit, validate
 from jobs.config import ConfigError
 from jobs.store import StorageError
+from jobs.sweep import ClusterUnreachable
 
 VERBS = (run, validate, aggregate, report, compare, status, submit, plan, models)
 DESCRIPTION = ("Evaluate reward models and LLM judges on RAG benchmarks: validate a sweep's models, run a sweep, "
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, UnknownBenchmark) as e:  # a user's mistake: one line, no traceback
         print(f"ragjudge: {e}", file=sys.stderr)
         return 2
-    except StorageError as e:  # the run root unreachable past storage.retry_s, or full: one line; rerun resumes
+    except (StorageError, ClusterUnreachable) as e:  # the run root or the Ray cluster unreachable: one line
         print(f"ragjudge: {e}", file=sys.stderr)
         return 1
 

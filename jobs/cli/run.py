@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         return RUN_ROOT_BUSY
     root = RunRoot.of(sweep.storage, before_write=lease.confirm)
     try:
-        connect_ray(sweep)  # Ray installs its own SIGTERM handler here: ours go in after it
+        print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
         with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
             outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop)
             if any(o.metrics for o in outcomes) and not stop.is_set():

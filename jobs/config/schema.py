@@ -151,8 +151,11 @@ class StorageConfig:
 
 @dataclass
 class ClusterConfig:
-    address: Optional[str] = None  # Ray address; else RAY_ADDRESS; else a local cluster
+    address: Optional[str] = None  # Ray address; else RAY_ADDRESS; else a new local cluster (jobs.sweep.cluster)
     num_cpus: Optional[int] = None  # local cluster only
+    # An address that accepts no connection for this long fails the run, naming it (a head still starting has
+    # this long to come up).
+    connect_timeout_s: float = 30.0
 
 
 @dataclass

@@ -8,7 +8,6 @@ answer rows (scores, verdict texts), never model weights or activations.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -35,20 +34,6 @@ from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.interrupt import Stop
 from jobs.sweep.progress import Progress
-
-
-def connect_ray(sweep: SweepConfig) -> None:
-    """Join the cluster in cluster.address or RAY_ADDRESS, or start a local one."""
-    import ray
-
-    if ray.is_initialized():
-        return
-    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        ray.init(num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
 
 
 def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,

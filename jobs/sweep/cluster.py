@@ -1,0 +1,71 @@
+"""Which Ray cluster a sweep runs on: the configured one, after checking that it answers, or a new local one.
+
+Ray's own `ray.init()` without an address joins whatever /tmp/ray/ray_current_cluster names, and a cluster that
+died without cleaning up leaves that file behind: the driver then spent 6 minutes reaching a dead GCS. So a run
+with no address asks for a new local cluster explicitly, and a configured address is probed over TCP first, so
+one that does not answer fails in seconds, naming it, instead of in Ray's reconnect loop.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from jobs.config import SweepConfig
+
+class ClusterUnreachable(Exception):
+    """The configured Ray address does not answer."""
+
+
+def connect_ray(sweep: SweepConfig) -> str:
+    """Join the cluster in cluster.address or RAY_ADDRESS, or start a local one; the line that says which."""
+    import ray
+
+    if ray.is_initialized():
+        return "Ray: already connected in this process"
+    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        check_answers(address, sweep.cluster.connect_timeout_s)
+        ray.init(address=address, log_to_driver=False)
+        said = f"Ray: joined the cluster at {address}"
+    else:
+        # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
+        ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
+        said = f"Ray: started a local cluster ({ray.get_runtime_context().gcs_address})"
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    return said
+
+
+def check_answers(address: str, probe_s: float) -> None:
+    """Raise ClusterUnreachable unless the address's host:port accepts a TCP connection within `probe_s`.
+
+    "auto" is Ray's to resolve, so it is not probed. Refused connections are tried again every half second until
+    the deadline (a head being started by the same job script).
+    """
+    if address == "auto":
+        return
+    host, port = host_port(address)
+    deadline = time.monotonic() + probe_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, min(5.0, deadline - time.monotonic()))):
+                return
+        except OSError as e:
+            if time.monotonic() + 0.5 >= deadline:
+                raise ClusterUnreachable(f"no Ray cluster answers at {address} (tried for {probe_s:.0f} s: "
+                                         f"{e.strerror or e}); check cluster.address or RAY_ADDRESS") from None
+            time.sleep(0.5)
+
+
+def host_port(address: str) -> tuple[str, int]:
+    """(host, port) of a Ray address: 'host:port' or 'ray://host:port' (Ray Client, port 10001 by default)."""
+    rest = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = rest.rpartition(":")
+    if not host:
+        if address.startswith("ray://"):
+            return rest, 10001
+        raise ClusterUnreachable(f"Ray address {address!r} has no port: expected host:port or ray://host:port")
+    try:
+        return host.strip("[]"), int(port)
+    except ValueError:
+        raise ClusterUnreachable(f"Ray address {address!r}: port {port!r} is not a number") from None

@@ -1,0 +1,84 @@
+"""Which Ray cluster a run joins (issue 28, item 7): a configured address that does not answer fails fast with
+one line naming it; no address starts a new local cluster even where a dead one left Ray's address file."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import pytest
+from sweeps import write_sweep
+
+from jobs.cli import main
+from jobs.sweep.cluster import ClusterUnreachable, check_answers, host_port
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("address, expected", [
+    ("10.0.0.5:6379", ("10.0.0.5", 6379)),
+    ("ray://head.svc:10001", ("head.svc", 10001)),
+    ("ray://head.svc", ("head.svc", 10001)),
+    ("[::1]:6379", ("::1", 6379)),
+])
+def test_host_and_port_of_each_address_form(address, expected):
+    assert host_port(address) == expected
+
+
+def test_an_address_without_a_port_is_named():
+    with pytest.raises(ClusterUnreachable, match="'head.svc' has no port"):
+        host_port("head.svc")
+
+
+def test_a_listening_address_passes_and_a_closed_one_fails_naming_it():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        check_answers(f"127.0.0.1:{server.getsockname()[1]}", probe_s=2.0)  # no exception
+    address = f"127.0.0.1:{_closed_port()}"
+    with pytest.raises(ClusterUnreachable) as raised:
+        check_answers(address, probe_s=1.5)
+    assert address in str(raised.value) and "cluster.address" in str(raised.value)
+
+
+def test_run_with_a_dead_address_exits_1_with_one_line_and_no_traceback(tmp_path, capsys):
+    sweep = write_sweep(tmp_path, "dead_head", ["{name: echo, path: none, kind: generative, engine: stand_in}"],
+                        storage=f"root: {tmp_path / 'results'}")
+    address = f"127.0.0.1:{_closed_port()}"
+    status = main(["run", str(sweep), f"cluster.address={address}", "cluster.connect_timeout_s=1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1
+    assert err == [f"ragjudge: no Ray cluster answers at {address} (tried for 1 s: Connection refused); "
+                   "check cluster.address or RAY_ADDRESS"]
+
+
+@pytest.mark.integration
+def test_no_address_starts_a_new_local_cluster_despite_a_dead_clusters_address_file():
+    """Ray's ray.init() would join the address the file names and wait on a dead GCS for minutes."""
+    with tempfile.TemporaryDirectory(prefix="rj", dir="/tmp") as ray_tmp:  # short: Ray's socket paths are capped
+        os.makedirs(os.path.join(ray_tmp, "ray"))
+        dead = f"127.0.0.1:{_closed_port()}"
+        with open(os.path.join(ray_tmp, "ray", "ray_current_cluster"), "w") as f:
+            f.write(dead)
+        script = textwrap.dedent("""
+            import ray
+            from jobs.config import ClusterConfig, SweepConfig
+            from jobs.sweep import connect_ray
+            print(connect_ray(SweepConfig(name="x", cluster=ClusterConfig(num_cpus=1))), flush=True)
+            ray.shutdown()
+        """)
+        env = {**os.environ, "RAY_TMPDIR": ray_tmp}
+        env.pop("RAY_ADDRESS", None)
+        # The timeout is the failure: Ray's ray.init() reconnected to the dead GCS for 6 minutes.
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = done.stdout.strip().splitlines()[-1]
+    assert said.startswith("Ray: started a local cluster (") and dead not in said, said

@@ -5,8 +5,8 @@ by side. The engines are the sweep's (jobs.engines.host: one per distinct engine
 its last), so cells share their engines: admission counts each running engine once, however many cells use
 it, plus each cell's own light stages. Ray itself would queue an engine actor that does not fit, but a cell
 admitted too early then sits holding its small stages while its engine waits, so admission counts what the
-engines need against the cluster's resources, re-read at every decision so an autoscaling cluster that grows
-admits more. A cell that fits nowhere still runs when nothing else does: the autoscaler (or the user's error)
+engines need against the cluster's resources, re-read at every decision (a cell's end, and every RECHECK_S
+while cells wait) so a cluster that grows, a node joined or an autoscaler's, admits more as soon as it has. A cell that fits nowhere still runs when nothing else does: the autoscaler (or the user's error)
 then has a pending demand to act on, instead of a sweep that waits forever.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from jobs.engines.demand import RESOURCES, Demand, Need, total
 
 Cell = TypeVar("Cell")
+RECHECK_S = 5.0  # while cells wait for room: how often the cluster's resources are read again
 
 
 def fits(need: Need, running: Sequence[Need], capacity: Demand) -> bool:
@@ -56,7 +57,7 @@ def run_concurrently(cells: Sequence[Cell], demand: Callable[[Cell], Need], run:
                     break
                 index = pending.pop(pick)
                 running[pool.submit(run, cells[index])] = index
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            done, _ = wait(list(running), timeout=RECHECK_S if pending else None, return_when=FIRST_COMPLETED)
             for future in done:
                 results[running.pop(future)] = future.result()
     return results

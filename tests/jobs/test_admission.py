@@ -94,3 +94,28 @@ def test_models_run_longest_first_by_cells_served_then_size_ties_in_sweep_order(
     cells = [["small"], ["big"], ["judge", "judge"], ["u", "judge"], ["twin"], ["small", "judge"]]
     order = longest_first([small, big, judge, unsized, twin], cells)
     assert [m.name for m in order] == ["judge", "small", "big", "twin", "u"]
+
+
+def test_a_node_that_joins_while_a_cell_runs_admits_the_waiting_cell_before_that_cell_ends(monkeypatch):
+    """The first cell ends only once the second has started: without re-reading the cluster while the first
+    runs, the second would wait for it forever (here: until the 10 s guard, and the order would say so)."""
+    monkeypatch.setattr("jobs.sweep.admission.RECHECK_S", 0.05)
+    second_started = threading.Event()
+    events, reads = [], []
+
+    def run(cell: str) -> str:
+        events.append(f"start {cell}")
+        if cell == "a":
+            second_started.wait(timeout=10)
+        else:
+            second_started.set()
+        events.append(f"end {cell}")
+        return cell
+
+    def capacity() -> dict[str, float]:
+        """One CPU for the first two reads (a admitted, b refused), two once the node has joined."""
+        reads.append(1)
+        return {"CPU": 2.0 if len(reads) > 2 else 1.0, "GPU": 0.0}
+
+    assert run_concurrently(["a", "b"], lambda _: need(1.0, 0.0), run, capacity) == ["a", "b"]
+    assert events.index("start b") < events.index("end a")

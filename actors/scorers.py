@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from actors.engine_ledger import report
+from actors.engine_calls import call_engine
+from actors.engine_ledger import report, this_node
 from actors.model_store import revision_for
 from actors.padded_batch import PaddedBatchEngine
 from actors.sampling import REQUEST_INPUTS, text_sampling
@@ -100,7 +101,7 @@ class ScorerServer:
     def __init__(self, model: dict[str, Any], key: str, ledger: str | None = None):
         start = time.time()
         self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model["name"]
-        report(ledger, "started", key, self.model_name, "transformers", time.time() - start)
+        report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node())
 
     def answer(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         start = time.time()
@@ -116,6 +117,4 @@ class ScorerServer:
 
 def ask(batch: dict[str, np.ndarray], server: str) -> dict[str, Any]:
     """`map_batches` function: a batch of request rows -> its answer columns, from the named ScorerServer."""
-    import ray
-
-    return ray.get(ray.get_actor(server).answer.remote(batch))
+    return call_engine(server, "answer", batch)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from actors.engine_calls import call_engine
 from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
@@ -133,10 +134,8 @@ def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix:
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
     (actors.vllm_server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
     model files and tasks."""
-    import ray
-
     rows = [prepare(row, model, path, task, keep_messages) for row in batch.to_pylist()]
-    engine_rows = ray.get(ray.get_actor(server).answer.remote(rows, task, model["name"]))
+    engine_rows = call_engine(server, "answer", rows, task, model["name"])
     answers = [read_answer(row, task, columns, prefix) for row in engine_rows]
     # Not Table.from_pylist: it takes the columns of the first row only, and a judge's text and verdict parts
     # answer in different columns.

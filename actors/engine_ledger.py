@@ -1,8 +1,9 @@
-"""What each long-lived engine of a sweep did: starts, start time, busy time, requests and tokens.
+"""What each long-lived engine of a sweep did: starts (and the node of each), start time, busy time, requests
+and tokens.
 
 Engines report here themselves (a start from their constructor, a batch's counts after each batch), so a
-restarted engine is counted even though Ray rebuilt it without the driver's knowledge. One small actor per
-sweep holds the ledger; the driver reads it into manifest.json.
+restarted engine is counted even though Ray rebuilt it without the driver's knowledge, on whichever node Ray
+chose. One small actor per sweep, on the driver's node, holds the ledger; the driver reads it into manifest.json.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "gene
 
 
 class EngineLedger:
-    """Per engine key: {"model", "engine", "starts", "start_s", busy_s, requests and token counts}; "model" names
-    every model file the engine started or answered for, sorted and joined by " + " (a shared engine)."""
+    """Per engine key: {"model", "engine", "starts", "start_s", "nodes", busy_s, requests and token counts};
+    "model" names every model file the engine started or answered for, sorted and joined by " + " (a shared
+    engine); "nodes" holds, per start in order, the node it ran on ({"node_id", "ip"})."""
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
@@ -21,13 +23,14 @@ class EngineLedger:
 
     def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
         self.models.setdefault(key, set()).add(model)
-        return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0,
+        return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0, "nodes": [],
                                              **{name: 0 for name in COUNTERS}})
 
-    def started(self, key: str, model: str, engine: str, seconds: float) -> None:
+    def started(self, key: str, model: str, engine: str, seconds: float, node: dict[str, str] | None = None) -> None:
         entry = self._entry(key, model, engine)
         entry["starts"] += 1
         entry["start_s"] = round(entry["start_s"] + seconds, 3)
+        entry["nodes"].append(node or {})
 
     def add(self, key: str, model: str, engine: str, counts: dict[str, float]) -> None:
         entry = self._entry(key, model, engine)
@@ -37,6 +40,14 @@ class EngineLedger:
 
     def read(self) -> dict[str, dict[str, Any]]:
         return {key: {"model": " + ".join(sorted(self.models[key])), **entry} for key, entry in self.entries.items()}
+
+
+def this_node() -> dict[str, str]:
+    """The Ray node this process runs on, as the ledger records an engine's start."""
+    import ray
+
+    context = ray.get_runtime_context()
+    return {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address()}
 
 
 def report(ledger: str | None, method: str, *args: Any) -> None:

@@ -47,7 +47,7 @@ def main() -> None:
     from jobs.loading import load_model
 
     judge = load_model("smollm2_judge", "perf", [ROOT / "conf"])
-    ray.init(include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     with tempfile.TemporaryDirectory() as tmp:
         items = list(rb.load_items(str(make_pairs(Path(tmp), args))))

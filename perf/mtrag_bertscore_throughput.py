@@ -62,7 +62,7 @@ def main() -> None:
     pairs = make_pairs(args.tasks)
     print(f"{len(pairs)} text pairs from {args.tasks} tasks")
     pools = [tuple(int(n) for n in pool.split("x")) for pool in args.pools]
-    ray.init(num_cpus=max(a * c for a, c in pools) + 1, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=max(a * c for a, c in pools) + 1, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
     plain_s, plain = baseline(pairs)
     print(f"plain bert-score, one process: {plain_s:6.1f} s  {len(pairs) / plain_s:7.1f} pairs/s")

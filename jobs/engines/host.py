@@ -40,9 +40,13 @@ class EngineHost:
     def ledger(self) -> str:
         """The ledger actor's name, started with the first engine."""
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if self._ledger is None:
-            self._ledger = ray.remote(num_cpus=0)(EngineLedger).options(name=f"{self.prefix}-ledger").remote()
+            # On the driver's node: a worker node lost with the ledger on it would take every engine's record.
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+            self._ledger = ray.remote(num_cpus=0)(EngineLedger).options(
+                name=f"{self.prefix}-ledger", scheduling_strategy=here).remote()
         return f"{self.prefix}-ledger"
 
     def _names(self, models: Iterable[ModelConfig]) -> list[str]:
@@ -101,12 +105,17 @@ class EngineHost:
             ray.util.remove_placement_group(group)
 
     def accounting(self) -> list[dict[str, Any]]:
-        """One entry per engine: model(s), engine, starts, start_s, busy_s, requests and token counts."""
+        """One entry per engine: model(s), engine, starts, the node of each start, start_s, busy_s, requests and
+        token counts; `lost_nodes`: the nodes it ran on that have died since (Ray restarted it elsewhere)."""
         import ray
 
         if self._ledger is None:
             return []
         entries = ray.get(self._ledger.read.remote())
+        alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+        for entry in entries.values():
+            entry["lost_nodes"] = list(dict.fromkeys(node["node_id"] for node in entry["nodes"]
+                                                     if node.get("node_id") and node["node_id"] not in alive))
         return [entries[name] for name in sorted(entries)]
 
     def close(self) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import time
 
 from jobs.config import SweepConfig
 
+
 class ClusterUnreachable(Exception):
     """The configured Ray address does not answer."""
 

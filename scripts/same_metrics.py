@@ -37,14 +37,20 @@ def differences(a, b, where: str = "") -> list[str]:
     return [] if same else [f"{where}: {a!r} != {b!r}"]
 
 
-def main(first: str, second: str) -> int:
+def run_differences(first: str | Path, second: str | Path) -> tuple[int, list[str]]:
+    """(metrics.json files compared, every difference between the two runs' files, named by file and key)."""
     files = {p.relative_to(first): p for p in Path(first).glob("metrics/**/metrics.json")}
     others = {p.relative_to(second): p for p in Path(second).glob("metrics/**/metrics.json")}
     problems = [f"{name}: only in {first if name in files else second}" for name in sorted(set(files) ^ set(others))]
     for name in sorted(set(files) & set(others)):
         problems += [f"{name}{d}" for d in differences(_normal(json.loads(files[name].read_text())),
                                                        _normal(json.loads(others[name].read_text())))]
-    print("\n".join(problems) or f"{len(files)} metrics.json files, every key equal")
+    return len(files), problems
+
+
+def main(first: str, second: str) -> int:
+    count, problems = run_differences(first, second)
+    print("\n".join(problems) or f"{count} metrics.json files, every key equal")
     return 1 if problems else 0
 
 

@@ -1,0 +1,142 @@
+"""A sweep on a real multi-node Ray cluster on this machine (ray.cluster_utils.Cluster: a raylet and an object
+store per node), run as a script so its cluster is the process's only one (the test session has its own).
+
+    python tests/multinode.py OUT.json --sweep SWEEP.yaml --layout 0,2,2 [--lose-engine-node | --join CPUS]
+        [key=value ...]
+
+`--layout` gives each node's CPUs, the head first (0: nothing of the sweep runs on the head). With
+`--lose-engine-node` a watcher removes the node that holds the sweep's first engine once the engine has
+answered its first batch, while the cell is still answering; with `--join CPUS` a node of CPUS joins once the
+first engine has started. OUT.json gets the exit status, the manifest's engines, each cell's stored request ids
+counted, the nodes, the wall time, and the seconds from the node's loss to the next answered batch.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+OBJECT_STORE = 200 * 1024 * 1024  # per node: the sweep's rows are small
+
+
+def start_cluster(cpus: list[int]) -> Any:
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": cpus[0], "object_store_memory": OBJECT_STORE, "include_dashboard": False})
+    for n in cpus[1:]:
+        cluster.add_node(num_cpus=n, object_store_memory=OBJECT_STORE)
+    cluster.wait_for_nodes()
+    return cluster
+
+
+def _ledger() -> Any:
+    import ray
+
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].endswith("-ledger")]
+    return ray.get_actor(names[0]) if names else None
+
+
+def lose_engine_node(cluster: Any, said: dict[str, Any], stop: threading.Event) -> None:
+    """Remove the node under the first engine that has answered a batch; time until it answers again."""
+    import ray
+
+    while not stop.is_set():
+        ledger = _ledger()
+        entries = ray.get(ledger.read.remote()) if ledger else {}
+        busy = [(key, e) for key, e in entries.items() if e["requests"] > 0 and e["nodes"]]
+        if busy:
+            key, entry = busy[0]
+            node_id, answered = entry["nodes"][-1]["node_id"], entry["requests"]
+            victim = next(n for n in cluster.worker_nodes if n.node_id == node_id)
+            lost_at = time.monotonic()
+            cluster.remove_node(victim)
+            said.update(lost_node=node_id, answered_before_loss=answered)
+            while not stop.is_set():  # recovery: the restarted engine answers its next batch
+                entry = ray.get(ledger.read.remote())[key]
+                if entry["starts"] > 1 and entry["requests"] > answered:
+                    said["recovery_s"] = round(time.monotonic() - lost_at, 1)
+                    return
+                time.sleep(0.5)
+            return
+        time.sleep(0.2)
+
+
+def join_node(cluster: Any, said: dict[str, Any], stop: threading.Event, cpus: int) -> None:
+    """Add a node of `cpus` CPUs once the sweep's first engine has started (cells are then waiting for room)."""
+    import ray
+
+    started = time.monotonic()
+    while not stop.is_set():
+        ledger = _ledger()
+        if ledger and any(e["starts"] for e in ray.get(ledger.read.remote()).values()):
+            node = cluster.add_node(num_cpus=cpus, object_store_memory=OBJECT_STORE)
+            said.update(joined_node=node.node_id, joined_after_s=round(time.monotonic() - started, 1))
+            return
+        time.sleep(0.2)
+
+
+def stored_request_ids(results: Path) -> dict[str, dict[str, int]]:
+    """Per cell folder: request ids stored more than once, and how many distinct ones, from the parts."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for cell in sorted(results.glob("requests/benchmark=*/model=*")):
+        ids = Counter(i for part in cell.glob("*.parquet") for i in pq.read_table(part, columns=["request_id"])
+                      .column("request_id").to_pylist())
+        out[f"{cell.parent.name}/{cell.name}"] = {"distinct": len(ids), "twice": sum(1 for n in ids.values() if n > 1)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--sweep", required=True)
+    parser.add_argument("--layout", default="0,2,2")
+    watch = parser.add_mutually_exclusive_group()
+    watch.add_argument("--lose-engine-node", action="store_true")
+    watch.add_argument("--join", type=int, metavar="CPUS")
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_intermixed_args()
+    import ray
+
+    from jobs.cli import main as ragjudge
+    from jobs.loading import load_sweep
+
+    cluster = start_cluster([int(n) for n in args.layout.split(",")])
+    said: dict[str, Any] = {"nodes": {"head": cluster.head_node.node_id,
+                                      "workers": [n.node_id for n in cluster.worker_nodes]}}
+    overrides = [*args.overrides, f"cluster.address={cluster.address}"]
+    stop = threading.Event()
+    watcher = None
+    if args.lose_engine_node or args.join:
+        ray.init(address=cluster.address, log_to_driver=False)  # the run's connect_ray finds it joined
+        task = (lose_engine_node, (cluster, said, stop)) if args.lose_engine_node else (
+            join_node, (cluster, said, stop, args.join))
+        watcher = threading.Thread(target=task[0], args=task[1], daemon=True)
+        watcher.start()
+    started = time.monotonic()
+    try:
+        said["status"] = ragjudge(["run", args.sweep, *overrides])
+    finally:
+        said["wall_s"] = round(time.monotonic() - started, 1)
+        stop.set()
+        if watcher:
+            watcher.join(timeout=5)
+        ray.shutdown()
+        cluster.shutdown()
+    sweep = load_sweep(args.sweep, overrides)
+    results = Path(sweep.storage.root) / sweep.storage.run
+    manifest = json.loads((results / "manifest.json").read_text())
+    said.update(engines=manifest.get("engines"), cells=manifest.get("cells"), stored=stored_request_ids(results))
+    Path(args.out).write_text(json.dumps(said, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # the checkout, not tests/ (it has a benchmarks/ too)
+    main()

@@ -52,6 +52,25 @@ def tcmalloc(lib_dirs: Sequence[str] = LIB_DIRS) -> str | None:
     return next((str(Path(d) / name) for d in lib_dirs for name in TCMALLOC if (Path(d) / name).is_file()), None)
 
 
+def rank_threads(ranks: int, cores: Sequence[int]) -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for a tensor-parallel CPU engine: the cores split into `ranks` equal runs,
+    e.g. "0-7|8-15". vLLM's "auto" gives each rank a NUMA node of its own and refuses more ranks than nodes
+    ("Not enough allowed NUMA nodes to bind threads"), which a one-socket machine always has."""
+    per = len(cores) // ranks
+    if per == 0:
+        raise ValueError(f"tensor_parallel_size {ranks} on CPU needs a core per rank; this process may use "
+                         f"{len(cores)}")
+    ordered = sorted(cores)
+    return "|".join(_core_list(ordered[i * per:(i + 1) * per]) for i in range(ranks))
+
+
+def _core_list(run: list[int]) -> str:
+    """vLLM's core list syntax: "3", "0-7" for consecutive cores, else "0,2,4"."""
+    if run == list(range(run[0], run[-1] + 1)):
+        return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+    return ",".join(map(str, run))
+
+
 def cpu_engine_env(lib_dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
     """Environment of a vLLM CPU engine so that every core Ray gives it does model work.
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from typing import Any
 
 from actors.engine_ledger import report, this_node
+from actors.hardware import rank_threads
 from actors.vllm_stage import engine_settings
 
 RUNNERS = {"classify": {"runner": "pooling", "convert": "classify"}, "judge": {"runner": "generate"},
@@ -48,6 +50,9 @@ class VllmServer:
         start = time.time()
         self.runner, self.key, self.ledger = RUNNERS[task], key, ledger
         engine_kwargs, _, _ = engine_settings(model, path, task)
+        if engine_kwargs["tensor_parallel_size"] > 1 and not model.get("num_gpus"):  # the ranks' cores
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = rank_threads(engine_kwargs["tensor_parallel_size"],
+                                                                   sorted(os.sched_getaffinity(0)))
         # whether prompt log-prob rows read the prefix cache (a judge's rows read it inside vLLM, as usual)
         self.reads_cache = bool(engine_kwargs.get("enable_prefix_caching"))
         self.engine = vllm.AsyncLLMEngine.from_engine_args(

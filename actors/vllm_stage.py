@@ -124,6 +124,8 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
         # prefills never rewind, so seeded sampling (Bi'anBench's three runs) works on CPU too.
         engine_kwargs["enable_chunked_prefill"] = False
         engine_kwargs["max_num_batched_tokens"] = max(int(model["max_model_len"]), 8192)
+        if int(model["tensor_parallel_size"]) > 1:  # ranks as processes: the CPU build refuses Ray's executor
+            engine_kwargs["distributed_executor_backend"] = "mp"
         placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
     engine_kwargs.update(model.get("engine_args") or {})  # the model file's word is last
     return engine_kwargs, runtime_env, placement

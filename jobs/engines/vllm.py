@@ -96,20 +96,23 @@ class Vllm(Engine):
         return VllmServer, (settings, path, task, name, ledger)
 
     def placement(self, model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-        """CPUs and vLLM's CPU settings on CPU; a GPU; or, tensor-parallel, one GPU bundle per rank on one node,
-        whose workers vLLM starts on Ray inside it."""
-        if not model.num_gpus:
-            _, runtime_env, _ = engine_settings(settings, settings["path"], "judge")
-            return {"num_cpus": model.num_cpus, "runtime_env": runtime_env}, None
+        """One rank: its CPUs (and vLLM's CPU settings), or a GPU. Tensor-parallel: one bundle per rank, all on
+        one node (STRICT_PACK), the engine actor inside it. On GPUs vLLM starts its rank workers on Ray in those
+        bundles; vLLM's CPU build refuses Ray's executor ("current platform cpu does not support ray",
+        vllm/v1/executor/ray_utils.py) and starts them as processes of the engine actor (actors.vllm_stage),
+        which run on the CPUs the bundles hold. The GPU-only line: each bundle's GPU."""
+        _, runtime_env, _ = engine_settings(settings, settings["path"], "judge")
         if model.tensor_parallel_size == 1:
-            return {"num_cpus": model.num_cpus, "num_gpus": 1}, None
+            return ({"num_cpus": model.num_cpus, "num_gpus": 1} if model.num_gpus else
+                    {"num_cpus": model.num_cpus, "runtime_env": runtime_env}), None
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        group = placement_group([{"GPU": 1, "CPU": model.num_cpus}] * model.tensor_parallel_size,
-                                strategy="STRICT_PACK")
-        return {"num_cpus": 0, "num_gpus": 0, "scheduling_strategy": PlacementGroupSchedulingStrategy(
-            placement_group=group, placement_group_capture_child_tasks=True)}, group
+        rank = {"CPU": model.num_cpus, **({"GPU": 1} if model.num_gpus else {})}
+        group = placement_group([rank] * model.tensor_parallel_size, strategy="STRICT_PACK")
+        return {"num_cpus": 0, "num_gpus": 0, "runtime_env": runtime_env,
+                "scheduling_strategy": PlacementGroupSchedulingStrategy(
+                    placement_group=group, placement_group_capture_child_tasks=True)}, group
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         """Both parts of a judge request (text, verdict) and both orders of a pair stay next to each other in one

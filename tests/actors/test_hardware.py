@@ -1,5 +1,16 @@
 """actors.hardware: bfloat16 only where the CPU computes it natively, vLLM's CPU thread settings, and engine arguments."""
-from actors.hardware import IF_NATIVE, cpu_engine_env, cpu_flags, native_bf16, resolve_dtype, tcmalloc
+import pytest
+
+from actors.hardware import (
+    IF_NATIVE,
+    cpu_engine_env,
+    cpu_flags,
+    native_bf16,
+    rank_threads,
+    resolve_dtype,
+    tcmalloc,
+)
+from actors.vllm_stage import engine_settings
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
 AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
@@ -40,8 +51,6 @@ def test_tcmalloc_is_preloaded_where_installed_before_the_users_own_preloads(tmp
 
 
 def test_the_model_files_engine_args_come_last():
-    from actors.vllm_stage import engine_settings
-
     model = {"name": "m", "path": "/x", "dtype": "float32", "max_model_len": 2048, "tensor_parallel_size": 1, "enforce_eager": True,
              "kv_cache_gib": 1, "num_cpus": 1, "num_gpus": 0}
     kwargs, _, _ = engine_settings(model, "/x", "logprobs")
@@ -52,3 +61,21 @@ def test_the_model_files_engine_args_come_last():
     assert not kwargs["enable_prefix_caching"]
     kwargs, _, _ = engine_settings({**model, "engine_args": {"max_num_batched_tokens": 4096}}, "/x", "logprobs")
     assert kwargs["max_num_batched_tokens"] == 4096
+
+
+def test_a_tensor_parallel_cpu_engine_gives_each_rank_an_equal_run_of_cores():
+    assert rank_threads(2, [1, 0]) == "0|1"
+    assert rank_threads(2, list(range(16))) == "0-7|8-15"
+    assert rank_threads(2, [0, 1, 2]) == "0|1"  # equal runs: the odd core is left to the engine's own process
+    assert rank_threads(2, [0, 2, 4, 6]) == "0,2|4,6"
+    with pytest.raises(ValueError, match="needs a core per rank"):
+        rank_threads(4, [0, 1])
+
+
+def test_tensor_parallel_on_cpu_runs_its_ranks_as_processes_and_on_gpu_leaves_the_executor_to_vllm():
+    cpu = {"name": "m", "path": "some/model", "dtype": "float32", "max_model_len": 512, "tensor_parallel_size": 2, "enforce_eager": True,
+           "num_gpus": 0, "num_cpus": 1, "kv_cache_gib": 1}
+    kwargs, _, placement = engine_settings(cpu, "some/model", "classify")
+    assert kwargs["distributed_executor_backend"] == "mp" and placement == {"bundles": [{"CPU": 1.0}] * 2}
+    kwargs, _, _ = engine_settings({**cpu, "num_gpus": 1}, "some/model", "classify")
+    assert "distributed_executor_backend" not in kwargs

@@ -7,21 +7,22 @@ store per node), run as a script so its cluster is the process's only one (the t
 `--layout` gives each node's CPUs, the head first (0: nothing of the sweep runs on the head). With
 `--lose-engine-node` a watcher removes the node that holds the sweep's first engine once the engine has
 answered its first batch, while the cell is still answering; with `--join CPUS` a node of CPUS joins once the
-first engine has started. OUT.json gets the exit status, the manifest's engines, each cell's stored request ids
+first engine has started. The sweep's driver is `ragjudge run` in a process of its own. OUT.json gets the exit status, the manifest's engines, each cell's stored request ids
 counted, the nodes, the wall time, and the seconds from the node's loss to the next answered batch.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 OBJECT_STORE = 200 * 1024 * 1024  # per node: the sweep's rows are small
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_cluster(cpus: list[int]) -> Any:
@@ -36,29 +37,32 @@ def start_cluster(cpus: list[int]) -> Any:
 
 
 def _ledger() -> Any:
+    """The sweep driver's ledger actor (in the driver's own namespace), once it exists."""
     import ray
 
-    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].endswith("-ledger")]
-    return ray.get_actor(names[0]) if names else None
+    found = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].endswith("-ledger")]
+    return ray.get_actor(found[0]["name"], namespace=found[0]["namespace"]) if found else None
 
 
-def lose_engine_node(cluster: Any, said: dict[str, Any], stop: threading.Event) -> None:
+def _entries() -> dict[str, Any]:
+    import ray
+
+    ledger = _ledger()
+    return ray.get(ledger.read.remote()) if ledger else {}
+
+
+def lose_engine_node(cluster: Any, said: dict[str, Any], driver: subprocess.Popen) -> None:
     """Remove the node under the first engine that has answered a batch; time until it answers again."""
-    import ray
-
-    while not stop.is_set():
-        ledger = _ledger()
-        entries = ray.get(ledger.read.remote()) if ledger else {}
-        busy = [(key, e) for key, e in entries.items() if e["requests"] > 0 and e["nodes"]]
+    while driver.poll() is None:
+        busy = [(key, e) for key, e in _entries().items() if e["requests"] > 0 and e["nodes"]]
         if busy:
             key, entry = busy[0]
             node_id, answered = entry["nodes"][-1]["node_id"], entry["requests"]
-            victim = next(n for n in cluster.worker_nodes if n.node_id == node_id)
             lost_at = time.monotonic()
-            cluster.remove_node(victim)
+            cluster.remove_node(next(n for n in cluster.worker_nodes if n.node_id == node_id))
             said.update(lost_node=node_id, answered_before_loss=answered)
-            while not stop.is_set():  # recovery: the restarted engine answers its next batch
-                entry = ray.get(ledger.read.remote())[key]
+            while driver.poll() is None:  # recovery: the restarted engine answers its next batch
+                entry = _entries()[key]
                 if entry["starts"] > 1 and entry["requests"] > answered:
                     said["recovery_s"] = round(time.monotonic() - lost_at, 1)
                     return
@@ -67,14 +71,11 @@ def lose_engine_node(cluster: Any, said: dict[str, Any], stop: threading.Event) 
         time.sleep(0.2)
 
 
-def join_node(cluster: Any, said: dict[str, Any], stop: threading.Event, cpus: int) -> None:
+def join_node(cluster: Any, said: dict[str, Any], driver: subprocess.Popen, cpus: int) -> None:
     """Add a node of `cpus` CPUs once the sweep's first engine has started (cells are then waiting for room)."""
-    import ray
-
     started = time.monotonic()
-    while not stop.is_set():
-        ledger = _ledger()
-        if ledger and any(e["starts"] for e in ray.get(ledger.read.remote()).values()):
+    while driver.poll() is None:
+        if any(e["starts"] for e in _entries().values()):
             node = cluster.add_node(num_cpus=cpus, object_store_memory=OBJECT_STORE)
             said.update(joined_node=node.node_id, joined_after_s=round(time.monotonic() - started, 1))
             return
@@ -105,29 +106,27 @@ def main() -> None:
     args = parser.parse_intermixed_args()
     import ray
 
-    from jobs.cli import main as ragjudge
     from jobs.loading import load_sweep
 
     cluster = start_cluster([int(n) for n in args.layout.split(",")])
     said: dict[str, Any] = {"nodes": {"head": cluster.head_node.node_id,
                                       "workers": [n.node_id for n in cluster.worker_nodes]}}
     overrides = [*args.overrides, f"cluster.address={cluster.address}"]
-    stop = threading.Event()
-    watcher = None
-    if args.lose_engine_node or args.join:
-        ray.init(address=cluster.address, log_to_driver=False)  # the run's connect_ray finds it joined
-        task = (lose_engine_node, (cluster, said, stop)) if args.lose_engine_node else (
-            join_node, (cluster, said, stop, args.join))
-        watcher = threading.Thread(target=task[0], args=task[1], daemon=True)
-        watcher.start()
     started = time.monotonic()
+    # The driver in a process of its own, as `ragjudge run` on a cluster's head; this one's main thread adds and
+    # removes nodes (adding one installs signal handlers, which Python allows in the main thread only).
+    driver = subprocess.Popen([sys.executable, "-m", "jobs", "run", args.sweep, *overrides], cwd=ROOT)
     try:
-        said["status"] = ragjudge(["run", args.sweep, *overrides])
+        if args.lose_engine_node or args.join:
+            ray.init(address=cluster.address, log_to_driver=False)
+            if args.lose_engine_node:
+                lose_engine_node(cluster, said, driver)
+            else:
+                join_node(cluster, said, driver, args.join)
+        said["status"] = driver.wait()
     finally:
         said["wall_s"] = round(time.monotonic() - started, 1)
-        stop.set()
-        if watcher:
-            watcher.join(timeout=5)
+        driver.kill()
         ray.shutdown()
         cluster.shutdown()
     sweep = load_sweep(args.sweep, overrides)
@@ -138,5 +137,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path[0] = str(Path(__file__).resolve().parents[1])  # the checkout, not tests/ (it has a benchmarks/ too)
+    sys.path[0] = str(ROOT)  # the checkout, not tests/ (it has a benchmarks/ too)
     main()

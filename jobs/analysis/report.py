@@ -15,10 +15,14 @@ from typing import Any
 
 from benchmarks import protocol
 from benchmarks.tables import aligned
-from jobs.analysis.leaderboard import item_outcomes, leaderboard
-from jobs.analysis.reliability import COLUMNS, needed_column, position_bias, reliability
+from jobs.analysis.bias import add_bias
+from jobs.analysis.cell_rows import add_rows, read_column
+from jobs.analysis.leaderboard import leaderboard
+from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
+from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
+from jobs.loading.families import load_families
 from jobs.store import RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
@@ -43,12 +47,30 @@ def report_text(metrics: list[dict[str, Any]]) -> str:
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 
-def _cell_rows(root: RunRoot, benchmark: str, model: str) -> list[dict[str, Any]]:
-    return root.read_rows("predictions", benchmark, model, columns=needed_column)
+def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable[[str], int] | None
+               ) -> tuple[list[dict[str, Any]], dict[str, ResponsePair]]:
+    """A cell's rows without the response texts, and its items' response pairs (read from those texts)."""
+    rows = root.read_rows("predictions", benchmark, model, columns=read_column)
+    pairs = response_pairs(rows, count_tokens)
+    return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs
 
 
-def load_report(root: RunRoot) -> Report | None:
-    """The report of the run's finished cells, or None when the run has no manifest."""
+def leaderboard_of(views: list[BenchmarkView], paths: dict[str, str] | None = None,
+                   tokenizer: str | None = None) -> dict[str, Any]:
+    """leaderboard.json for these views: scores and paired tests (jobs.analysis.leaderboard), then the bias
+    columns (jobs.analysis.bias) where the rows had their data."""
+    board = leaderboard({v.name: v.outcomes for v in views}, {v.name: v.resamples for v in views})
+    families = load_families()
+    for view in views:
+        if view.name in board["benchmarks"]:
+            add_bias(board["benchmarks"][view.name], view, families, paths, tokenizer)
+    return board
+
+
+def load_report(root: RunRoot, count_tokens: Callable[[str], int] | None = None,
+                tokenizer: str | None = None) -> Report | None:
+    """The report of the run's finished cells, or None when the run has no manifest; `count_tokens` (named
+    `tokenizer`) also measures the responses' lengths in tokens."""
     manifest = root.read_json("manifest.json")
     if manifest is None:
         return None
@@ -65,24 +87,19 @@ def load_report(root: RunRoot) -> Report | None:
                                              resamples=int(settings.get("bootstrap_resamples", 1000)))
     with ThreadPoolExecutor(READERS) as pool:
         metrics = list(pool.map(lambda cell: root.read_json(root.metrics_path(*cell)), done))
-        rows = list(pool.map(lambda cell: _cell_rows(root, *cell), done))
-    for (benchmark, model), cell_metrics, cell_rows in zip(done, metrics, rows):
+        rows = list(pool.map(lambda cell: _cell_rows(root, *cell, count_tokens), done))
+    for (benchmark, model), cell_metrics, (cell_rows, pairs) in zip(done, metrics, rows):
         view = views[benchmark]
         if cell_metrics is not None:
             view.metrics.append(cell_metrics)
-        view.outcomes[model], subsets = item_outcomes(cell_rows)
-        view.subsets.update(subsets)
-        view.reliability[model] = reliability(cell_rows)
-        position = position_bias(cell_rows) or {}
-        if "first_position_rate" in view.reliability[model]:
-            position["first_position_rate"] = view.reliability[model]["first_position_rate"]
-        if position:
-            view.position[model] = position
+        add_rows(view, model, cell_rows)
+        for item, pair in pairs.items():
+            view.pairs.setdefault(item, pair)
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
         if model in implicit:
             view.implicit[model] = implicit[model]
-    board = leaderboard({v.name: v.outcomes for v in views.values()},
-                        {v.name: v.resamples for v in views.values()})
+    paths = {name: str(m["path"]) for name, m in model_config.items() if (m or {}).get("path")}
+    board = leaderboard_of(list(views.values()), paths, tokenizer)
     return Report(root.run, manifest, list(views.values()), board)
 
 

@@ -1,5 +1,6 @@
 """`ragjudge aggregate`: metrics from stored item predictions (Parquet or JSONL), no model needed; several models'
-rows also give a leaderboard; a retrieval run is scored against qrels."""
+rows also give a leaderboard, the one `ragjudge report` writes (with the bias columns where the rows carry the
+response texts and their authors); a retrieval run is scored against qrels."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,12 @@ from typing import Any
 
 from benchmarks.protocol import RetrievalBenchmark, benchmark
 from benchmarks.records import read_records
-from jobs.analysis import aggregate, leaderboard_from_rows, row_problem
+from jobs.analysis import aggregate, row_problem
+from jobs.analysis.cell_rows import add_rows
+from jobs.analysis.leaderboard import by_model
+from jobs.analysis.report import leaderboard_of
+from jobs.analysis.report_view import BenchmarkView
+from jobs.analysis.response_pairs import pair_problem, response_pairs
 from jobs.store import partition_value
 
 
@@ -30,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         return _retrieval(spec, args)
     rows: list[dict[str, Any]] = []
     for record in read_records(args.predictions):
-        problem = record.problem if record.data is None else row_problem(spec, record.data)
+        problem = record.problem if record.data is None else (row_problem(spec, record.data)
+                                                              or pair_problem(record.data))
         if problem:  # named and left out; the good rows are still scored
             print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
         else:
@@ -43,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
     for model in models:
         out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
         _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
-    board = leaderboard_from_rows(args.benchmark, rows)
+    view = BenchmarkView(args.benchmark, args.benchmark, pairs=response_pairs(rows))
+    for model, group in by_model(rows).items():
+        add_rows(view, model, group)
+    board = leaderboard_of([view])
     if args.out:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")

@@ -11,6 +11,7 @@ from test_leaderboard import CONTRACT
 
 from benchmarks.rag_rewardbench import load_items
 from jobs.analysis.bias import add_bias, length_baselines, length_sides, split_accuracy
+from jobs.analysis.bias_page import bias_section
 from jobs.analysis.report_view import BenchmarkView
 from jobs.analysis.response_pairs import ResponsePair, pair_problem, response_pairs
 from jobs.cli import main
@@ -174,3 +175,18 @@ def test_a_bad_family_table_names_the_key(tmp_path):
     path.write_text("llama: ['*llama*']\nbroken: 3\n")
     with pytest.raises(ConfigError, match=r"families.yaml: key 'broken': expected a list of name patterns"):
         load_families(Path(path))
+
+
+def test_the_report_section_shows_the_same_numbers(board):
+    page = bias_section(board["bench"])
+    baselines, models = page.split("<h3>Bias</h3>")
+    # all: 5 pairs, 60.0 / 40.0; helpful-a: 2 pairs, 50.0 / 50.0
+    assert "<td class='l'>all</td><td data-v='5'>5</td><td data-v='0.6'>60.0</td><td data-v='0.4'>40.0</td>" in baselines
+    assert "<td class='l'>helpful-a</td><td data-v='2'>2</td><td data-v='0.5'>50.0</td>" in baselines
+    row = next(r for r in models.split("<tr>") if r.startswith("<td class='l'>llama_3_1_8b_instruct"))
+    # length: 66.7 (3), 50.0 (2), gap 16.7; self-preference: llama, 100.0 (1), 50.0 (2), gap 50.0
+    assert "<td data-v='0.666667'>66.7</td><td data-v='3'>3</td><td data-v='0.5'>50.0</td><td data-v='2'>2</td>" \
+           "<td data-v='0.166667'>16.7</td>" in row
+    assert "<td class='l'>llama</td><td data-v='1'>100.0</td><td data-v='1'>1</td><td data-v='0.5'>50.0</td>" in row
+    assert "right answer first" not in page  # no judge in both orders here
+    assert bias_section({"models": [{"model": "m"}], "pairs": []}) == ""

@@ -87,6 +87,16 @@ def test_page_is_self_contained_with_its_plots(run):
         assert f"<th>{column}</th>" in page
 
 
+def test_page_and_leaderboard_carry_the_bias_columns(run):
+    board = run["report"].leaderboard["benchmarks"]["rag_rewardbench"]
+    assert board["baselines"]["longer_wins"]["n"] > 0 and "bianbench" not in str(board.get("baselines"))
+    judges = [m for m in board["models"] if "position" in m.get("bias", {})]
+    assert len(judges) == 2 and all("length" in m["bias"] for m in board["models"])
+    section = run["page"].split("<h2 id='rag_rewardbench'>")[1]
+    assert "<h3>Length baselines</h3>" in section and "<th>right answer first %</th>" in section
+    assert "<h3>Bias</h3>" not in run["page"].split("<h2 id='rag_rewardbench'>")[0]  # bianbench rows: no pairs
+
+
 def test_page_keeps_each_benchmarks_paper_table(run):
     assert "<table id='paper-rag_rewardbench'><tr><td>6</td>" in run["page"]  # table_html
     assert "<pre>PAPER TABLE bianbench: 2 models</pre>" in run["page"]  # table_text where no HTML table

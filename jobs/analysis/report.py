@@ -17,6 +17,7 @@ from benchmarks import protocol
 from benchmarks.tables import aligned
 from jobs.analysis.bias import add_bias
 from jobs.analysis.cell_rows import add_rows, read_column
+from jobs.analysis.items import board_items, items_jsonl, items_summary
 from jobs.analysis.leaderboard import leaderboard
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
@@ -62,8 +63,10 @@ def leaderboard_of(views: list[BenchmarkView], paths: dict[str, str] | None = No
     board = leaderboard({v.name: v.outcomes for v in views}, {v.name: v.resamples for v in views})
     families = load_families()
     for view in views:
-        if view.name in board["benchmarks"]:
-            add_bias(board["benchmarks"][view.name], view, families, paths, tokenizer)
+        bench = board["benchmarks"].get(view.name)
+        if bench:
+            add_bias(bench, view, families, paths, tokenizer)
+            bench["items"] = items_summary(board_items(view, bench), [m["model"] for m in bench["models"]])
     return board
 
 
@@ -132,18 +135,21 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | 
     if report is None:
         return None
     tables = {view.name: paper_table(view.module, view.metrics) for view in report.views}
+    boards = report.leaderboard["benchmarks"]
     for view in report.views:
         table = tables[view.name]
         if table.problem:
             print(f"ragjudge report: {view.name}: paper table unavailable: {table.problem}", file=sys.stderr)
         elif table.text:
             out(table.text + "\n")
-        board = report.leaderboard["benchmarks"].get(view.name)
+        board = boards.get(view.name)
         if board:
             out(leaderboard_text(view, board) + "\n")
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")
     root.write_json("report/leaderboard.json", report.leaderboard)
+    root.write_text("report/items.jsonl", "".join(items_jsonl(board_items(view, boards.get(view.name)))
+                                                  for view in report.views))
     root.write_text("report/index.html", render_page(report, tables))
     return report

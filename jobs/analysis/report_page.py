@@ -12,6 +12,7 @@ from jobs.analysis import plots
 from jobs.analysis.bias_page import bias_section
 from jobs.analysis.html_table import number_cell as _num
 from jobs.analysis.html_table import table
+from jobs.analysis.items_page import items_section
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, subset_matrix
 
@@ -88,6 +89,7 @@ def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTabl
         if judges:
             parts.append(plots.position_plot(judges, f"{view.name}: position bias of the judges"))
         parts.append(bias_section(board))
+        parts.append(items_section(view, board))
     parts.append("<h3>Paper table</h3>")
     if paper.html:
         parts.append(paper.html)

@@ -47,7 +47,11 @@ MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _clos
 PAIR = _closed(["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"], a={"type": "string"},
                b={"type": "string"}, n=INTEGER, a_only=INTEGER, b_only=INTEGER, test={"type": "string"},
                p_value=NUMBER, p_holm=NUMBER)
-BOARD = _closed(["models", "pairs"], {"baselines": BASELINES}, models={"type": "array", "items": MODEL},
+CANDIDATE = _closed(["item_id", "subset", "difficulty", "top_third_accuracy"], item_id={"type": "string"},
+                    subset={"type": "string"}, difficulty=NUMBER, top_third_accuracy=NUMBER)
+ITEMS = _closed(["n", "top_third", "label_noise"], n=INTEGER, top_third={"type": "array", "items": {"type": "string"}},
+                label_noise={"type": "array", "items": CANDIDATE})
+BOARD = _closed(["models", "pairs"], {"baselines": BASELINES, "items": ITEMS}, models={"type": "array", "items": MODEL},
                 pairs={"type": "array", "items": PAIR})
 # issue 15's format, closed (no field more, none less), with issue 30's optional parts
 CONTRACT = _closed(["benchmarks"], benchmarks={"type": "object", "additionalProperties": BOARD})

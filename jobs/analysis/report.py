@@ -17,6 +17,7 @@ from benchmarks import protocol
 from benchmarks.tables import aligned
 from jobs.analysis.bias import add_bias
 from jobs.analysis.cell_rows import add_rows, read_column
+from jobs.analysis.ensembles import add_ensembles, run_ensembles
 from jobs.analysis.items import board_items, items_jsonl, items_summary
 from jobs.analysis.leaderboard import leaderboard
 from jobs.analysis.reliability import COLUMNS
@@ -65,6 +66,9 @@ def leaderboard_of(views: list[BenchmarkView], paths: dict[str, str] | None = No
     for view in views:
         bench = board["benchmarks"].get(view.name)
         if bench:
+            for entry in bench["models"]:
+                if entry["model"] in view.ensembles:
+                    entry.update(ensemble=True, **view.ensembles[entry["model"]])
             add_bias(bench, view, families, paths, tokenizer)
             bench["items"] = items_summary(board_items(view, bench), [m["model"] for m in bench["models"]])
     return board
@@ -101,6 +105,8 @@ def load_report(root: RunRoot, count_tokens: Callable[[str], int] | None = None,
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
         if model in implicit:
             view.implicit[model] = implicit[model]
+    for problem in add_ensembles(root, views, run_ensembles(root, manifest)):
+        print(f"ragjudge report: {problem}", file=sys.stderr)
     paths = {name: str(m["path"]) for name, m in model_config.items() if (m or {}).get("path")}
     board = leaderboard_of(list(views.values()), paths, tokenizer)
     return Report(root.run, manifest, list(views.values()), board)

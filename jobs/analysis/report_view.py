@@ -33,6 +33,7 @@ class BenchmarkView:
     kinds: dict[str, str] = field(default_factory=dict)
     implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
     pairs: dict[str, ResponsePair] = field(default_factory=dict)  # item id -> its two responses (bias columns)
+    ensembles: dict[str, dict[str, Any]] = field(default_factory=dict)  # virtual models: name -> members, rule
     resamples: int = 1000
 
 

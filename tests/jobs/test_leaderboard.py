@@ -41,7 +41,9 @@ BASELINES = _closed(["longer_wins", "shorter_wins", "unit", "by_subset"], {"toke
     ["tokenizer", "longer_wins", "shorter_wins", "by_subset"], tokenizer={"type": "string"}, longer_wins=RATE,
     shorter_wins=RATE, by_subset=BY_SUBSET)}, longer_wins=RATE, shorter_wins=RATE, unit={"const": "characters"},
     by_subset=BY_SUBSET)
-MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS)},
+ENSEMBLE = {"ensemble": {"const": True}, "members": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "rule": {"enum": ["mean", "zscore", "majority"]}}
+MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS), **ENSEMBLE},
                 model={"type": "string"}, score=NUMBER, ci95={**INTERVAL, "type": "array"}, n=INTEGER, rank=INTEGER,
                 group={"type": "string"})
 PAIR = _closed(["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"], a={"type": "string"},

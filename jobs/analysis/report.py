@@ -24,6 +24,7 @@ from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
+from jobs.analysis.tokens import token_counter
 from jobs.loading.families import load_families
 from jobs.store import RunRoot, implicit_scores
 
@@ -74,10 +75,9 @@ def leaderboard_of(views: list[BenchmarkView], paths: dict[str, str] | None = No
     return board
 
 
-def load_report(root: RunRoot, count_tokens: Callable[[str], int] | None = None,
-                tokenizer: str | None = None) -> Report | None:
-    """The report of the run's finished cells, or None when the run has no manifest; `count_tokens` (named
-    `tokenizer`) also measures the responses' lengths in tokens."""
+def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
+    """The report of the run's finished cells, or None when the run has no manifest; `tokenizer` (a spec of
+    jobs.analysis.tokens) also measures the responses' lengths in tokens."""
     manifest = root.read_json("manifest.json")
     if manifest is None:
         return None
@@ -94,6 +94,7 @@ def load_report(root: RunRoot, count_tokens: Callable[[str], int] | None = None,
                                              resamples=int(settings.get("bootstrap_resamples", 1000)))
     with ThreadPoolExecutor(READERS) as pool:
         metrics = list(pool.map(lambda cell: root.read_json(root.metrics_path(*cell)), done))
+        count_tokens = token_counter(tokenizer) if tokenizer else None
         rows = list(pool.map(lambda cell: _cell_rows(root, *cell, count_tokens), done))
     for (benchmark, model), cell_metrics, (cell_rows, pairs) in zip(done, metrics, rows):
         view = views[benchmark]
@@ -135,9 +136,10 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
     return title + "\n" + aligned(rows, left=2 + len(implicit))
 
 
-def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | None:
-    """Write report/leaderboard.json and report/index.html and print the tables; None: no manifest."""
-    report = load_report(root)
+def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: str | None = None) -> Report | None:
+    """Write report/leaderboard.json, report/items.jsonl and report/index.html and print the tables; None: no
+    manifest. `tokenizer`: also measure the responses in its tokens."""
+    report = load_report(root, tokenizer)
     if report is None:
         return None
     tables = {view.name: paper_table(view.module, view.metrics) for view in report.views}

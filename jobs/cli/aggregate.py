@@ -18,6 +18,7 @@ from jobs.analysis.leaderboard import by_model
 from jobs.analysis.report import leaderboard_of
 from jobs.analysis.report_view import BenchmarkView
 from jobs.analysis.response_pairs import pair_problem, response_pairs
+from jobs.analysis.tokens import token_counter
 from jobs.store import partition_value
 
 
@@ -27,6 +28,8 @@ def add(commands: Any) -> None:
     parser.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
     parser.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
     parser.add_argument("--qrels", action="append", help="a retrieval benchmark's qrels TSV; give it once per file")
+    parser.add_argument("--tokenizer", help="also measure the responses' lengths in this tokenizer's tokens "
+                                            "(e.g. builtin:tiny-random-classifier: SmolLM2's)")
     parser.set_defaults(func=run)
 
 
@@ -50,10 +53,11 @@ def run(args: argparse.Namespace) -> int:
     for model in models:
         out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
         _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
-    view = BenchmarkView(args.benchmark, args.benchmark, pairs=response_pairs(rows))
+    count_tokens = token_counter(args.tokenizer) if args.tokenizer else None
+    view = BenchmarkView(args.benchmark, args.benchmark, pairs=response_pairs(rows, count_tokens))
     for model, group in by_model(rows).items():
         add_rows(view, model, group)
-    board = leaderboard_of([view])
+    board = leaderboard_of([view], tokenizer=args.tokenizer)
     if args.out:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from synthetic_run import build_run
 from test_leaderboard import CONTRACT
 
 from benchmarks.rag_rewardbench import load_items
+from jobs.analysis import plots
+from jobs.analysis import report as report_module
 from jobs.analysis.bias import add_bias, length_baselines, length_sides, split_accuracy
 from jobs.analysis.bias_page import bias_section
 from jobs.analysis.report_view import BenchmarkView
@@ -190,3 +193,35 @@ def test_the_report_section_shows_the_same_numbers(board):
     assert "<td class='l'>llama</td><td data-v='1'>100.0</td><td data-v='1'>1</td><td data-v='0.5'>50.0</td>" in row
     assert "right answer first" not in page  # no judge in both orders here
     assert bias_section({"models": [{"model": "m"}], "pairs": []}) == ""
+
+
+def test_aggregate_counts_tokens_with_the_named_tokenizer(tmp_path):
+    """SmolLM2's tokenizer (the built-in tiny classifier's): one token per word here, so the token lengths
+    reverse the character lengths of the first pair (4 words in 18 characters vs 2 words in 24)."""
+    rows = [{"model": m, "item_id": f"rag_rewardbench/{i}", "subset": "s", "correct": 1.0, "chosen": chosen,
+             "reject": reject} for m in ("a", "b")
+            for i, (chosen, reject) in enumerate([("one two three four", "international government"), ("one", "two six")])]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = "builtin:tiny-random-classifier"
+    assert main(["aggregate", "--benchmark", "rag_rewardbench", "--predictions", str(path), "--out",
+                 str(tmp_path), "--tokenizer", spec]) == 0
+    bench = json.loads((tmp_path / "leaderboard.json").read_text())["benchmarks"]["rag_rewardbench"]
+    # characters: 18 < 24 and 3 < 7, chosen never longer; tokens: 4 > 2 and 1 < 2
+    assert bench["baselines"]["longer_wins"] == {"accuracy": 0.0, "n": 2}
+    assert bench["baselines"]["tokens"]["tokenizer"] == spec
+    assert bench["baselines"]["tokens"]["longer_wins"] == {"accuracy": 0.5, "n": 2}
+    assert bench["models"][0]["bias"]["length_tokens"]["chosen_longer"] == {"accuracy": 1.0, "n": 1}
+
+
+def test_report_counts_tokens_when_asked(tmp_path, monkeypatch):
+    root = build_run(str(tmp_path), "r", models=2, items=12)
+    for figure in ("ci_plot", "position_plot", "heatmap"):  # the page's figures are not tested here
+        monkeypatch.setattr(plots, figure, lambda *args: "")
+    monkeypatch.setattr(report_module, "token_counter", lambda spec: lambda text: len(text) // 100)
+    assert main(["report", root.path(), "--tokenizer", "hundreds"]) == 0
+    bench = json.loads(Path(root.path("report/leaderboard.json")).read_text())["benchmarks"]["rag_rewardbench"]
+    assert bench["baselines"]["tokens"]["tokenizer"] == "hundreds"
+    # synthetic pairs: chosen 100 + 37i % 300 characters, rejected 100 + 53i % 300; in hundreds, items 0-11 give
+    # chosen vs rejected 1-1, 1-1, 1-2, 2-2, 2-3, 2-3, 3-1, 3-1, 3-2, 1-2, 1-3, 2-3: 3 ties, 3 longer of 9
+    assert bench["baselines"]["tokens"]["longer_wins"] == {"accuracy": pytest.approx(1 / 3), "n": 9}

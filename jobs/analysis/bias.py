@@ -92,7 +92,8 @@ def model_bias(view: BenchmarkView, model: str, families: Families, path: str | 
         if sides:
             out[name] = split_accuracy(outcomes, sides, ("chosen_longer", "chosen_shorter"),
                                        f"{key}/{name}", view.resamples)
-    family = family_of(model_names(model, path), families)
+    # an ensemble's name holds its members' names, not a family of its own
+    family = None if model in view.ensembles else family_of(model_names(model, path), families)
     sides = self_preference_sides(view.pairs, family, families) if family else {}
     if any(sides.values()):
         out["self_preference"] = {"family": family, **split_accuracy(

@@ -15,17 +15,15 @@ from typing import Any
 
 from benchmarks import protocol
 from benchmarks.tables import aligned
-from jobs.analysis.bias import add_bias
+from jobs.analysis.board import leaderboard_of
 from jobs.analysis.cell_rows import add_rows, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
-from jobs.analysis.items import board_items, items_jsonl, items_summary
-from jobs.analysis.leaderboard import leaderboard
+from jobs.analysis.items import board_items, items_jsonl
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
-from jobs.loading.families import load_families
 from jobs.store import RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
@@ -56,23 +54,6 @@ def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable
     rows = root.read_rows("predictions", benchmark, model, columns=read_column)
     pairs = response_pairs(rows, count_tokens)
     return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs
-
-
-def leaderboard_of(views: list[BenchmarkView], paths: dict[str, str] | None = None,
-                   tokenizer: str | None = None) -> dict[str, Any]:
-    """leaderboard.json for these views: scores and paired tests (jobs.analysis.leaderboard), then the bias
-    columns (jobs.analysis.bias) where the rows had their data."""
-    board = leaderboard({v.name: v.outcomes for v in views}, {v.name: v.resamples for v in views})
-    families = load_families()
-    for view in views:
-        bench = board["benchmarks"].get(view.name)
-        if bench:
-            for entry in bench["models"]:
-                if entry["model"] in view.ensembles:
-                    entry.update(ensemble=True, **view.ensembles[entry["model"]])
-            add_bias(bench, view, families, paths, tokenizer)
-            bench["items"] = items_summary(board_items(view, bench), [m["model"] for m in bench["models"]])
-    return board
 
 
 def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:

@@ -12,13 +12,7 @@ from typing import Any
 
 from benchmarks.protocol import RetrievalBenchmark, benchmark
 from benchmarks.records import read_records
-from jobs.analysis import aggregate, row_problem
-from jobs.analysis.cell_rows import add_rows
-from jobs.analysis.leaderboard import by_model
-from jobs.analysis.report import leaderboard_of
-from jobs.analysis.report_view import BenchmarkView
-from jobs.analysis.response_pairs import pair_problem, response_pairs
-from jobs.analysis.tokens import token_counter
+from jobs.analysis import aggregate, leaderboard_from_rows, pair_problem, row_problem, token_counter
 from jobs.store import partition_value
 
 
@@ -54,10 +48,7 @@ def run(args: argparse.Namespace) -> int:
         out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
         _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
     count_tokens = token_counter(args.tokenizer) if args.tokenizer else None
-    view = BenchmarkView(args.benchmark, args.benchmark, pairs=response_pairs(rows, count_tokens))
-    for model, group in by_model(rows).items():
-        add_rows(view, model, group)
-    board = leaderboard_of([view], tokenizer=args.tokenizer)
+    board = leaderboard_from_rows(args.benchmark, rows, args.tokenizer, count_tokens)
     if args.out:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")

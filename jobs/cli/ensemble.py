@@ -7,8 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from jobs.analysis import load_report, write_report
-from jobs.analysis.ensembles import ENSEMBLES, ensemble_config, ensemble_rows
+from jobs.analysis import ENSEMBLES, ensemble_config, ensemble_rows, load_report, write_report
 from jobs.config import ENSEMBLE_RULES, EnsembleConfig, ensemble_name
 from jobs.store import open_run
 
@@ -44,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
     if any(name in v.outcomes and name not in v.ensembles for v in views.values()):
         return _fail(f"'{name}' is already a model of the run; give the ensemble another --name")
     rows, problems = ensemble_rows(root, views, ensemble)
-    for problem in problems:
-        _fail(problem)
-    if problems or not rows:
-        return 2 if problems else _fail(f"no benchmark of {args.run} has finished cells of all of "
-                                        f"{', '.join(members)} and a '{args.rule}' rule")
+    if not rows and not problems:
+        none = f"no benchmark of {args.run} has finished cells of all of {', '.join(members)} and a '{args.rule}' rule"
+        problems = [none]
+    if problems:
+        print("\n".join(f"ragjudge ensemble: {p}" for p in problems), file=sys.stderr)
+        return 2
     kept = [e for e in root.read_json(ENSEMBLES) or [] if ensemble_name(ensemble_config(e)) != name]
     root.write_json(ENSEMBLES, [*kept, {"name": name, "members": members, "rule": args.rule,
                                         "benchmarks": args.benchmark}])

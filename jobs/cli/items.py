@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.analysis import load_report
-from jobs.analysis.items import board_items, format_items, items_jsonl
+from jobs.analysis import board_items, format_items, items_jsonl, load_report
 from jobs.store import open_run
 
 

@@ -34,14 +34,15 @@ ROWS = {"d1": scorer({"a": (1, -1), "b": (-1, 1), "c": (1, -1), "d": None}),
 KINDS = {"d1": "discriminative", "d2": "discriminative", "j": "generative"}
 
 
-def make_run(folder, ensembles=()):
+def make_run(folder, ensembles=(), rows=ROWS, kinds=KINDS):
     root = RunRoot(str(folder), "r")
-    for model, rows in ROWS.items():
-        root.write_rows("predictions", "rag_rewardbench", model, [{**r, "model": model} for r in rows], part="0")
-    root.write_json("manifest.json", {"run": "r", "cells": {f"rag_rewardbench/{m}": {"status": "done"} for m in ROWS},
+    for model, model_rows in rows.items():
+        root.write_rows("predictions", "rag_rewardbench", model, [{**r, "model": model} for r in model_rows],
+                        part="0")
+    root.write_json("manifest.json", {"run": "r", "cells": {f"rag_rewardbench/{m}": {"status": "done"} for m in rows},
                                       "config": {"benchmarks": {"rag_rewardbench": {"module": "rag_rewardbench",
                                                                                     "bootstrap_resamples": 100}},
-                                                 "models": {m: {"kind": k} for m, k in KINDS.items()},
+                                                 "models": {m: {"kind": k} for m, k in kinds.items()},
                                                  "ensembles": list(ensembles)}})
     return root
 
@@ -72,6 +73,17 @@ def test_a_sweeps_ensembles_join_the_leaderboard_like_models(tmp_path):
     # its length split from the members' pairs: chosen 3 chars vs 6 (a, b) and 2 (c, d): shorter a, b
     assert models["zscore(d1,d2)"]["bias"]["length"]["chosen_shorter"] == {"accuracy": 0.5, "n": 2}
     assert view.kinds["vote"] == "ensemble: majority of d1, j"
+
+
+def test_an_ensemble_has_no_family_of_its_own(tmp_path):
+    """Named after members whose families wrote responses, it still gets no self-preference column."""
+    rows = {name: [{**r, "chosen_model": "Llama-3.1-8B-Instruct", "reject_model": "gpt-4o"} for r in ROWS[member]]
+            for name, member in (("llama_3_1_8b_instruct", "d1"), ("gpt_4o", "d2"))}
+    report = load_report(make_run(tmp_path, [{"members": list(rows), "rule": "mean"}], rows,
+                                  dict.fromkeys(rows, "discriminative")))
+    bias = {m["model"]: m["bias"] for m in report.leaderboard["benchmarks"]["rag_rewardbench"]["models"]}
+    assert bias["llama_3_1_8b_instruct"]["self_preference"]["family"] == "llama"
+    assert "self_preference" not in bias["mean(llama_3_1_8b_instruct,gpt_4o)"]
 
 
 def test_a_rule_a_member_cannot_join_is_named_and_the_report_goes_on(tmp_path, capsys):

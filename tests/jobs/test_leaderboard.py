@@ -6,7 +6,8 @@ import pytest
 from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
-from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard, leaderboard_from_rows
+from jobs.analysis.board import leaderboard_from_rows
+from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard
 from jobs.analysis.reducers import aggregate
 from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main

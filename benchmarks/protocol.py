@@ -50,6 +50,8 @@ class Benchmark(_Contract):
     """A benchmark judged request by request: load -> expand -> (answers) -> followup rounds -> combine ->
     measures -> summarize -> table."""
 
+    ensemble_rules: ClassVar[tuple[str, ...]] = ()  # the rules `ensemble` combines models' rows by (none here)
+
     @abstractmethod
     def load_items(self, path: str) -> Iterator[Item]:
         """Every item of a file or folder; a bad row is an item with `error` naming the file, row and field."""
@@ -118,6 +120,12 @@ class Benchmark(_Contract):
     def add_text_pair_scores(self, row: Row, scores: Mapping[str, Mapping[str, float]], label: str) -> Row:
         """The row with its pairs' encoder scores (pair id -> precision, recall, f1) filled in."""
         return row
+
+    def ensemble(self, rows_by_model: Mapping[str, list[Row]], rule: str) -> list[Row]:
+        """Prediction rows of a virtual model that combines these models' rows by `rule` (one of
+        `ensemble_rules`: mean, zscore or majority), scored like any model's; a member the rule cannot use (e.g.
+        a judge without scores to average) raises ValueError naming it."""
+        raise ValueError(f"{self.name} has no ensemble rule '{rule}' (it has none)")
 
     def group_key(self, row: Row) -> str:
         """The reducer group of a row."""

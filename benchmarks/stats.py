@@ -27,9 +27,28 @@ def bootstrap_ci(
     """
     if len(values) == 0 or resamples <= 0:
         return None
-    data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(stable_seed(seed_key))
-    means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    return _percentiles(_resampled_means(values, rng, resamples), level)
+
+
+def bootstrap_diff_ci(
+    a: Sequence[float], b: Sequence[float], seed_key: str, resamples: int = 1000, level: float = 0.95
+) -> list[float] | None:
+    """Percentile interval of mean(a) - mean(b) where a and b are disjoint sets of items (e.g. pairs whose
+    chosen response is longer, and those where it is shorter): each set is resampled on its own, so the sizes
+    of the two stay as observed. None when either is empty or `resamples` is 0. Canonical order, as above."""
+    if len(a) == 0 or len(b) == 0 or resamples <= 0:
+        return None
+    rng = np.random.default_rng(stable_seed(seed_key))
+    return _percentiles(_resampled_means(a, rng, resamples) - _resampled_means(b, rng, resamples), level)
+
+
+def _resampled_means(values: Sequence[float], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    data = np.asarray(values, dtype=float)
+    return data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+
+
+def _percentiles(statistics: np.ndarray, level: float) -> list[float]:
     tail = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    lo, hi = np.quantile(statistics, [tail, 1.0 - tail])
     return [float(lo), float(hi)]

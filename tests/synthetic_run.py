@@ -12,6 +12,7 @@ from jobs.analysis.reducers import aggregate
 from jobs.store.run_root import RunRoot
 
 RRB_CATEGORIES = ("helpful", "reason", "citation", "harmless", "abstain", "conflict")
+AUTHORS = ("gpt-4o-2024-08-06", "Llama-3.1-8B-Instruct", "Qwen2.5-72B-Instruct", "claude-3-5-haiku-20241022")
 ENGINES = {"discriminative": "vllm", "generative": "vllm", "implicit": "transformers"}
 
 
@@ -31,7 +32,9 @@ def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: 
         subset = f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}"
         row: dict[str, Any] = {"item_id": f"rag_rewardbench/{i:05d}", "benchmark": "rag_rewardbench",
                                "subset": subset, "truncated": rng.random() < 0.01, "n_tokens": 900,
-                               "error": None}
+                               "error": None, "chosen": "c" * (100 + i * 37 % 300),
+                               "reject": "r" * (100 + i * 53 % 300), "chosen_model": AUTHORS[i % 4],
+                               "reject_model": AUTHORS[(i + 1) % 4]}
         if rng.random() < 0.005:
             rows.append({**row, "error": "cr: synthetic engine error", "correct": None})
             continue

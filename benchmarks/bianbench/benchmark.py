@@ -7,7 +7,7 @@ CF (1,934, counterfactual QA in both languages). The paper samples every judgeme
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from benchmarks.bianbench.fields import BENCHMARK, KINDS
@@ -16,7 +16,7 @@ from benchmarks.bianbench.metrics import group_key, measures, row_key, summarize
 from benchmarks.bianbench.options import Options, value_problems
 from benchmarks.bianbench.prompts import check_items, template_problems
 from benchmarks.bianbench.requests import expand
-from benchmarks.bianbench.rows import combine
+from benchmarks.bianbench.rows import combine, ensemble
 from benchmarks.bianbench.tables import table_text
 from benchmarks.protocol import Answer, Benchmark, Item, Row
 
@@ -40,6 +40,15 @@ class BianBench(Benchmark):
                 verdict: str | None = None) -> list[Row]:
         """One row per run; None reads the verdict from the text, the paper's protocol."""
         return combine(item, answers, kind, options, verdict)
+
+    ensemble_rules = ("majority",)
+
+    def ensemble(self, rows_by_model: Mapping[str, list[Row]], rule: str) -> list[Row]:
+        """The paper's judge ensemble: a majority vote of the judges, each the majority of its runs (rows.ensemble);
+        a tie goes to the first judge in `rows_by_model` that voted."""
+        if rule != "majority":
+            raise ValueError(f"{self.name} has no ensemble rule '{rule}' (it has: majority)")
+        return ensemble(dict(rows_by_model))
 
     measures = staticmethod(measures)
     group_key = staticmethod(group_key)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
-from benchmarks.rag_rewardbench import load, metrics, requests, rows, synthetic, tables, validation
+from benchmarks.rag_rewardbench import ensemble, load, metrics, requests, rows, synthetic, tables, validation
 from benchmarks.records import Record
 
 
@@ -46,6 +46,9 @@ class RagRewardBench(Benchmark):
     validation_items = staticmethod(validation.validation_items)
     validation_sample = staticmethod(validation.validation_sample)
     validation_verdict = staticmethod(validation.validation_verdict)
+
+    ensemble_rules = ensemble.RULES
+    ensemble = staticmethod(ensemble.ensemble)
 
     measures = staticmethod(metrics.measures)
     summarize = staticmethod(metrics.summarize)

@@ -1,4 +1,5 @@
-"""Answers back into one item row per pair: verdicts read from log-probs or text, `correct` in [0, 1]."""
+"""Answers back into one item row per pair: verdicts read from log-probs or text, `correct` in [0, 1], beside the
+pair's two responses and the models that wrote them (length and self-preference bias are read from the rows)."""
 from __future__ import annotations
 
 import re
@@ -9,6 +10,7 @@ from benchmarks.rag_rewardbench.load import BENCHMARK
 from benchmarks.rag_rewardbench.requests import KINDS, ORDERS
 from benchmarks.row_types import Answer, Item, Row
 
+PAIR_FIELDS = ("chosen", "reject", "chosen_model", "reject_model")  # copied from the item into its row
 _CHOICE = re.compile(r"choose\W{0,3}(?:response\s*)?([12])\b", re.IGNORECASE)
 
 
@@ -57,6 +59,8 @@ def combine(item: Item, requests: Iterable[Answer], kind: str, verdict: str = "l
     by_variant = {r["variant"]: r for r in requests}
     row: dict[str, Any] = {
         "item_id": item["item_id"], "benchmark": BENCHMARK, "subset": item["subset"],
+        # the pair as judged: its texts and the models that wrote them, for bias columns read from predictions
+        **{field: item.get(field) for field in PAIR_FIELDS},
         "truncated": any(bool(r.get("truncated")) for r in by_variant.values()),
         "n_tokens": max((int(r.get("n_tokens") or 0) for r in by_variant.values()), default=0),
     }

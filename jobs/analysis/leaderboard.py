@@ -100,10 +100,3 @@ def leaderboard(outcomes: Mapping[str, Mapping[str, Outcomes]], resamples: Mappi
             count = resamples if isinstance(resamples, int) else resamples.get(benchmark, 1000)
             out[benchmark] = benchmark_leaderboard(benchmark, models, count, alpha)
     return {"benchmarks": out}
-
-
-def leaderboard_from_rows(benchmark: str, rows: Iterable[Mapping[str, Any]],
-                          resamples: int = 1000) -> dict[str, Any]:
-    """leaderboard.json for one benchmark from prediction rows of several models (a `model` column)."""
-    outcomes = {model: item_outcomes(group)[0] for model, group in by_model(rows).items()}
-    return leaderboard({benchmark: outcomes}, resamples)

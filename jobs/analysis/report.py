@@ -15,10 +15,15 @@ from typing import Any
 
 from benchmarks import protocol
 from benchmarks.tables import aligned
-from jobs.analysis.leaderboard import item_outcomes, leaderboard
-from jobs.analysis.reliability import COLUMNS, needed_column, position_bias, reliability
+from jobs.analysis.board import leaderboard_of
+from jobs.analysis.cell_rows import add_rows, read_column
+from jobs.analysis.ensembles import add_ensembles, run_ensembles
+from jobs.analysis.items import board_items, items_jsonl
+from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
+from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
+from jobs.analysis.tokens import token_counter
 from jobs.store import RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
@@ -43,12 +48,17 @@ def report_text(metrics: list[dict[str, Any]]) -> str:
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 
-def _cell_rows(root: RunRoot, benchmark: str, model: str) -> list[dict[str, Any]]:
-    return root.read_rows("predictions", benchmark, model, columns=needed_column)
+def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable[[str], int] | None
+               ) -> tuple[list[dict[str, Any]], dict[str, ResponsePair]]:
+    """A cell's rows without the response texts, and its items' response pairs (read from those texts)."""
+    rows = root.read_rows("predictions", benchmark, model, columns=read_column)
+    pairs = response_pairs(rows, count_tokens)
+    return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs
 
 
-def load_report(root: RunRoot) -> Report | None:
-    """The report of the run's finished cells, or None when the run has no manifest."""
+def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
+    """The report of the run's finished cells, or None when the run has no manifest; `tokenizer` (a spec of
+    jobs.analysis.tokens) also measures the responses' lengths in tokens."""
     manifest = root.read_json("manifest.json")
     if manifest is None:
         return None
@@ -65,24 +75,22 @@ def load_report(root: RunRoot) -> Report | None:
                                              resamples=int(settings.get("bootstrap_resamples", 1000)))
     with ThreadPoolExecutor(READERS) as pool:
         metrics = list(pool.map(lambda cell: root.read_json(root.metrics_path(*cell)), done))
-        rows = list(pool.map(lambda cell: _cell_rows(root, *cell), done))
-    for (benchmark, model), cell_metrics, cell_rows in zip(done, metrics, rows):
+        count_tokens = token_counter(tokenizer) if tokenizer else None
+        rows = list(pool.map(lambda cell: _cell_rows(root, *cell, count_tokens), done))
+    for (benchmark, model), cell_metrics, (cell_rows, pairs) in zip(done, metrics, rows):
         view = views[benchmark]
         if cell_metrics is not None:
             view.metrics.append(cell_metrics)
-        view.outcomes[model], subsets = item_outcomes(cell_rows)
-        view.subsets.update(subsets)
-        view.reliability[model] = reliability(cell_rows)
-        position = position_bias(cell_rows) or {}
-        if "first_position_rate" in view.reliability[model]:
-            position["first_position_rate"] = view.reliability[model]["first_position_rate"]
-        if position:
-            view.position[model] = position
+        add_rows(view, model, cell_rows)
+        for item, pair in pairs.items():
+            view.pairs.setdefault(item, pair)
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
         if model in implicit:
             view.implicit[model] = implicit[model]
-    board = leaderboard({v.name: v.outcomes for v in views.values()},
-                        {v.name: v.resamples for v in views.values()})
+    for problem in add_ensembles(root, views, run_ensembles(root, manifest)):
+        print(f"ragjudge report: {problem}", file=sys.stderr)
+    paths = {name: str(m["path"]) for name, m in model_config.items() if (m or {}).get("path")}
+    board = leaderboard_of(list(views.values()), paths, tokenizer)
     return Report(root.run, manifest, list(views.values()), board)
 
 
@@ -109,24 +117,28 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
     return title + "\n" + aligned(rows, left=2 + len(implicit))
 
 
-def write_report(root: RunRoot, out: Callable[[str], None] = print) -> Report | None:
-    """Write report/leaderboard.json and report/index.html and print the tables; None: no manifest."""
-    report = load_report(root)
+def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: str | None = None) -> Report | None:
+    """Write report/leaderboard.json, report/items.jsonl and report/index.html and print the tables; None: no
+    manifest. `tokenizer`: also measure the responses in its tokens."""
+    report = load_report(root, tokenizer)
     if report is None:
         return None
     tables = {view.name: paper_table(view.module, view.metrics) for view in report.views}
+    boards = report.leaderboard["benchmarks"]
     for view in report.views:
         table = tables[view.name]
         if table.problem:
             print(f"ragjudge report: {view.name}: paper table unavailable: {table.problem}", file=sys.stderr)
         elif table.text:
             out(table.text + "\n")
-        board = report.leaderboard["benchmarks"].get(view.name)
+        board = boards.get(view.name)
         if board:
             out(leaderboard_text(view, board) + "\n")
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")
     root.write_json("report/leaderboard.json", report.leaderboard)
+    root.write_text("report/items.jsonl", "".join(items_jsonl(board_items(view, boards.get(view.name)))
+                                                  for view in report.views))
     root.write_text("report/index.html", render_page(report, tables))
     return report

@@ -9,6 +9,10 @@ from collections import defaultdict
 from typing import Any
 
 from jobs.analysis import plots
+from jobs.analysis.bias_page import bias_section
+from jobs.analysis.html_table import number_cell as _num
+from jobs.analysis.html_table import table
+from jobs.analysis.items_page import items_section
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, subset_matrix
 
@@ -35,21 +39,6 @@ const r=s.getBoundingClientRect();return r.width>0&&r.height>0}).length;"""
 
 def _e(value: Any) -> str:
     return html.escape(str(value))
-
-
-def _num(value: float | None, digits: int = 1, scale: float = 100.0) -> str:
-    """A numeric cell that sorts by its value (data-v) and shows it scaled (percent by default)."""
-    if value is None:
-        return "<td data-v='-1'>-</td>"
-    return f"<td data-v='{value:.6g}'>{scale * value:.{digits}f}</td>"
-
-
-def table(header: list[str], rows: list[str], sortable: bool = True) -> str:
-    """A table whose first header cell is the label column; `rows` are ready <tr> strings."""
-    head = "".join(f"<th>{_e(h)}</th>" for h in header)
-    cls = " class='sortable'" if sortable else ""
-    return (f"<div class='scroll'><table{cls}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
-            "</table></div>")
 
 
 def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
@@ -99,6 +88,8 @@ def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTabl
         judges = [{"model": m, **view.position[m]} for m in models if m in view.position]
         if judges:
             parts.append(plots.position_plot(judges, f"{view.name}: position bias of the judges"))
+        parts.append(bias_section(board))
+        parts.append(items_section(view, board))
     parts.append("<h3>Paper table</h3>")
     if paper.html:
         parts.append(paper.html)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from jobs.analysis.leaderboard import Outcomes
+from jobs.analysis.response_pairs import ResponsePair
 
 
 @dataclass
@@ -31,6 +32,8 @@ class BenchmarkView:
     position: dict[str, dict[str, float]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
+    pairs: dict[str, ResponsePair] = field(default_factory=dict)  # item id -> its two responses (bias columns)
+    ensembles: dict[str, dict[str, Any]] = field(default_factory=dict)  # virtual models: name -> members, rule
     resamples: int = 1000
 
 

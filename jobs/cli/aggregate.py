@@ -1,5 +1,6 @@
 """`ragjudge aggregate`: metrics from stored item predictions (Parquet or JSONL), no model needed; several models'
-rows also give a leaderboard; a retrieval run is scored against qrels."""
+rows also give a leaderboard, the one `ragjudge report` writes (with the bias columns where the rows carry the
+response texts and their authors); a retrieval run is scored against qrels."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,7 @@ from typing import Any
 
 from benchmarks.protocol import RetrievalBenchmark, benchmark
 from benchmarks.records import read_records
-from jobs.analysis import aggregate, leaderboard_from_rows, row_problem
+from jobs.analysis import aggregate, leaderboard_from_rows, pair_problem, row_problem, token_counter
 from jobs.store import partition_value
 
 
@@ -21,6 +22,8 @@ def add(commands: Any) -> None:
     parser.add_argument("--predictions", required=True, help="Parquet or JSONL file, or a folder of them")
     parser.add_argument("--out", help="folder for metrics.json (and leaderboard.json for several models)")
     parser.add_argument("--qrels", action="append", help="a retrieval benchmark's qrels TSV; give it once per file")
+    parser.add_argument("--tokenizer", help="also measure the responses' lengths in this tokenizer's tokens "
+                                            "(e.g. builtin:tiny-random-classifier: SmolLM2's)")
     parser.set_defaults(func=run)
 
 
@@ -30,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
         return _retrieval(spec, args)
     rows: list[dict[str, Any]] = []
     for record in read_records(args.predictions):
-        problem = record.problem if record.data is None else row_problem(spec, record.data)
+        problem = record.problem if record.data is None else (row_problem(spec, record.data)
+                                                              or pair_problem(record.data))
         if problem:  # named and left out; the good rows are still scored
             print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
         else:
@@ -43,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     for model in models:
         out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
         _write_metrics(aggregate(spec, [row for row in rows if row.get("model") == model]), out)
-    board = leaderboard_from_rows(args.benchmark, rows)
+    count_tokens = token_counter(args.tokenizer) if args.tokenizer else None
+    board = leaderboard_from_rows(args.benchmark, rows, args.tokenizer, count_tokens)
     if args.out:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")

@@ -12,12 +12,15 @@ from jobs.store import open_run
 def add(commands: Any) -> None:
     parser = commands.add_parser("report", help="print the leaderboard of a run and write its HTML report")
     parser.add_argument("run", help="the run folder, ROOT/RUN")
+    parser.add_argument("--tokenizer", help="also measure the responses' lengths in this tokenizer's tokens "
+                                            "(a folder, hub id or built-in, e.g. builtin:tiny-random-classifier: "
+                                            "SmolLM2's)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     root = open_run(args.run)
-    if write_report(root) is None:
+    if write_report(root, tokenizer=args.tokenizer) is None:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
     print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")

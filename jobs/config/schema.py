@@ -158,6 +158,21 @@ class ClusterConfig:
     connect_timeout_s: float = 30.0
 
 
+ENSEMBLE_RULES = ("mean", "zscore", "majority")  # what a benchmark's ensemble_rules may hold
+
+
+@dataclass
+class EnsembleConfig:
+    """A virtual model of the report: its members' stored rows combined by `rule` (mean or zscore: the mean of
+    the members' raw or standardised score margins; majority: their votes) on every benchmark all members were
+    scored on and whose protocol has the rule, or only on `benchmarks`. Asks no model anything."""
+
+    members: list[str] = MISSING
+    rule: str = "majority"
+    name: Optional[str] = None  # default: "<rule>(a,b,c)"
+    benchmarks: list[str] = field(default_factory=list)
+
+
 @dataclass
 class SweepConfig:
     name: str = MISSING
@@ -166,9 +181,15 @@ class SweepConfig:
     storage: StorageConfig = field(default_factory=StorageConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     max_concurrent_cells: int = 0  # cells running at once; 0: as many as the cluster's CPUs and GPUs hold
+    ensembles: list[EnsembleConfig] = field(default_factory=list)  # read by the report only
     # Set by load_sweep: the conf folders names resolve in, first match wins (one beside the sweep, then the
     # project's own); a routed judge that is no model of the sweep is looked up there too.
     conf: list[str] = field(default_factory=list)
+
+
+def ensemble_name(ensemble: EnsembleConfig) -> str:
+    """The ensemble's model name in the leaderboard."""
+    return ensemble.name or f"{ensemble.rule}({','.join(ensemble.members)})"
 
 
 def to_dict(obj: Any) -> dict[str, Any]:

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from actors.heads import HEADS
 from benchmarks.hub import check_url, is_hub
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
-from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
+from jobs.config import (
+    ENSEMBLE_RULES,
+    KINDS,
+    BenchmarkConfig,
+    ConfigError,
+    EnsembleConfig,
+    ModelConfig,
+    ensemble_name,
+)
 from jobs.engines import ENGINES
 
 UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stock classifier's raw logit
@@ -68,3 +77,25 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                     raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")
+
+
+def check_ensembles(ensembles: list[EnsembleConfig], models: Mapping[str, ModelConfig], benchmarks: Mapping[str, Any],
+                    source: Path) -> None:
+    """Each ensemble has two or more distinct members that are models of the sweep, a known rule, benchmarks
+    of the sweep, and a name no model or other ensemble has."""
+    names = set(models)
+    for k, ensemble in enumerate(ensembles):
+        where = f"{source}: key 'ensembles[{k}]"
+        unknown = [m for m in ensemble.members if m not in models]
+        if unknown:
+            raise ConfigError(f"{where}.members': {', '.join(unknown)} not a model of the sweep")
+        if len(set(ensemble.members)) < 2 or len(set(ensemble.members)) < len(ensemble.members):
+            raise ConfigError(f"{where}.members': an ensemble needs two or more distinct members")
+        if ensemble.rule not in ENSEMBLE_RULES:
+            raise ConfigError(f"{where}.rule': '{ensemble.rule}' is not one of {', '.join(ENSEMBLE_RULES)}")
+        if missing := [b for b in ensemble.benchmarks if b not in benchmarks]:
+            raise ConfigError(f"{where}.benchmarks': {', '.join(missing)} not a benchmark of the sweep")
+        name = ensemble_name(ensemble)
+        if name in names:
+            raise ConfigError(f"{where}.name': '{name}' is already a model or ensemble of the sweep")
+        names.add(name)

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, to_dict
-from jobs.loading.checks import check_data, check_models, check_options
+from jobs.loading.checks import check_data, check_ensembles, check_models, check_options
 from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
 
 
@@ -93,6 +93,7 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         check_data(bench, str(source), name)
         check_options(bench, str(source), name)
     check_models(sweep.models, sweep_file)
+    check_ensembles(sweep.ensembles, sweep.models, sweep.benchmarks, sweep_file)
     return sweep
 
 

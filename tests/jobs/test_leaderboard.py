@@ -6,30 +6,58 @@ import pytest
 from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
-from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard, leaderboard_from_rows
+from jobs.analysis.board import leaderboard_from_rows
+from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard
 from jobs.analysis.reducers import aggregate
 from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main
 
 NUMBER = {"type": "number"}
-CONTRACT = {  # issue 15's format, closed: no field more, none less
-    "type": "object", "additionalProperties": False, "required": ["benchmarks"],
-    "properties": {"benchmarks": {"type": "object", "additionalProperties": {
-        "type": "object", "additionalProperties": False, "required": ["models", "pairs"],
-        "properties": {
-            "models": {"type": "array", "items": {
-                "type": "object", "additionalProperties": False,
-                "required": ["model", "score", "ci95", "n", "rank", "group"],
-                "properties": {"model": {"type": "string"}, "score": NUMBER,
-                               "ci95": {"type": "array", "items": NUMBER, "minItems": 2, "maxItems": 2},
-                               "n": {"type": "integer"}, "rank": {"type": "integer"},
-                               "group": {"type": "string"}}}},
-            "pairs": {"type": "array", "items": {
-                "type": "object", "additionalProperties": False,
-                "required": ["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"],
-                "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "n": {"type": "integer"},
-                               "a_only": {"type": "integer"}, "b_only": {"type": "integer"},
-                               "test": {"type": "string"}, "p_value": NUMBER, "p_holm": NUMBER}}}}}}}}
+INTEGER = {"type": "integer"}
+INTERVAL = {"type": ["array", "null"], "items": NUMBER, "minItems": 2, "maxItems": 2}
+
+
+def _closed(required: list[str], optional: dict | None = None, **properties) -> dict:
+    return {"type": "object", "additionalProperties": False, "required": required,
+            "properties": {**properties, **(optional or {})}}
+
+
+RATE = _closed(["accuracy", "n"], accuracy={"type": ["number", "null"], "minimum": 0, "maximum": 1}, n=INTEGER)
+BASELINE = _closed(["longer_wins", "shorter_wins"], longer_wins=RATE, shorter_wins=RATE)
+BY_SUBSET = {"type": "object", "additionalProperties": BASELINE}
+
+
+def _split(first: str, second: str, **extra) -> dict:
+    return _closed([first, second, "gap", "gap_ci95"], extra, **{first: RATE, second: RATE},
+                   gap={"type": ["number", "null"]}, gap_ci95=INTERVAL)
+
+
+BIAS = {  # issue 30: each part only where the rows had its data
+    "length": _split("chosen_longer", "chosen_shorter"),
+    "length_tokens": _split("chosen_longer", "chosen_shorter"),
+    "self_preference": _split("own_chosen", "own_rejected", family={"type": "string"}),
+    "position": _closed(["accuracy_first", "accuracy_second", "n"], {"first_position_rate": NUMBER},
+                        accuracy_first=NUMBER, accuracy_second=NUMBER, n=INTEGER)}
+BASELINES = _closed(["longer_wins", "shorter_wins", "unit", "by_subset"], {"tokens": _closed(
+    ["tokenizer", "longer_wins", "shorter_wins", "by_subset"], tokenizer={"type": "string"}, longer_wins=RATE,
+    shorter_wins=RATE, by_subset=BY_SUBSET)}, longer_wins=RATE, shorter_wins=RATE, unit={"const": "characters"},
+    by_subset=BY_SUBSET)
+ENSEMBLE = {"ensemble": {"const": True}, "members": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "rule": {"enum": ["mean", "zscore", "majority"]}}
+MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS), **ENSEMBLE},
+                model={"type": "string"}, score=NUMBER, ci95={**INTERVAL, "type": "array"}, n=INTEGER, rank=INTEGER,
+                group={"type": "string"})
+PAIR = _closed(["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"], a={"type": "string"},
+               b={"type": "string"}, n=INTEGER, a_only=INTEGER, b_only=INTEGER, test={"type": "string"},
+               p_value=NUMBER, p_holm=NUMBER)
+CANDIDATE = _closed(["item_id", "subset", "difficulty", "top_third_accuracy"], item_id={"type": "string"},
+                    subset={"type": "string"}, difficulty=NUMBER, top_third_accuracy=NUMBER)
+ITEMS = _closed(["n", "top_third", "label_noise"], n=INTEGER, top_third={"type": "array", "items": {"type": "string"}},
+                label_noise={"type": "array", "items": CANDIDATE})
+BOARD = _closed(["models", "pairs"], {"baselines": BASELINES, "items": ITEMS}, models={"type": "array", "items": MODEL},
+                pairs={"type": "array", "items": PAIR})
+# issue 15's format, closed (no field more, none less), with issue 30's optional parts
+CONTRACT = _closed(["benchmarks"], benchmarks={"type": "object", "additionalProperties": BOARD})
 
 
 def _rows(model: str, outcomes: list[float | None]) -> list[dict]:

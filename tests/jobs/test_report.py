@@ -75,16 +75,28 @@ def test_page_is_self_contained_with_its_plots(run):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing fetched
     assert "<link" not in page and "@import" not in page
     assert not re.search(r"url\(\s*['\"]?(?!#)", page)  # only the SVGs' own clip paths, url(#id)
-    # rag_rewardbench: CI bars, subset heat map, position bias; bianbench: CI bars, heat map (3 subsets).
+    # rag_rewardbench: CI bars, subset heat map, position bias, item heat map; bianbench: the same, no judge in
+    # both orders.
     labels = re.findall(r'<svg class="plot" role="img" aria-label="([^"]+)"', page)
     assert labels == ["bianbench: score and 95% interval", "bianbench: accuracy by subset",
+                      "bianbench: models x items",
                       "rag_rewardbench: score and 95% interval", "rag_rewardbench: accuracy by subset",
-                      "rag_rewardbench: position bias of the judges"]
+                      "rag_rewardbench: position bias of the judges", "rag_rewardbench: models x items"]
     assert page.count("<table class='sortable'>") >= 5  # leaderboards, pairs, accounting
     for model in (m["model"] for m in run["report"].leaderboard["benchmarks"]["rag_rewardbench"]["models"]):
         assert model in page
     for column in ("consistency", "first position rate", "parse failure rate", "run agreement"):
         assert f"<th>{column}</th>" in page
+
+
+def test_page_and_leaderboard_carry_the_bias_columns(run):
+    board = run["report"].leaderboard["benchmarks"]["rag_rewardbench"]
+    assert board["baselines"]["longer_wins"]["n"] > 0 and "bianbench" not in str(board.get("baselines"))
+    judges = [m for m in board["models"] if "position" in m.get("bias", {})]
+    assert len(judges) == 2 and all("length" in m["bias"] for m in board["models"])
+    section = run["page"].split("<h2 id='rag_rewardbench'>")[1]
+    assert "<h3>Length baselines</h3>" in section and "<th>right answer first %</th>" in section
+    assert "<h3>Bias</h3>" not in run["page"].split("<h2 id='rag_rewardbench'>")[0]  # bianbench rows: no pairs
 
 
 def test_page_keeps_each_benchmarks_paper_table(run):
@@ -152,7 +164,7 @@ def test_page_renders_in_headless_chromium(run, tmp_path):
     """The page's own script counts the plots that laid out with a non-zero size; a click sorts a table."""
     browser = _chromium()
     dom = _dump_dom(browser, run["root"].path("report/index.html"))
-    assert 'data-plots-rendered="5"' in dom
+    assert 'data-plots-rendered="7"' in dom
     # Click "model" in the first leaderboard (bianbench's), twice: descending by name.
     probe = run["page"].replace("</body>", """<script>const t=document.querySelector('table.sortable');
 const th=[...t.querySelectorAll('th')].find(h=>h.textContent==='model');th.click();th.click();

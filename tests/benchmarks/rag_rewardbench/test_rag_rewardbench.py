@@ -128,6 +128,14 @@ def test_generative_item_is_the_mean_of_both_orders_with_consistency_and_positio
     assert text_path["correct"] == (0.5 + 1.0) / 2 and text_path["consistent"] is None
 
 
+def test_rows_carry_the_pair_texts_and_the_models_that_wrote_them():
+    item = next(rb.load_items(SAMPLE))
+    row = rb.combine(item, [answered("chosen", score=1.0), answered("reject", error="overflow")], "discriminative")
+    assert (row["chosen_model"], row["reject_model"]) == ("Mistral-Nemo-Instruct-2407", "gpt-4o-2024-08-06")
+    assert (len(row["chosen"]), len(row["reject"])) == (1019, 393)  # also on a failed row
+    assert row["chosen"].startswith("Hugh H. Goodwin rose to the rank of Vice Admiral")
+
+
 def test_discriminative_tie_is_wrong_and_implicit_uses_reference_or_mean():
     tie = rb.combine(ITEM, [answered("chosen", score=1.5), answered("reject", score=1.5)], "discriminative")
     assert tie["correct"] == 0.0

@@ -19,6 +19,7 @@ from jobs.analysis.board import leaderboard_of
 from jobs.analysis.cell_rows import add_rows, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
 from jobs.analysis.items import board_items, items_jsonl
+from jobs.analysis.provenance import mixed_versions
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
@@ -137,6 +138,9 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")
+    if mixed := mixed_versions(report.manifest):
+        out("Cells answered by attempts of different versions (a resume after an upgrade: their answers mix both)\n"
+            + "".join(f"  {cell}: {what}\n" for cell, what in mixed.items()))
     root.write_json("report/leaderboard.json", report.leaderboard)
     root.write_text("report/items.jsonl", "".join(items_jsonl(board_items(view, boards.get(view.name)))
                                                   for view in report.views))

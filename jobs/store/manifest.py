@@ -1,19 +1,24 @@
-"""The run's manifest.json: the sweep's config, package versions, git sha, what each implicit model's score
-is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
+"""The run's manifest.json: the sweep's config, package versions, git sha, host and GPU of every attempt
+(`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
+each implicit model's score is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
 reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
 prompt, cached and generated tokens), and every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts).
 
 A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with
 `signal` and `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is
-reported, never stored). Cells run in threads of the driver, so every change is written under
+reported, never stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
+before an upgrade and partly after is known (jobs.analysis.provenance). Cells run in threads of the driver, so every change is written under
 one lock.
 """
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -61,6 +66,18 @@ def git_sha() -> str | None:
         return None
 
 
+def gpu_names() -> list[str]:
+    """The GPUs nvidia-smi lists on this host, by model name; [] without nvidia-smi (a CPU machine)."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        listed = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                                text=True, check=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in listed.splitlines() if line.strip()]
+
+
 class Manifest:
     """manifest.json of one run; each run of the sweep counts one more attempt."""
 
@@ -71,6 +88,9 @@ class Manifest:
         self.data.update(sweep=sweep.name, config=config, implicit_scores=implicit_scores(config),
                          versions=versions(), git_sha=git_sha())
         self.data["attempts"] = int(self.data.get("attempts", 0)) + 1
+        self.data.setdefault("attempt_history", []).append({
+            "attempt": self.data["attempts"], "started_at": round(time.time(), 3), "git_sha": self.data["git_sha"],
+            "versions": self.data["versions"], "host": socket.gethostname(), "gpus": gpu_names()})
         root.write_json(MANIFEST, self.data)
 
     @property
@@ -83,7 +103,8 @@ class Manifest:
 
     def set_cell(self, key: str, entry: dict[str, Any]) -> None:
         with self._lock:
-            self.data["cells"][key] = entry
+            before = self.data["cells"].get(key, {}).get("attempts", [])
+            self.data["cells"][key] = {**entry, "attempts": sorted({*before, self.attempts})}
             self.root.write_json(MANIFEST, self.data)
 
     def set_data_sources(self, sources: dict[str, str]) -> None:

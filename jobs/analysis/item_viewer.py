@@ -41,7 +41,10 @@ Pairs = list[list[Any]]  # [[name, value], ...]: kept in order, as JSON arrays
 def _rounded(value: Any) -> Any:
     """Floats to 4 significant digits (whole ones as ints), inside lists and dicts too; NaN and infinities as
     text (JSON has none)."""
-    if isinstance(value, float):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most values: the fast way out
+        return value
+    if kind is float:
         if not math.isfinite(value):
             return str(value)
         rounded = float(f"{value:.4g}")
@@ -50,7 +53,7 @@ def _rounded(value: Any) -> Any:
         return {str(k): _rounded(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_rounded(v) for v in value]
-    return value
+    return value if isinstance(value, (str, int, float)) else str(value)
 
 
 def shown(value: Any) -> Any:
@@ -98,14 +101,19 @@ def item_entry(item: Mapping[str, Any]) -> dict[str, Pairs]:
 def text_columns(rows: Iterable[Mapping[str, Any]]) -> set[str]:
     """The columns of a model's rows that hold a text in any row: shown as texts in every row, so a judge's
     short answer on one item and long one on the next sit in the same place."""
-    return {name for row in rows for name, value in row.items() if is_text(shown(value))}
+    return {name for row in rows for name, value in row.items()
+            if isinstance(value, (str, list, tuple, dict)) and is_text(shown(value))}
 
 
-def row_entry(row: Mapping[str, Any], texts: set[str]) -> tuple[Pairs, Pairs]:
-    """(short fields, texts) of one prediction row; nulls left out."""
-    fields = [[name, shown(value)] for name, value in row.items()
-              if name not in _ROW_KEYS and name not in texts and value is not None]
-    blocks = [[name, shown(value)] for name, value in row.items() if name in texts and value is not None]
+def row_entry(row: Mapping[str, Any], texts: set[str], item: Mapping[str, Any] | None = None
+              ) -> tuple[Pairs, Pairs]:
+    """(short fields, texts) of one prediction row; nulls left out, and the fields the row copies from its
+    `item` (the same name and value: a task id, a reference answer), which the item shows once."""
+    fields: Pairs = []
+    blocks: Pairs = []
+    for name, value in row.items():
+        if value is not None and name not in _ROW_KEYS and not (item and name in item and item[name] == value):
+            (blocks if name in texts else fields).append([name, shown(value)])
     return fields, blocks
 
 
@@ -130,45 +138,46 @@ def _outcome(value: float | None) -> float | int | None:
     return None if value is None else _rounded(float(value))
 
 
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
 def benchmark_data(number: int, view: BenchmarkView, board: Mapping[str, Any], rows: Mapping[str, list[dict]],
-                   items: Mapping[str, Any], problem: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the benchmark's entry in index.js, chunk name -> chunk) for one benchmark of the report. Items are in
-    the data's order, then those only the rows name (sorted)."""
+                   items: Mapping[str, Any], problem: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the benchmark's entry in index.js, chunk name -> the chunk as JSON text: item id -> its texts and
+    rows) for one benchmark of the report. Items are in the data's order, then those only the rows name
+    (sorted); each item's JSON is made once, and chunks are cut between items."""
     models = [m["model"] for m in board["models"]]
     seen = set(view.subsets)
     ids = [i for i in items if i in seen] + sorted(seen.difference(items))
     subsets = sorted({view.subsets[i] for i in ids})
     subset_index = {s: k for k, s in enumerate(subsets)}
-    columns = {m: text_columns(rows.get(m, [])) for m in models}
     by_item: dict[str, list[list[Any]]] = {}
     for m, model in enumerate(models):
+        texts = text_columns(rows.get(model, []))
         for row in rows.get(model, []):
-            by_item.setdefault(row.get("item_id"), []).append([m, *row_entry(row, columns[model])])
-    chunks: dict[str, dict[str, Any]] = {}
+            entry = row_entry(row, texts, items.get(row.get("item_id")))
+            by_item.setdefault(row.get("item_id"), []).append([m, *entry])
+    chunks: dict[str, str] = {}
     chunk_of: list[int] = []
-    current: dict[str, Any] = {}
+    current: list[str] = []
     size = 0
     for item_id in ids:
         entry = {**(item_entry(items[item_id]) if item_id in items else {}), "r": by_item.get(item_id, [])}
-        cost = len(json.dumps(entry, ensure_ascii=False))
-        if current and size + cost > CHUNK_BYTES:
-            chunks[f"b{number}-c{len(chunks)}"], current, size = current, {}, 0
-        current[item_id] = entry
-        size += cost
+        text = f"{_json(item_id)}:{_json(entry)}"
+        if current and size + len(text) > CHUNK_BYTES:
+            chunks[f"b{number}-c{len(chunks)}"], current, size = "{" + ",".join(current) + "}", [], 0
+        current.append(text)
+        size += len(text)
         chunk_of.append(len(chunks))
     if current:
-        chunks[f"b{number}-c{len(chunks)}"] = current
+        chunks[f"b{number}-c{len(chunks)}"] = "{" + ",".join(current) + "}"
     index = {"name": view.name, "models": models, "kinds": [view.kinds.get(m, "") for m in models],
              "scores": [_outcome(m["score"]) for m in board["models"]], "items": ids, "subsets": subsets,
              "subset": [subset_index[view.subsets[i]] for i in ids],
              "outcomes": [[_outcome(view.outcomes.get(model, {}).get(i)) for i in ids] for model in models],
              "chunk": chunk_of, "prefix": f"b{number}-c", "problem": problem}
     return index, chunks
-
-
-def _script(call: str, key: str | None, data: Any) -> str:
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return f"{call}({json.dumps(key)},{payload});\n" if key else f"{call}={payload};\n"
 
 
 def write_viewer(root: RunRoot, report: Report) -> bool:
@@ -190,6 +199,6 @@ def write_viewer(root: RunRoot, report: Report) -> bool:
         entry, chunks = benchmark_data(number, view, boards[view.name], rows, items, problem)
         entries.append(entry)
         for key, chunk in chunks.items():
-            root.write_text(f"{FOLDER}/{key}.js", _script("ragjudgeChunk", key, chunk))
-    root.write_text(f"{FOLDER}/{INDEX}", _script("window.RAGJUDGE_ITEMS", None, {"benchmarks": entries}))
+            root.write_text(f"{FOLDER}/{key}.js", f"ragjudgeChunk({_json(key)},{chunk});\n")
+    root.write_text(f"{FOLDER}/{INDEX}", f"window.RAGJUDGE_ITEMS={_json({'benchmarks': entries})};\n")
     return True

@@ -19,7 +19,7 @@ PAGE = 100
 CSS = """#viewer .ctl{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:.5em 0;font-size:13px}
 #viewer .cols{display:flex;gap:1em;align-items:flex-start}#viewer .item{flex:1;min-width:0}
 #viewer .list{flex:0 0 28em;max-height:90vh;overflow:auto;position:sticky;top:0}
-#viewer .list td{white-space:normal;word-break:break-all}#viewer .list tr{cursor:pointer}
+#viewer .list td{white-space:normal}#viewer .list td:first-child{word-break:break-all}#viewer .list tr{cursor:pointer}
 #viewer tr.open td,#viewer tr.sel td,#viewer div.sel{background:#e8f0fa}
 #viewer pre{white-space:pre-wrap;word-break:break-word;max-height:16em;overflow:auto;background:#f8f8f8;
 padding:.4em;margin:.2em 0 .6em;font-size:12px}#viewer h4{margin:.8em 0 .2em}#viewer .lbl{font-size:12px;color:#555}"""
@@ -90,7 +90,7 @@ load(key,()=>{if(st.item!==i||B()!==b)return;item(b,i,chunks[key][b.items[i]]||{
 body.viewerItem=b.items[i];body.viewerOpenMs=(performance.now()-t0).toFixed(1)})}
 const blocks=pairs=>pairs.map(([k,v])=>el('div',{},el('span',{class:'lbl'},k),el('pre',{},show(v))));
 function item(b,i,e){const parts=[el('h3',{},b.items[i]),el('p',{class:'note'},`${b.name} · subset `+
-`${b.subsets[b.subset[i]]} · ${b.n[i]} models scored it, mean outcome `+
+`${b.subsets[b.subset[i]]} · ${b.n[i]} model${b.n[i]===1?'':'s'} scored it, mean outcome `+
 (isNaN(b.mean[i])?'-':(100*b.mean[i]).toFixed(1)+'%'))];
 if(b.problem)parts.push(el('p',{class:'note'},'Item texts unavailable: '+b.problem));
 if(e.f&&e.f.length)parts.push(el('table',{},...e.f.map(([k,v])=>el('tr',{},el('th',{},k),el('td',{class:'l'},show(v))))));

@@ -104,6 +104,9 @@ def test_values_are_shown_short_or_as_texts():
     assert columns == {"text"}
     assert row_entry(rows[0], columns) == ([["pick", 1]], [["text", "Choose 1"]])  # a text column, though short
     assert row_entry(rows[1], columns)[0] == [["pick", "nan"]]
+    # what a row copies from its item is shown once, with the item
+    assert row_entry({"task_id": "t", "answer": "a", "x": 1}, set(), {"task_id": "t", "answer": "b"}) == \
+        ([["answer", "a"], ["x", 1]], [])
 
 
 def test_texts_are_split_into_chunks_of_consecutive_items():
@@ -113,7 +116,7 @@ def test_texts_are_split_into_chunks_of_consecutive_items():
     items = {i: {"item_id": i, "prompt": "w" * (CHUNK_BYTES // 3)} for i in ids}
     entry, chunks = benchmark_data(0, view, board, {"m": []}, items, None)
     assert entry["chunk"] == [0, 0, 1, 1, 2] and list(chunks) == ["b0-c0", "b0-c1", "b0-c2"]
-    assert list(chunks["b0-c1"]) == ["b/2", "b/3"]
+    assert list(json.loads(chunks["b0-c1"])) == ["b/2", "b/3"]
 
 
 @pytest.mark.integration

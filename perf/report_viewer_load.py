@@ -9,12 +9,13 @@ times, and each time the page's own script says when the viewer is ready (its li
 data-viewer-ready-ms, performance.now() since navigation began). Then `--opens` items, spread over the chunks,
 are opened one after another: from the click to the item drawn, its chunk loaded (data-viewer-open-ms).
 
-Usage: python perf/report_viewer_load.py [--models 45] [--loads 5] [--opens 5] [--keep DIR]
+Usage: python perf/report_viewer_load.py [--models 45] [--loads 5] [--opens 5] [--keep DIR [--reuse]]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from synthetic_run import build_run
 
 from benchmarks.rag_rewardbench.synthetic import generate
 from jobs.analysis import write_report
+from jobs.store import RunRoot
 
 
 def _sizes(report: Path) -> dict[str, float]:
@@ -74,29 +76,37 @@ def main() -> None:
     parser.add_argument("--loads", type=int, default=5)
     parser.add_argument("--opens", type=int, default=5)
     parser.add_argument("--keep", help="build the run root here and keep it")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: measure the page built there before")
     args = parser.parse_args()
     if reason := missing():
         sys.exit(f"no browser to measure in: {reason}")
     folder = Path(args.keep or tempfile.mkdtemp(prefix="ragjudge-viewer-"))
     folder.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
     data = folder / "synthetic_pairs.jsonl"
-    with data.open("w", encoding="utf-8") as f:
-        for pair in generate():
-            f.write(json.dumps(pair, ensure_ascii=False) + "\n")
-    root = build_run(str(folder), "synthetic45", models=args.models, data=str(data))
-    t1 = time.perf_counter()
-    write_report(root, out=lambda text: None)
-    t2 = time.perf_counter()
+    t0 = t1 = t2 = time.perf_counter()
+    root = RunRoot(str(folder), "synthetic45")
+    if not (args.reuse and Path(root.path("report/index.html")).is_file()):
+        with data.open("w", encoding="utf-8") as f:
+            for pair in generate():
+                f.write(json.dumps(pair, ensure_ascii=False) + "\n")
+        root = build_run(str(folder), "synthetic45", models=args.models, data=str(data))
+        t1 = time.perf_counter()
+        write_report(root, out=lambda text: None)
+        t2 = time.perf_counter()
+    load_before = os.getloadavg()[0]
     times = measure(Path(root.path("report/index.html")), args.loads, args.opens)
     items = sum(1 for _ in data.open(encoding="utf-8"))
-    out = {"synthetic": True, "models": args.models, "items": items,
-           "build_s": round(t1 - t0, 1), "report_s": round(t2 - t1, 1),
+    models = len(json.loads(Path(root.path("report/leaderboard.json")).read_text())["benchmarks"]
+                 ["rag_rewardbench"]["models"])
+    out = {"synthetic": True, "models": models, "items": items,
+           "build_s": round(t1 - t0, 1), "report_s": round(t2 - t1, 1),  # 0: --reuse
            **{k: round(v, 2) for k, v in _sizes(Path(root.path("report"))).items()},
            **{k: [round(v) for v in vs] for k, vs in times.items()},
            "ready_s_median": round(statistics.median(times["ready_ms"]) / 1000, 2),
            "ready_s_max": round(max(times["ready_ms"]) / 1000, 2),
            "open_item_s_max": round(max(times["open_item_ms"], default=0) / 1000, 2),
+           # wall times on a shared machine: the 1-minute load average before and after the browser ran
+           "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)], "cpus": os.cpu_count(),
            "run_root": root.path()}
     print(json.dumps(out, indent=2))
 

@@ -28,7 +28,7 @@ from jobs.store import RunRoot
 
 FOLDER = "report/viewer"
 INDEX = "index.js"
-CHUNK_BYTES = 256_000  # a chunk's JSON: an opened item loads one (a few ms), and a 1,485-item run has ~100
+CHUNK_BYTES = 256_000  # an opened item loads its chunk; 1,485 Table-4-long pairs x 45 models make 170
 SHORT = 80  # longer strings, and any with a line break, are texts
 PROSE_WORDS = 4  # an item's field of this many words is a text too (a short response is still a response)
 READERS = 8

@@ -71,7 +71,7 @@ for(let i=0;i<b.items.length;i++)if(keep(b,i))hits.push(i);
 pair.replaceChildren(...(st.a<0?[]:[`${b.models[st.a]} vs ${b.models[st.c]}: outcomes differ `,
 el('button',{type:'button',onclick:()=>{st.a=st.c=-1;draw()}},'clear')]));
 count.textContent=`${hits.length} of ${b.items.length} items`;
-const cols=[st.model,st.a,st.c].filter(m=>m>=0);
+const cols=[...new Set([st.model,st.a,st.c])].filter(m=>m>=0);
 const head=el('tr',{},el('th',{},'item'),el('th',{},'subset'),el('th',{},'mean'),
 ...cols.map(m=>el('th',{},b.models[m])));
 list.replaceChildren(head,...hits.slice(0,st.shown).map(i=>el('tr',{'data-i':i,class:i===st.item?'open':null,

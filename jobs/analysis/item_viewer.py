@@ -107,13 +107,19 @@ def text_columns(rows: Iterable[Mapping[str, Any]]) -> set[str]:
 
 def row_entry(row: Mapping[str, Any], texts: set[str], item: Mapping[str, Any] | None = None
               ) -> tuple[Pairs, Pairs]:
-    """(short fields, texts) of one prediction row; nulls left out, and the fields the row copies from its
-    `item` (the same name and value: a task id, a reference answer), which the item shows once."""
+    """(short fields, texts) of one prediction row. A null field stays (a judge's missing verdict in one order
+    is news), but not a null text or `error`; the fields the row copies from its `item` (the same name and
+    value: a task id, a reference answer) are left out, the item shows them once."""
     fields: Pairs = []
     blocks: Pairs = []
     for name, value in row.items():
-        if value is not None and name not in _ROW_KEYS and not (item and name in item and item[name] == value):
-            (blocks if name in texts else fields).append([name, shown(value)])
+        if name in _ROW_KEYS or item and name in item and item[name] == value:
+            continue
+        if name in texts:
+            if value is not None:
+                blocks.append([name, shown(value)])
+        elif value is not None or name != "error":
+            fields.append([name, shown(value)])
     return fields, blocks
 
 

@@ -99,9 +99,10 @@ const names=[];for(const [,f] of e.r)for(const [k] of f)if(!names.includes(k))na
 const sel=m=>m===st.model||m===st.a||m===st.c?'sel':null;
 parts.push(el('h4',{},'Models'),el('div',{class:'scroll'},el('table',{id:'viewer-models'},
 el('tr',{},el('th',{},'model'),el('th',{},'outcome'),...names.map(n=>el('th',{},n))),
-...e.r.map(([m,f])=>{const v=Object.fromEntries(f);return el('tr',{class:sel(m)},el('td',{class:'l'},b.models[m],
-b.kinds[m]?el('small',{},' '+b.kinds[m]):null),el('td',{},show(b.outcomes[m][i])),
-...names.map(n=>el('td',{},show(v[n]))))}))));
+...b.models.flatMap((_,m)=>{const mine=e.r.filter(r=>r[0]===m);  // a model without a row (an ensemble): its outcome
+return mine.length?mine:b.outcomes[m][i]===null?[]:[[m,[],[]]]}).map(([m,f])=>{const v=Object.fromEntries(f);
+return el('tr',{class:sel(m)},el('td',{class:'l'},b.models[m],b.kinds[m]?el('small',{},' '+b.kinds[m]):null),
+el('td',{},show(b.outcomes[m][i])),...names.map(n=>el('td',{},show(v[n]))))}))));
 const raw=e.r.filter(r=>r[2].length);
 if(raw.length)parts.push(el('h4',{},'Texts of the models'),...raw.map(([m,,t])=>el('div',{class:sel(m)},
 el('b',{},b.models[m]),...blocks(t))));

@@ -8,6 +8,7 @@ import pytest
 from browser import headless, missing, wait_for
 from synthetic_run import build_run
 
+from jobs.analysis import ENSEMBLES
 from jobs.analysis.item_viewer import CHUNK_BYTES, benchmark_data, item_entry, row_entry, text_columns
 from jobs.analysis.report import write_report
 from jobs.analysis.report_view import BenchmarkView
@@ -38,11 +39,15 @@ def _script_data(path: str) -> dict:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """A synthetic run of 4 models (synthetic-rm-02 a both-order judge) on 12 pairs of a data file, reported."""
+    """A synthetic run of 4 models (synthetic-rm-02 a both-order judge) on 12 pairs of a data file and a majority
+    of the other three (a model without stored rows), reported."""
     folder = tmp_path_factory.mktemp("viewer")
     data, pairs = _pairs(folder)
     root = build_run(str(folder / "runs"), "synthetic", models=4, data=data)
+    root.write_json(ENSEMBLES, [{"members": ["synthetic-rm-00", "synthetic-rm-01", "synthetic-rm-03"],
+                                 "rule": "majority", "name": "vote"}])
     report = write_report(root, out=lambda text: None)
+    assert "vote" in report.views[0].outcomes
     rows = {m: root.read_rows("predictions", "rag_rewardbench", m) for m in report.views[0].outcomes}
     return {"root": root, "report": report, "pairs": pairs, "rows": rows}
 
@@ -98,12 +103,14 @@ def test_values_are_shown_short_or_as_texts():
     assert item_entry(item) == {"f": [["question", "short?"], ["labels", "[0, 1]"], ["score", 0.1235]],
                                 "t": [["passages [1]", "p" * 90], ["passages [2]", "second passage"],
                                       ["turns [1]", "speaker: user\ntext: hi\nthere"]]}
-    rows = [{"item_id": "1", "model": "m", "text": "Choose 1", "pick": 1.0, "x": None},
-            {"item_id": "2", "model": "m", "text": "long " * 20, "pick": float("nan")}]
+    rows = [{"item_id": "1", "model": "m", "text": "Choose 1", "pick": 1.0, "x": None, "error": None},
+            {"item_id": "2", "model": "m", "text": None, "pick": float("nan"), "error": "boom"},
+            {"item_id": "3", "model": "m", "text": "long " * 20}]
     columns = text_columns(rows)
     assert columns == {"text"}
-    assert row_entry(rows[0], columns) == ([["pick", 1]], [["text", "Choose 1"]])  # a text column, though short
-    assert row_entry(rows[1], columns)[0] == [["pick", "nan"]]
+    # a text column, though short here; a null field stays (a missing verdict), a null error does not
+    assert row_entry(rows[0], columns) == ([["pick", 1], ["x", None]], [["text", "Choose 1"]])
+    assert row_entry(rows[1], columns) == ([["pick", "nan"], ["error", "boom"]], [])
     # what a row copies from its item is shown once, with the item
     assert row_entry({"task_id": "t", "answer": "a", "x": 1}, set(), {"task_id": "t", "answer": "b"}) == \
         ([["answer", "a"], ["x", 1]], [])

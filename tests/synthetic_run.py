@@ -24,17 +24,21 @@ def _pick(rng: random.Random, skill: float, chosen_position: int, bias: float) -
     return chosen_position if rng.random() < skill else 3 - chosen_position
 
 
-def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: int) -> list[dict[str, Any]]:
-    """Item rows in rag_rewardbench's combine() columns: a scorer's 0/1, a judge's both-order 0/0.5/1."""
+def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: int,
+                         pairs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Item rows in rag_rewardbench's combine() columns: a scorer's 0/1, a judge's both-order 0/0.5/1; `pairs`:
+    the loaded items the rows are of (id, subset, responses and their authors), else made-up ones."""
     rng = random.Random(seed)
     rows = []
     for i in range(items):
-        subset = f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}"
-        row: dict[str, Any] = {"item_id": f"rag_rewardbench/{i:05d}", "benchmark": "rag_rewardbench",
-                               "subset": subset, "truncated": rng.random() < 0.01, "n_tokens": 900,
-                               "error": None, "chosen": "c" * (100 + i * 37 % 300),
-                               "reject": "r" * (100 + i * 53 % 300), "chosen_model": AUTHORS[i % 4],
-                               "reject_model": AUTHORS[(i + 1) % 4]}
+        pair = pairs[i] if pairs else {
+            "item_id": f"rag_rewardbench/{i:05d}", "subset": f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}",
+            "chosen": "c" * (100 + i * 37 % 300), "reject": "r" * (100 + i * 53 % 300),
+            "chosen_model": AUTHORS[i % 4], "reject_model": AUTHORS[(i + 1) % 4]}
+        row: dict[str, Any] = {"item_id": pair["item_id"], "benchmark": "rag_rewardbench",
+                               "subset": pair["subset"], "truncated": rng.random() < 0.01, "n_tokens": 900,
+                               "error": None, **{k: pair[k] for k in ("chosen", "reject", "chosen_model",
+                                                                       "reject_model")}}
         if rng.random() < 0.005:
             rows.append({**row, "error": "cr: synthetic engine error", "correct": None})
             continue
@@ -78,10 +82,16 @@ def bianbench_rows(model: str, skill: float, items: int, seed: int, runs: int = 
 
 
 def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges_every: int = 3,
-              bianbench_judges: int = 0, seed: int = 0) -> RunRoot:
+              bianbench_judges: int = 0, seed: int = 0, data: str | None = None) -> RunRoot:
     """Write a synthetic run: `models` RAG-RewardBench models (every `judges_every`-th a generative judge,
-    the rest discriminative), optionally `bianbench_judges` of them also on a small Bi'anBench."""
+    the rest discriminative), optionally `bianbench_judges` of them also on a small Bi'anBench. `data`: a file
+    of RAG-RewardBench pairs whose items the rows are of (`items` is then their number), named in the
+    manifest's config as a run's data is."""
     root = RunRoot(root_uri, run)
+    pairs = None
+    if data:
+        pairs = [item for item in benchmark("rag_rewardbench").load_items(data) if not item.get("error")]
+        items = len(pairs)
     rng = random.Random(seed)
     cells: dict[str, Any] = {}
     model_config: dict[str, Any] = {}
@@ -91,7 +101,7 @@ def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges
         kind = "generative" if m % judges_every == judges_every - 1 else "discriminative"
         model_config[name] = {"name": name, "kind": kind, "engine": ENGINES[kind]}
         skill = 0.55 + 0.35 * rng.random()
-        cells_rows = {"rag_rewardbench": rag_rewardbench_rows(name, kind, skill, items, seed * 1000 + m)}
+        cells_rows = {"rag_rewardbench": rag_rewardbench_rows(name, kind, skill, items, seed * 1000 + m, pairs)}
         if kind == "generative" and m // judges_every < bianbench_judges:
             cells_rows["bianbench"] = bianbench_rows(name, skill, max(12, items // 10), seed * 1000 + m)
         for bench, rows in cells_rows.items():
@@ -105,6 +115,8 @@ def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges
                                         "seconds": seconds}
     benchmarks = {b: {"name": b, "module": b, "bootstrap_resamples": 1000}
                   for b in ("rag_rewardbench", "bianbench")}
+    if data:
+        benchmarks["rag_rewardbench"].update(data=[data], limit=None)
     root.write_json("manifest.json", {"run": run, "sweep": "synthetic", "attempts": 1, "cells": cells,
                                       "config": {"benchmarks": benchmarks, "models": model_config}})
     return root

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlencode
 
 from jobs.analysis.html_table import number_cell, table
 from jobs.analysis.items import board_items
@@ -59,9 +60,11 @@ def heatmap(models: list[str], rows: list[Mapping[str, Any]], title: str) -> str
     return "".join(parts)
 
 
-def _item_row(row: Mapping[str, Any]) -> str:
+def _item_row(row: Mapping[str, Any], benchmark: str) -> str:
     noise = "yes" if row["label_noise"] else ""
-    return (f"<tr><td class='l'>{html.escape(row['item_id'])}</td><td class='l'>{html.escape(row['subset'])}</td>"
+    viewer = html.escape(urlencode({"benchmark": benchmark, "item": row["item_id"]}))  # jobs.analysis.viewer_page
+    return (f"<tr><td class='l'><a href='#items?{viewer}'>{html.escape(row['item_id'])}</a></td>"
+            f"<td class='l'>{html.escape(row['subset'])}</td>"
             + number_cell(row["difficulty"]) + f"<td data-v='{row['n_models']}'>{row['n_models']}</td>"
             + number_cell(row["top_third_accuracy"]) + f"<td class='l'>{noise}</td></tr>")
 
@@ -80,6 +83,6 @@ def items_section(view: BenchmarkView, board: Mapping[str, Any] | None) -> str:
          "item (with 0/1 outcomes, the share that got it right). Label-noise candidates: items that at least two "
          f"of the top third of the models ({html.escape(', '.join(top))}) scored and that most of them got wrong "
          f"(their mean outcome below 50%). {len(noise)} of {len(rows)} items.</p>"),
-        table(header, [_item_row(r) for r in noise]) if noise else "",
+        table(header, [_item_row(r, view.name) for r in noise]) if noise else "",
         heatmap(models, rows, f"{view.name}: models x items"),
-        f"<details><summary>All {len(rows)} items</summary>{table(header, [_item_row(r) for r in rows])}</details>"])
+        f"<details><summary>All {len(rows)} items</summary>{table(header, [_item_row(r, view.name) for r in rows])}</details>"])

@@ -18,6 +18,7 @@ from benchmarks.tables import aligned
 from jobs.analysis.board import leaderboard_of
 from jobs.analysis.cell_rows import add_rows, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
+from jobs.analysis.item_viewer import write_viewer
 from jobs.analysis.items import board_items, items_jsonl
 from jobs.analysis.provenance import mixed_versions
 from jobs.analysis.reliability import COLUMNS
@@ -25,6 +26,7 @@ from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
+from jobs.analysis.viewer_page import viewer_section
 from jobs.store import RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
@@ -119,8 +121,9 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
 
 
 def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: str | None = None) -> Report | None:
-    """Write report/leaderboard.json, report/items.jsonl and report/index.html and print the tables; None: no
-    manifest. `tokenizer`: also measure the responses in its tokens."""
+    """Write report/leaderboard.json, report/items.jsonl, report/index.html and its item viewer's data
+    (report/viewer/) and print the tables; None: no manifest. `tokenizer`: also measure the responses in its
+    tokens."""
     report = load_report(root, tokenizer)
     if report is None:
         return None
@@ -144,5 +147,6 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
     root.write_json("report/leaderboard.json", report.leaderboard)
     root.write_text("report/items.jsonl", "".join(items_jsonl(board_items(view, boards.get(view.name)))
                                                   for view in report.views))
-    root.write_text("report/index.html", render_page(report, tables))
+    viewer = viewer_section() if write_viewer(root, report) else ""  # report/viewer/: the items, beside the page
+    root.write_text("report/index.html", render_page(report, tables, viewer))
     return report

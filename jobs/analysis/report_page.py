@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from collections import defaultdict
 from typing import Any
+from urllib.parse import urlencode
 
 from jobs.analysis import plots
 from jobs.analysis.bias_page import bias_section
@@ -60,15 +61,18 @@ def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
     return table(header, rows) + (f"<p class='note'>Reliability (%): {legend}.</p>" if legend else "")
 
 
-def _pairs(board: dict[str, Any]) -> str:
+def _pairs(board: dict[str, Any], benchmark: str) -> str:
+    # Each row links to the item viewer (jobs.analysis.viewer_page) with the items where a and b differ.
     rows = [f"<tr><td class='l'>{_e(p['a'])}</td><td class='l'>{_e(p['b'])}</td>"
             f"<td data-v='{p['n']}'>{p['n']}</td><td data-v='{p['a_only']}'>{p['a_only']}</td>"
             f"<td data-v='{p['b_only']}'>{p['b_only']}</td>"
             f"<td class='l'>{_e(p['test'])}</td><td data-v='{p['p_value']:.6g}'>{p['p_value']:.3g}</td>"
-            f"<td data-v='{p['p_holm']:.6g}'>{p['p_holm']:.3g}</td></tr>" for p in board["pairs"]]
+            f"<td data-v='{p['p_holm']:.6g}'>{p['p_holm']:.3g}</td><td class='l'><a href='#items?"
+            f"{_e(urlencode({'benchmark': benchmark, 'a': p['a'], 'b': p['b']}))}'>items</a></td></tr>"
+            for p in board["pairs"]]
     significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
     return (f"<details><summary>All {len(rows)} paired tests ({significant} significant at 0.05 after Holm)"
-            "</summary>" + table(["a", "b", "n", "a only", "b only", "test", "p", "p (Holm)"], rows)
+            "</summary>" + table(["a", "b", "n", "a only", "b only", "test", "p", "p (Holm)", "differ"], rows)
             + "</details>")
 
 
@@ -98,7 +102,7 @@ def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTabl
     else:
         parts.append(f"<p class='note'>Paper table unavailable: {_e(paper.problem)}</p>")
     if board and board["pairs"]:
-        parts.append(_pairs(board))
+        parts.append(_pairs(board, view.name))
     return "\n".join(parts)
 
 
@@ -142,16 +146,18 @@ def _accounting(manifest: dict[str, Any]) -> str:
             + table(["benchmark", "model", "engine", "status", "seconds", "n", "errors", *extra], rows))
 
 
-def render_page(report: Report, tables: dict[str, PaperTable]) -> str:
-    """The whole page for a run's report; `tables`: each benchmark's paper table."""
+def render_page(report: Report, tables: dict[str, PaperTable], viewer: str = "") -> str:
+    """The whole page for a run's report; `tables`: each benchmark's paper table; `viewer`: the item viewer's
+    section (jobs.analysis.viewer_page), before the accounting."""
     boards = report.leaderboard["benchmarks"]
     nav = " · ".join(f"<a href='#{_e(v.name)}'>{_e(v.name)}</a>" for v in report.views)
     sections = [_section(v, boards.get(v.name), tables[v.name]) for v in report.views]
     models = {m for v in report.views for m in v.outcomes}
+    items = " · <a href='#items'>items</a>" if viewer else ""
     return ("<!doctype html><html lang='en'><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width,initial-scale=1'>"
             f"<title>ragjudge report: {_e(report.run)}</title><style>{CSS}</style><body>"
             f"<h1>ragjudge report: {_e(report.run)}</h1>"
             f"<p>{len(report.views)} benchmarks, {len(models)} models. "
-            f"{nav} · <a href='#accounting'>engines and time</a></p>"
-            + "\n".join(sections) + _accounting(report.manifest) + f"<script>{JS}</script></body></html>")
+            f"{nav}{items} · <a href='#accounting'>engines and time</a></p>"
+            + "\n".join(sections) + viewer + _accounting(report.manifest) + f"<script>{JS}</script></body></html>")

@@ -1,0 +1,210 @@
+"""The report's per-item viewer, its data: report/viewer/, beside report/index.html, as JavaScript files that the
+page loads with <script src> (a browser runs those from file://, where it refuses fetch and XMLHttpRequest):
+
+    viewer/index.js       window.RAGJUDGE_ITEMS = {...}: per benchmark its models (leaderboard order), item ids,
+                          subsets and each model's outcome per item (the leaderboard's item means), and which
+                          chunk holds each item's texts. Loaded with the page: the list and its filters.
+    viewer/b<B>-c<C>.js   ragjudgeChunk("b<B>-c<C>", {...}): the texts of consecutive items, up to CHUNK_BYTES a
+                          chunk: each item's fields as the benchmark's data has them, and every model's
+                          prediction rows of it. Loaded when one of its items is opened.
+
+Nothing here knows a benchmark: an item's fields and a row's columns are shown as they are, each either short
+(a field beside its name, a table cell) or a text (a block of its own): a judge's raw text per order, a
+prompt, a response, a passage. The item texts are read at report time from the data paths in the run's
+manifest, through the benchmark's own load_items; rows only carry what combine() wrote.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from typing import Any
+
+from benchmarks import protocol
+from jobs.analysis.report_view import BenchmarkView, Report
+from jobs.store import RunRoot
+
+FOLDER = "report/viewer"
+INDEX = "index.js"
+CHUNK_BYTES = 256_000  # an opened item loads its chunk; 1,485 Table-4-long pairs x 45 models make 170
+SHORT = 80  # longer strings, and any with a line break, are texts
+PROSE_WORDS = 4  # an item's field of this many words is a text too (a short response is still a response)
+READERS = 8
+_ROW_KEYS = {"item_id", "benchmark", "subset", "model"}  # the same in every row of an item, or the list's own
+_ITEM_KEYS = {"item_id", "benchmark", "subset", "source", "row", "error"}
+
+Pairs = list[list[Any]]  # [[name, value], ...]: kept in order, as JSON arrays
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 4 significant digits (whole ones as ints), inside lists and dicts too; NaN and infinities as
+    text (JSON has none)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most values: the fast way out
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            return str(value)
+        rounded = float(f"{value:.4g}")
+        return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
+    if isinstance(value, dict):
+        return {str(k): _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value if isinstance(value, (str, int, float)) else str(value)
+
+
+def shown(value: Any) -> Any:
+    """A value as the page shows it: numbers rounded, lists and dicts as compact JSON text."""
+    value = _rounded(value)
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": ")) if isinstance(value, (list, dict)) \
+        else value
+
+
+def is_text(value: Any) -> bool:
+    """Whether a shown value needs a block of its own."""
+    return isinstance(value, str) and (len(value) > SHORT or "\n" in value)
+
+
+def is_prose(value: Any) -> bool:
+    """Whether an item's field is a text however short (a response, a question): a few words or more. Names,
+    labels and ids (`gpt-4o-2024-08-06`, `FAIL`, `Opinion+Summarization`) have none."""
+    return is_text(value) or isinstance(value, str) and len(value.split()) >= PROSE_WORDS
+
+
+def _record(element: Any) -> str:
+    if not isinstance(element, dict):
+        return str(element)
+    return "\n".join(f"{key}: {shown(v)}" for key, v in element.items())
+
+
+def item_entry(item: Mapping[str, Any]) -> dict[str, Pairs]:
+    """{"f": short fields, "t": texts} of one item of the benchmark's data. A list of texts or records
+    (passages, turns) too long for one field is a block per element, records as `key: value` lines."""
+    fields: Pairs = []
+    texts: Pairs = []
+    for name, value in item.items():
+        if name in _ITEM_KEYS or value in (None, "", [], {}):
+            continue
+        value_shown = shown(value)
+        if not is_prose(value_shown):
+            fields.append([name, value_shown])
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, dict)) for v in value):
+            texts += [[f"{name} [{k}]", _record(element)] for k, element in enumerate(value, 1)]
+        else:
+            texts.append([name, value_shown])
+    return {"f": fields, "t": texts}
+
+
+def text_columns(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The columns of a model's rows that hold a text in any row: shown as texts in every row, so a judge's
+    short answer on one item and long one on the next sit in the same place."""
+    return {name for row in rows for name, value in row.items()
+            if isinstance(value, (str, list, tuple, dict)) and is_text(shown(value))}
+
+
+def row_entry(row: Mapping[str, Any], texts: set[str], item: Mapping[str, Any] | None = None
+              ) -> tuple[Pairs, Pairs]:
+    """(short fields, texts) of one prediction row. A null field stays (a judge's missing verdict in one order
+    is news), but not a null text or `error`; the fields the row copies from its `item` (the same name and
+    value: a task id, a reference answer) are left out, the item shows them once."""
+    fields: Pairs = []
+    blocks: Pairs = []
+    for name, value in row.items():
+        if name in _ROW_KEYS or item and name in item and item[name] == value:
+            continue
+        if name in texts:
+            if value is not None:
+                blocks.append([name, shown(value)])
+        elif value is not None or name != "error":
+            fields.append([name, shown(value)])
+    return fields, blocks
+
+
+def read_items(config: Mapping[str, Any], module: str) -> tuple[dict[str, Any], str | None]:
+    """The benchmark's items by id, read from the data the run's config names as the run read it (the first
+    `limit` of each path), and the reason when they cannot be: {} and a problem."""
+    paths = list(config.get("data") or [])
+    if not paths:
+        return {}, "the run's manifest names no data for this benchmark"
+    try:
+        spec = protocol.benchmark(module)
+        if not isinstance(spec, protocol.Benchmark):
+            return {}, f"{module} is not judged item by item"
+        limit = config.get("limit")
+        items = [item for path in paths for item in islice(spec.load_items(path), limit)]
+    except Exception as e:  # noqa: BLE001  (data moved or unreadable: the viewer says so, the report goes on)
+        return {}, f"the data could not be read ({', '.join(paths)}): {type(e).__name__}: {e}"
+    return {item["item_id"]: item for item in items if not item.get("error")}, None
+
+
+def _outcome(value: float | None) -> float | int | None:
+    return None if value is None else _rounded(float(value))
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def benchmark_data(number: int, view: BenchmarkView, board: Mapping[str, Any], rows: Mapping[str, list[dict]],
+                   items: Mapping[str, Any], problem: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the benchmark's entry in index.js, chunk name -> the chunk as JSON text: item id -> its texts and
+    rows) for one benchmark of the report. Items are in the data's order, then those only the rows name
+    (sorted); each item's JSON is made once, and chunks are cut between items."""
+    models = [m["model"] for m in board["models"]]
+    seen = set(view.subsets)
+    ids = [i for i in items if i in seen] + sorted(seen.difference(items))
+    subsets = sorted({view.subsets[i] for i in ids})
+    subset_index = {s: k for k, s in enumerate(subsets)}
+    by_item: dict[str, list[list[Any]]] = {}
+    for m, model in enumerate(models):
+        texts = text_columns(rows.get(model, []))
+        for row in rows.get(model, []):
+            entry = row_entry(row, texts, items.get(row.get("item_id")))
+            by_item.setdefault(row.get("item_id"), []).append([m, *entry])
+    chunks: dict[str, str] = {}
+    chunk_of: list[int] = []
+    current: list[str] = []
+    size = 0
+    for item_id in ids:
+        entry = {**(item_entry(items[item_id]) if item_id in items else {}), "r": by_item.get(item_id, [])}
+        text = f"{_json(item_id)}:{_json(entry)}"
+        if current and size + len(text) > CHUNK_BYTES:
+            chunks[f"b{number}-c{len(chunks)}"], current, size = "{" + ",".join(current) + "}", [], 0
+        current.append(text)
+        size += len(text)
+        chunk_of.append(len(chunks))
+    if current:
+        chunks[f"b{number}-c{len(chunks)}"] = "{" + ",".join(current) + "}"
+    index = {"name": view.name, "models": models, "kinds": [view.kinds.get(m, "") for m in models],
+             "scores": [_outcome(m["score"]) for m in board["models"]], "items": ids, "subsets": subsets,
+             "subset": [subset_index[view.subsets[i]] for i in ids],
+             "outcomes": [[_outcome(view.outcomes.get(model, {}).get(i)) for i in ids] for model in models],
+             "chunk": chunk_of, "prefix": f"b{number}-c", "problem": problem}
+    return index, chunks
+
+
+def write_viewer(root: RunRoot, report: Report) -> bool:
+    """Write report/viewer/ (the old one removed first) for the report's benchmarks that have a leaderboard;
+    False, and nothing written, when none has."""
+    boards = report.leaderboard["benchmarks"]
+    views = [v for v in report.views if (boards.get(v.name) or {}).get("models")]
+    root.delete_folders("report", "viewer")
+    if not views:
+        return False
+    config = (report.manifest.get("config") or {}).get("benchmarks") or {}
+    cells = [(v.name, m["model"]) for v in views for m in boards[v.name]["models"]]
+    with ThreadPoolExecutor(READERS) as pool:
+        read = dict(zip(cells, pool.map(lambda cell: root.read_rows("predictions", *cell), cells)))
+    entries = []
+    for number, view in enumerate(views):
+        items, problem = read_items(config.get(view.name) or {}, view.module)
+        rows = {model: read[(name, model)] for name, model in cells if name == view.name}
+        entry, chunks = benchmark_data(number, view, boards[view.name], rows, items, problem)
+        entries.append(entry)
+        for key, chunk in chunks.items():
+            root.write_text(f"{FOLDER}/{key}.js", f"ragjudgeChunk({_json(key)},{chunk});\n")
+    root.write_text(f"{FOLDER}/{INDEX}", f"window.RAGJUDGE_ITEMS={_json({'benchmarks': entries})};\n")
+    return True

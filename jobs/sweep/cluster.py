@@ -22,11 +22,12 @@ def connect_ray(sweep: SweepConfig) -> str:
     """Join the cluster in cluster.address or RAY_ADDRESS, or start a local one; the line that says which."""
     import ray
 
+    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
+    if address:  # before anything else: a configured address that does not answer is the user's to fix
+        check_answers(address, sweep.cluster.connect_timeout_s)
     if ray.is_initialized():
         return "Ray: already connected in this process"
-    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
     if address:
-        check_answers(address, sweep.cluster.connect_timeout_s)
         ray.init(address=address, log_to_driver=False)
         said = f"Ray: joined the cluster at {address}"
     else:

@@ -11,7 +11,13 @@ import os
 import socket
 import time
 
+from actors.engine_calls import RESTART_WAIT_S
 from jobs.config import SweepConfig
+
+# Ray Data fails a dataset that moves no block for 30 min (its default). A cell's batches can rightly wait longer:
+# on an engine still loading its weights, restarting on another node (actors.engine_calls waits RESTART_WAIT_S),
+# or busy with other cells' queues. A fresh-clone demo on a loaded machine lost its mtRAG cell that way.
+NO_PROGRESS_S = 2 * RESTART_WAIT_S
 
 
 class ClusterUnreachable(Exception):
@@ -34,7 +40,9 @@ def connect_ray(sweep: SweepConfig) -> str:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
         ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
         said = f"Ray: started a local cluster ({ray.get_runtime_context().gcs_address})"
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.execution_no_progress_timeout_s = NO_PROGRESS_S
     return said
 
 

@@ -72,7 +72,9 @@ def test_no_address_starts_a_new_local_cluster_despite_a_dead_clusters_address_f
             import ray
             from jobs.config import ClusterConfig, SweepConfig
             from jobs.sweep import connect_ray
-            print(connect_ray(SweepConfig(name="x", cluster=ClusterConfig(num_cpus=1))), flush=True)
+            said = connect_ray(SweepConfig(name="x", cluster=ClusterConfig(num_cpus=1)))
+            print(ray.data.DataContext.get_current().execution_no_progress_timeout_s, flush=True)
+            print(said, flush=True)
             ray.shutdown()
         """)
         env = {**os.environ, "RAY_TMPDIR": ray_tmp}
@@ -81,5 +83,6 @@ def test_no_address_starts_a_new_local_cluster_despite_a_dead_clusters_address_f
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                               timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    said = done.stdout.strip().splitlines()[-1]
+    timeout, said = done.stdout.strip().splitlines()[-2:]
+    assert float(timeout) == 3600  # Ray Data's 30-minute no-progress limit, raised above an engine's restart wait
     assert said.startswith("Ray: started a local cluster (") and dead not in said, said

@@ -70,7 +70,9 @@ def ray_session(s3_server):
     # 4 logical CPUs on a 2-core machine: a shared judge's Serve replicas, the Ray Data stage actor that
     # calls them and the light pipeline tasks must all be schedulable at once; they mostly wait on each other.
     ray.init(address="local", num_cpus=4, include_dashboard=False)  # never a cluster in Ray's address file
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    from jobs.sweep.cluster import configure_ray_data
+
+    configure_ray_data()  # as `ragjudge run` sets it
     try:
         yield ray
     finally:

@@ -40,10 +40,18 @@ def connect_ray(sweep: SweepConfig) -> str:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
         ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
         said = f"Ray: started a local cluster ({ray.get_runtime_context().gcs_address})"
+    configure_ray_data()
+    return said
+
+
+def configure_ray_data() -> None:
+    """This process's Ray Data settings for sweeps: no progress bars (the sweep prints its own), and the
+    no-progress limit above an engine's restart wait."""
+    import ray
+
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.execution_no_progress_timeout_s = NO_PROGRESS_S
-    return said
 
 
 def check_answers(address: str, probe_s: float) -> None:

@@ -19,11 +19,13 @@ def add(commands: Any) -> None:
     parser.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. storage.root=s3://bucket/runs")
     parser.add_argument("--include-held", action="store_true", help="also run models `ragjudge validate` held")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="ask every model again: neither read nor keep answers in ROOT/_answers")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    sweep = load_sweep(args.sweep, args.overrides)
+    sweep = load_sweep(args.sweep, [*args.overrides, *(["storage.answer_cache=false"] if args.no_cache else [])])
     try:  # before Ray starts: a second driver on the run is refused at once
         lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
         lease.acquire()

@@ -147,6 +147,9 @@ class StorageConfig:
     # long; then the cell fails, naming the file, and a rerun resumes (jobs.store.retry). A full disk fails
     # at once.
     retry_s: float = RETRY_S
+    # Answers are kept in ROOT/_answers by what produced them (jobs.store.answers) and taken from there instead of
+    # asking a model again, in any run under the root; false (`ragjudge run --no-cache`): neither read nor kept.
+    answer_cache: bool = True
 
 
 @dataclass

@@ -31,6 +31,8 @@ from jobs.config import (
 )
 from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
 from jobs.store import Manifest, RunRoot, StorageError, redact
+from jobs.store.answers import AnswerStore
+from jobs.sweep.answer_cache import asked_or_cached, keep_answers
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
 from jobs.sweep.retrieval import evaluate_retrieval
@@ -63,6 +65,8 @@ class Cell:
     progress: Progress | None = None  # the sweep's live progress and status.json
     engines: EngineHost | None = None  # the sweep's engines; None: each round starts and releases its own
     stop: Stop = field(default_factory=Stop)  # set by SIGTERM or SIGINT (jobs.sweep.interrupt)
+    answer_store: AnswerStore | None = None  # answers kept across runs (jobs.store.answers); None: ask everything
+    cached_answers: int = 0  # of the cell's stored answers, those taken from the answer store
 
     @property
     def key(self) -> str:
@@ -121,7 +125,8 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         metrics = evaluate(cell)
         root.write_json(metrics_path, metrics)
         cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"],
-                                     "n_errors": metrics["n_errors"], "started_at": round(start, 3),
+                                     "n_errors": metrics["n_errors"], "cached_answers": cell.cached_answers,
+                                     "started_at": round(start, 3),
                                      "finished_at": round(time.time(), 3),
                                      "seconds": round(time.time() - start, 1)})
     except Interrupted as e:
@@ -202,6 +207,7 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
              f"{sum(r['request_id'] not in done for r in requests)} to go")
     if cell.progress:
         cell.progress.cell_started(cell.key, len(requests), sum(r["request_id"] in done for r in requests))
+    keys: dict[str, str] = {}  # request id -> its answer's key in the answer store
     for round_ in range(MAX_ROUNDS):
         todo = [r for r in requests if r["request_id"] not in done]
         if round_ and todo and cell.progress:
@@ -214,7 +220,8 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
             cell.stop.check()  # before an engine starts or a request is sent
-            stream = answer_requests(part_todo, answerer, cell.log, cell.engines)
+            stream = asked_or_cached(cell, answerer, part_todo, keys,
+                                     lambda asked, by=answerer: answer_requests(asked, by, cell.log, cell.engines))
             for part in answered_parts(stream, cell.flush_every, cell.stop):
                 root.write_rows("requests", bench.name, model.name, part,
                                 part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
@@ -225,6 +232,8 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
         so_far = answers_by_item(answered)
         requests = [r for item in items for r in spec.followup(item, so_far[item["item_id"]], kind, options)]
         if all(r["request_id"] in done for r in requests):
+            cell.cached_answers = sum(bool(row.get("cached")) for row in answered)
+            keep_answers(cell, answered, keys)
             return answered
     raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
 

@@ -30,6 +30,7 @@ from jobs.engines import (
 )
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
+from jobs.store.answers import AnswerStore
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.interrupt import Stop
@@ -83,6 +84,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if applies(b, m) and m.name in held],
                      "held by ragjudge validate")
     engines = EngineHost(log)
+    answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
 
     def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
         return applies(*pair) and pair[1].name not in held
@@ -106,7 +108,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         if stop.is_set():  # admitted after the signal: left for the rerun, its manifest entry as it was
             return CellOutcome(bench.name, model.name, "interrupted", None, 0.0, f": {stop.signal_name}: not started")
         cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
-                    engines, stop)
+                    engines, stop, answer_store)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
         engines.finished(users(pair))
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")

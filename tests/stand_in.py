@@ -41,13 +41,16 @@ def stand_in_model(name: str = "judge") -> ModelConfig:
 
 
 def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
-        judges: dict[str, ModelConfig] | None = None, **storage: Any) -> tuple[RunRoot, CellOutcome]:
-    """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it; `storage` are
-    more of the sweep's storage settings (endpoint_url, retry_s)."""
+        judges: dict[str, ModelConfig] | None = None, retry_errors: bool = False, **storage: Any
+        ) -> tuple[RunRoot, CellOutcome]:
+    """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it, as `ragjudge
+    run --retry-errors` does with `retry_errors`; `storage` are more of the sweep's storage settings
+    (endpoint_url, retry_s)."""
     settings = StorageConfig(run=run_name, root=str(tmp_path), **storage)
     root = RunRoot.of(settings)
     manifest = Manifest(root, SweepConfig(name="test", storage=settings))
-    cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {})
+    cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {},
+                retry_errors=retry_errors)
     return root, run_cell(cell)
 
 

@@ -27,7 +27,7 @@ from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
-from jobs.store import RunRoot, implicit_scores
+from jobs.store import SCORED, RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
@@ -60,7 +60,8 @@ def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable
 
 
 def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
-    """The report of the run's finished cells, or None when the run has no manifest; `tokenizer` (a spec of
+    """The report of the run's scored cells (done, and failed_errors: over their error budget, their metrics
+    written), or None when the run has no manifest; `tokenizer` (a spec of
     jobs.analysis.tokens) also measures the responses' lengths in tokens."""
     manifest = root.read_json("manifest.json")
     if manifest is None:
@@ -69,7 +70,7 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
     bench_config, model_config = config.get("benchmarks") or {}, config.get("models") or {}
     implicit = manifest.get("implicit_scores", implicit_scores(config))  # runs from before it was recorded
     done = [key.split("/", 1) for key, cell in sorted((manifest.get("cells") or {}).items())
-            if cell.get("status") == "done"]
+            if cell.get("status") in SCORED]
     views: dict[str, BenchmarkView] = {}
     for benchmark, model in done:
         if benchmark not in views:

@@ -132,9 +132,9 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         root.write_json(metrics_path, metrics)
         over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
         status = FAILED_ERRORS if over else "done"
-        counts = {"request_errors": metrics["request_errors"]} if "request_errors" in metrics else {}
-        cell.manifest.set_cell(key, {"status": status, **stamp, "n": metrics["n"],
-                                     "n_errors": metrics["n_errors"], **counts, **({"message": over} if over else {}),
+        cell.manifest.set_cell(key, {"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
+                                     "request_errors": metrics.get("request_errors"),
+                                     **({"message": over} if over else {}),
                                      "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                      "seconds": round(time.time() - start, 1)})
     except Interrupted as e:

@@ -47,7 +47,8 @@ def over_budget(counts: Mapping[str, Any] | None, max_error_rate: float) -> str 
 
 
 def reopens(entry: Mapping[str, Any]) -> bool:
-    """Whether --retry-errors reopens a finished cell: it stored retryable errors (an entry from before they
-    were counted: any failed row)."""
-    counts = entry.get("request_errors")
-    return bool(counts["retryable"]) if counts else bool(entry.get("n_errors"))
+    """Whether --retry-errors reopens a finished cell: it stored retryable errors (None: a retrieval cell, which
+    sends no requests; an entry from before they were counted: any failed row)."""
+    if "request_errors" not in entry:
+        return bool(entry.get("n_errors"))
+    return bool((entry["request_errors"] or {}).get("retryable"))

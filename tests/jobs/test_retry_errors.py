@@ -92,3 +92,38 @@ def test_a_cell_within_its_budget_is_done_and_its_final_errors_are_not_asked_aga
     assert first.status == "done" and seen[REFUSED] == 2  # 2 of 12 failed: within 20%
     _, again, seen = _run(monkeypatch, tmp_path, bench, model, {}, retry_errors=True)
     assert seen == {} and again.status == "cached"  # no retryable error: not reopened
+
+
+@pytest.mark.integration
+def test_the_cli_exits_1_over_the_budget_and_0_once_retry_errors_brings_it_under(ray_session, tmp_path):
+    """`ragjudge run` as a user runs it, twice, on the session's Ray: the summary names the cell over its budget,
+    and `--retry-errors` asks its 503 requests only."""
+    import os
+    import subprocess
+    import sys
+
+    from sweeps import write_sweep
+
+    from jobs.store.run_root import open_run
+
+    model = ("{name: flaky_api, path: flaky, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_FLAKY_BASE, "
+             "api_key_env: RAGJUDGE_TEST_FLAKY_KEY, max_retries: 1, batch_size: 12, num_cpus: 0.25}")
+    sweep = write_sweep(tmp_path, "retry", [model], bench_extra=", max_error_rate: 0.2")
+    root = str(tmp_path / "results")
+
+    def ragjudge(script: dict[str, list[str]], *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
+        with ScriptedApi(script) as api:
+            env = {**os.environ, "RAY_ADDRESS": ray_session.get_runtime_context().gcs_address,
+                   "RAGJUDGE_TEST_FLAKY_BASE": api.base_url, "RAGJUDGE_TEST_FLAKY_KEY": "sk-flaky-0123456789"}
+            done = subprocess.run([sys.executable, "-m", "jobs", "run", str(sweep), f"storage.root={root}", *flags],
+                                  env=env, capture_output=True, text=True, timeout=600, check=False)
+        return done, dict(api.seen)
+
+    first, seen = ragjudge({**{key: ["503"] for key in UNAVAILABLE}, REFUSED: ["400"]})
+    assert first.returncode == 1, first.stderr[-3000:]
+    assert f"FAILED_ERRORS {CELL.replace('/', ' x ')}: 6 of 12 requests failed (50.0% > max_error_rate 20%); " \
+           f"most common: {TOP} (4)" in first.stderr
+    retried, seen = ragjudge({**{key: ["ok"] for key in UNAVAILABLE}, REFUSED: ["400"]}, "--retry-errors")
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    assert seen == {UNAVAILABLE[0]: 2, UNAVAILABLE[1]: 2}
+    assert open_run(f"{root}/retry").read_json(MANIFEST)["cells"][CELL]["status"] == "done"

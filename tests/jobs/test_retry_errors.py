@@ -5,7 +5,10 @@ try, item 3 a 400: the cell ends `failed_errors`. A rerun asks nothing again; on
 server answers, asks the 503 requests only, and the cell is done with the metrics of a run that never saw a 503."""
 from __future__ import annotations
 
+import time
+
 import pytest
+from fault_rows import record
 from loopback import ScriptedApi
 from stand_in import inline_actor_pool, run
 from sweeps import SAMPLE
@@ -34,7 +37,8 @@ def api_cell(monkeypatch):
 
 
 def _run(monkeypatch, tmp_path, bench, model, script, run_name="run", retry_errors=False):
-    """The cell run against a fresh ScriptedApi with `script`; (root, outcome, the requests it saw per key)."""
+    """The cell run against a fresh ScriptedApi with `script`; (root, outcome, the requests the server saw per
+    key)."""
     with ScriptedApi(script) as api:
         monkeypatch.setenv("RAGJUDGE_TEST_FLAKY_BASE", api.base_url)
         root, outcome = run(tmp_path / "results", bench, model, run_name=run_name, retry_errors=retry_errors)
@@ -46,6 +50,7 @@ def test_retry_errors_asks_the_retryable_failures_again_and_only_with_the_flag(a
     failing = {**{key: ["503"] for key in UNAVAILABLE}, REFUSED: ["400"]}
     root, first, seen = _run(monkeypatch, tmp_path, bench, model, failing)
     assert seen == {UNAVAILABLE[0]: 4, UNAVAILABLE[1]: 4, REFUSED: 2, "": 6}  # 503: 2 tries each; 400: 1
+    sent = sum(seen.values())
     assert first.status == "failed_errors" and (first.metrics["n"], first.metrics["n_errors"]) == (3, 3)
     entry = root.read_json(MANIFEST)["cells"][CELL]
     assert entry["status"] == "failed_errors"
@@ -67,8 +72,11 @@ def test_retry_errors_asks_the_retryable_failures_again_and_only_with_the_flag(a
 
     # With it, the 503 requests only are asked again, and their newer answers win.
     answering = {**{key: ["ok"] for key in UNAVAILABLE}, REFUSED: ["400"]}  # seen counts per key
+    start = time.perf_counter()
     root, retried, seen = _run(monkeypatch, tmp_path, bench, model, answering, retry_errors=True)
+    seconds = time.perf_counter() - start
     assert seen == {UNAVAILABLE[0]: 2, UNAVAILABLE[1]: 2}
+    sent += sum(seen.values())
     assert retried.status == "done", retried.message
     entry = root.read_json(MANIFEST)["cells"][CELL]
     assert entry["status"] == "done" and "message" not in entry
@@ -83,6 +91,16 @@ def test_retry_errors_asks_the_retryable_failures_again_and_only_with_the_flag(a
     # Nothing retryable is left: the done cell is not reopened.
     _, last, seen = _run(monkeypatch, tmp_path, bench, model, {}, retry_errors=True)
     assert seen == {} and last.status == "cached"
+    record(tmp_path, fault="API requests failing past the client's retries: HTTP 503 on every try (2 items), "
+                           "HTTP 400 (1 item); 6 of 12 requests",
+           injected="ScriptedApi steps '503' and '400'; max_retries 1, max_error_rate 0.2; then the server answers "
+                    "the 503 items",
+           outcome=f"6 of 12 requests fail: the cell ends failed_errors, naming the most common error ({TOP}, 4), "
+                   "metrics written; a plain rerun asks nothing; --retry-errors asks the 4 503 requests only, "
+                   f"{entry['request_errors']['failed']} still fail (the 400s: final), the cell is done, metrics "
+                   "equal a run that never met a 503",
+           requests_lost=entry["request_errors"]["failed"], requests_duplicated=sent - 12,
+           time_to_recover_s=round(seconds, 2))
 
 
 def test_a_cell_within_its_budget_is_done_and_its_final_errors_are_not_asked_again(api_cell, monkeypatch,

@@ -6,6 +6,7 @@ server answers, asks the 503 requests only, and the cell is done with the metric
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 from fault_rows import record
@@ -110,6 +111,15 @@ def test_a_cell_within_its_budget_is_done_and_its_final_errors_are_not_asked_aga
     assert first.status == "done" and seen[REFUSED] == 2  # 2 of 12 failed: within 20%
     _, again, seen = _run(monkeypatch, tmp_path, bench, model, {}, retry_errors=True)
     assert seen == {} and again.status == "cached"  # no retryable error: not reopened
+
+
+def test_a_budget_raised_past_the_errors_makes_the_cell_done_without_asking_anything(api_cell, monkeypatch,
+                                                                                       tmp_path):
+    bench, model = api_cell
+    _, first, _ = _run(monkeypatch, tmp_path, bench, model, {REFUSED: ["400"], UNAVAILABLE[0]: ["503"]})
+    assert first.status == "failed_errors"  # 4 of 12
+    _, again, seen = _run(monkeypatch, tmp_path, replace(bench, max_error_rate=0.5), model, {})
+    assert seen == {} and again.status == "done" and again.metrics["n"] == first.metrics["n"]
 
 
 @pytest.mark.integration

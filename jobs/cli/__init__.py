@@ -9,7 +9,20 @@ import argparse
 import sys
 
 from benchmarks.protocol import UnknownBenchmark
-from jobs.cli import aggregate, cache, compare, ensemble, items, models, plan, report, run, status, submit, validate
+from jobs.cli import (
+    aggregate,
+    cache,
+    compare,
+    ensemble,
+    items,
+    models,
+    plan,
+    report,
+    run,
+    status,
+    submit,
+    validate,
+)
 from jobs.config import ConfigError
 from jobs.store import StorageError
 from jobs.sweep import ClusterUnreachable

@@ -123,6 +123,9 @@ class BenchmarkConfig:
     # a local file of representative items whose lengths `plan` scales to size
     plan_sample: Optional[str] = field(default=None, metadata=PLAN)
     bootstrap_resamples: int = field(default=1000, metadata=METRICS)
+    # A cell whose failed requests exceed this share of its requests ends `failed_errors`, its metrics written
+    # (jobs.sweep.error_budget); `ragjudge run --retry-errors` asks the retryable ones again.
+    max_error_rate: float = field(default=0.02, metadata=METRICS)
     # The benchmark's options as written (prompts, sampling, runs...); load_sweep types them through the
     # benchmark's Options dataclass, so a missing or wrong key fails with its name before anything runs.
     options: dict[str, Any] = field(default_factory=dict)

@@ -6,6 +6,7 @@ from jobs.engines import bm25, http, sentence_transformers, stand_in, transforme
 from jobs.engines.answering import answer_requests
 from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand
+from jobs.engines.errors import headline, retryable
 from jobs.engines.host import EngineHost, engine_name, engine_names
 from jobs.engines.preflight import (
     PreflightError,
@@ -20,5 +21,5 @@ from jobs.engines.rows import dataset_rows
 
 __all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "Machine", "Need", "PreflightError", "Retriever",
            "answer_requests", "cell_need", "dataset_rows", "engine_demand", "engine_name", "engine_names", "engine_of",
-           "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved", "unmade_problems",
-           "weight_specs", "why_not"]
+           "headline", "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved",
+           "retryable", "unmade_problems", "weight_specs", "why_not"]

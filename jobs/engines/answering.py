@@ -1,7 +1,8 @@
 """A model's answers to a list of requests, from its engine: in the sweep's engine host when there is one,
 else in a host started for the call and released after it. The rows are checked where they enter the engine
 (the request keys it reads) and where they leave it (the answer keys it writes), so a key one side stopped
-writing fails there, naming the engine, the row and the key."""
+writing fails there, naming the engine, the row and the key. Each answer leaves with `retryable`: whether its
+error may pass if asked again (jobs.engines.errors), stored with it for `ragjudge run --retry-errors`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -10,6 +11,7 @@ from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
 from jobs.engines.base import ENGINES, Engine, Log, engine_of
+from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
 
 
@@ -38,8 +40,8 @@ def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: 
 
 
 def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
-    """Each answer as it comes; one that did not fail has every key the engine writes."""
+    """Each answer as it comes, with `retryable`; one that did not fail has every key the engine writes."""
     writes, who = engine.writes(model), _who(engine, model)
     for answer in answers:
         check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, who, "answer")
-        yield answer
+        yield {**answer, "retryable": retryable(answer.get("error"))}

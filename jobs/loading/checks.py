@@ -45,7 +45,11 @@ def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
 
 
 def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
-    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here."""
+    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here. The
+    error budget is a share of requests."""
+    if not 0.0 <= bench.max_error_rate <= 1.0:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.max_error_rate': {bench.max_error_rate} is not a share "
+                          "of requests between 0 and 1")
     for path in filter(is_hub, bench.data):
         try:
             check_url(path)

@@ -5,9 +5,11 @@ reason), one entry per cell, one per engine of the latest attempt (starts, start
 prompt, cached and generated tokens), and every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts).
 
-A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with
-`signal` and `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is
-reported, never stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
+A cell's status is running | done | failed | failed_errors (finished, its metrics written, but more of its
+requests failed than its benchmark's `max_error_rate`: jobs.sweep.error_budget; the entry says how many and the
+most common error) | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with `signal` and
+`interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is reported, never
+stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
 before an upgrade and partly after is known (jobs.analysis.provenance). Cells run in threads of the driver, so every change is written under
 one lock.
 """
@@ -28,6 +30,8 @@ from jobs.config import SweepConfig, to_dict
 from jobs.store.run_root import RunRoot
 
 MANIFEST = "manifest.json"
+FAILED_ERRORS = "failed_errors"  # a cell over its error budget
+SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
 ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)
 
 

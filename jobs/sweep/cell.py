@@ -177,7 +177,7 @@ def evaluate(cell: Cell) -> dict[str, Any]:
     """The cell's metrics, its rows stored on the way."""
     spec = benchmark(cell.bench.module)
     if isinstance(spec, RetrievalBenchmark):  # rankings scored against qrels, not requests answered one by one
-        return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log)
+        return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log, cell.answer_store)
     options = typed_options(spec.Options, cell.bench.options)
     items = load(cell.bench, spec)
     good = [item for item in items if not item.get("error")]

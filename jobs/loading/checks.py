@@ -73,7 +73,7 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"only kind {' or '.join(sorted(engine.kinds))}")
         for other in ENGINES.values():
             for key, what in other.settings.items():
-                if other is not engine and getattr(model, key) != getattr(defaults, key):
+                if key not in engine.settings and getattr(model, key) != getattr(defaults, key):
                     raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")

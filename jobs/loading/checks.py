@@ -26,7 +26,7 @@ UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stoc
 
 def choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
-    return {"kind": tuple(KINDS), "engine": tuple(ENGINES), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+    return {"kind": tuple(KINDS), "engine": tuple(sorted(ENGINES)), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
 
 
 def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:

@@ -149,3 +149,19 @@ def test_a_rerun_polls_the_batch_a_stopped_run_submitted_instead_of_submitting_a
     assert len(answers) == 12 and not any(a["error"] for a in answers.values())
     assert not _manifest(tmp_path).get("batches")
     _no_key_stored(tmp_path)
+
+
+def test_a_batch_submitted_for_other_answers_is_not_polled_again(tmp_path, monkeypatch):
+    """max_new_tokens changes the answers (answers_hash): the kept batch was asked for the old ones."""
+    held = threading.Event()
+    with BatchServer(hold=held) as api:
+        _, first, _ = _run(tmp_path, monkeypatch, api, _model("openai_batch", batch_max_wait_s=0.3))
+        assert first.status == "failed"
+        held.set()
+        _, second, answers = _run(tmp_path, monkeypatch, api,
+                                  _model("openai_batch", batch_max_wait_s=5.0, max_new_tokens=8))
+    assert second.status == "done", second.message
+    assert api.creates == 2 and len(answers) == 12
+    [old, new] = api.batches.values()
+    assert {body["max_tokens"] for body in new["requests"].values()} == {8} != {
+        body["max_tokens"] for body in old["requests"].values()}

@@ -120,7 +120,11 @@ class _Handler(JsonHandler):
     def do_GET(self) -> None:  # http.server's method name
         self._body()
         parts = self.path.strip("/").split("/")
-        if parts[:2] == ["v1", "batches"]:
+        batch_id = (parts[2] if parts[:2] == ["v1", "batches"]
+                    else parts[3] if parts[:3] == ["v1", "messages", "batches"] else None)
+        if batch_id is not None and batch_id not in self.server.batches:  # e.g. deleted after its retention
+            self._reply(404, {"error": {"type": "not_found_error", "message": f"no batch {batch_id}"}})
+        elif parts[:2] == ["v1", "batches"]:
             self._reply(200, self._openai_batch(parts[2], self.server.advance(parts[2])))
         elif parts[:2] == ["v1", "files"] and parts[-1] == "content":
             self._raw(self.server.files[parts[2]])

@@ -24,7 +24,7 @@ import httpx
 from actors.http_engine import Failure, chat_request, refused_key
 from benchmarks.protocol import Request
 from jobs.engines.base import register
-from jobs.engines.batch import BatchApi, Provider, Result, json_lines
+from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
 
 VERSION = "2023-06-01"  # the anthropic-version header the Message Batches API is documented with
 RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -59,7 +59,12 @@ class AnthropicBatches:
                 "requests": len(requests), "submitted_at": round(time.time(), 3)}
 
     def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
-        batch = self._call("GET", f"/v1/messages/batches/{entry['id']}")
+        try:
+            batch = self._call("GET", f"/v1/messages/batches/{entry['id']}")
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code == 404:
+                raise BatchGone(entry["id"]) from None
+            raise
         return {**entry, "state": batch["processing_status"], "results_url": batch.get("results_url")}
 
     def results(self, entry: dict[str, Any]) -> Iterator[Result | None]:

@@ -33,6 +33,10 @@ class BatchPending(RuntimeError):
     """The batch did not end within batch_max_wait_s: the cell fails, the batch is kept for the rerun."""
 
 
+class BatchGone(RuntimeError):
+    """The provider no longer knows a batch a stopped run submitted (e.g. deleted after its retention)."""
+
+
 class Provider(Protocol):
     """One provider's batch protocol; an entry is what the BatchSlot keeps (id, state in the provider's words)."""
 
@@ -42,7 +46,9 @@ class Provider(Protocol):
 
     def submit(self, requests: list[Request]) -> dict[str, Any]: ...
 
-    def poll(self, entry: dict[str, Any]) -> dict[str, Any]: ...
+    def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The entry with the batch's state now; BatchGone where the provider does not know the batch."""
+        ...
 
     def results(self, entry: dict[str, Any]) -> Iterator[Result | None]:
         """Each result of an ended batch; None for a line that cannot be read (counted, never raised)."""
@@ -87,8 +93,13 @@ class BatchApi(Http):
         todo = {provider.custom_id(str(r["request_id"])): r for r in requests}
         if (entry := slot.get()) is not None:  # submitted by a run that stopped: its answers are not stored
             log(f"model '{model.name}': polling batch {entry['id']} ({entry['state']}), submitted before")
-            entry = _kept(slot, entry, provider.poll(entry), log, model.name)
-            yield from _collect(provider, slot, entry, todo, None, settings, log)
+            try:
+                entry = _kept(slot, entry, provider.poll(entry), log, model.name)
+            except BatchGone:
+                log(f"WARNING model '{model.name}': the provider no longer knows batch {entry['id']}; "
+                    "its requests are submitted again")
+            else:
+                yield from _collect(provider, slot, entry, todo, None, settings, log)
         if todo:
             entry = provider.submit(list(todo.values()))
             slot.set(entry)

@@ -18,7 +18,7 @@ from typing import Any
 from actors.http_engine import Failure, chat_request, completion_text, refused_key
 from benchmarks.protocol import Request
 from jobs.engines.base import register
-from jobs.engines.batch import BatchApi, Provider, Result, as_object, json_lines
+from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
 
 ENDPOINT = "/v1/chat/completions"
 
@@ -51,8 +51,13 @@ class OpenAIBatches:
                 "requests": len(lines), "submitted_at": round(time.time(), 3)}
 
     def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
+        import openai
+
         with self._key_checked():
-            batch = self.client.batches.retrieve(entry["id"])
+            try:
+                batch = self.client.batches.retrieve(entry["id"])
+            except openai.NotFoundError:
+                raise BatchGone(entry["id"]) from None
         errors = [e.message or e.code or "" for e in (batch.errors.data or [])] if batch.errors else []
         return {**entry, "state": batch.status, "output_file_id": batch.output_file_id,
                 "error_file_id": batch.error_file_id, **({"errors": errors} if errors else {})}
@@ -94,8 +99,8 @@ def _answer(record: dict[str, Any], model: str) -> dict[str, Any]:
         detail = body.get("error") if isinstance(body, dict) else body
         text, n_tokens = None, 0
         failure = Failure(f"HTTP {status}", str(detail.get("message") if isinstance(detail, dict) else detail)[:300])
-    elif error.get("code") == "batch_expired":
-        text, n_tokens, failure = None, 0, Failure("batch expired")
+    elif str(error.get("code")).startswith("batch_"):  # batch_expired, batch_cancelled: the batch's end, not the item's
+        text, n_tokens, failure = None, 0, Failure(str(error["code"]).replace("_", " "))
     else:
         text, n_tokens = None, 0
         failure = Failure(f"batch error {error.get('code')}", str(error.get("message") or "")[:300])

@@ -6,7 +6,9 @@ validation, and a driver stopped while the batch runs: the rerun polls the same 
 from __future__ import annotations
 
 import json
+import signal
 import threading
+import time
 
 import pytest
 from batch_api import ANTHROPIC_PATH, OPENAI_PATH, BatchServer
@@ -178,3 +180,36 @@ def test_a_kept_batch_the_provider_no_longer_knows_is_submitted_again(engine, tm
     assert second.status == "done", second.message
     assert api.creates == 2 and len(answers) == 12 and not any(a["error"] for a in answers.values())
     assert f"the provider no longer knows batch {gone}" in capsys.readouterr().out
+
+
+def test_a_run_stopped_by_a_signal_while_its_batch_runs_is_resumed_by_polling_that_batch(tmp_path, monkeypatch):
+    """The stop of SIGTERM/SIGINT (jobs.sweep.interrupt.Stop) while the provider holds the batch in_progress."""
+    from jobs.config import StorageConfig, SweepConfig
+    from jobs.store.manifest import Manifest
+    from jobs.store.run_root import RunRoot
+    from jobs.sweep.cell import Cell, run_cell
+    from jobs.sweep.interrupt import Stop
+
+    held, stop = threading.Event(), Stop()
+    with BatchServer(hold=held) as api:
+        monkeypatch.setenv("RAGJUDGE_TEST_BATCH_BASE", api.base_url)
+        monkeypatch.setenv("RAGJUDGE_TEST_BATCH_KEY", KEY)
+        settings = StorageConfig(run="run", root=str(tmp_path / "results"))
+        root = RunRoot.of(settings)
+        cell = Cell(root, Manifest(root, SweepConfig(name="test", storage=settings)), _bench(),
+                    _model("openai_batch", batch_max_wait_s=3.0), flush_every=2, stop=stop)
+
+        def stop_once_submitted() -> None:
+            while not api.polls:  # the batch is submitted and polled: the driver now only waits
+                time.sleep(0.01)
+            stop.request(signal.SIGTERM)
+
+        threading.Thread(target=stop_once_submitted, daemon=True).start()
+        first = run_cell(cell)
+        assert first.status == "interrupted", first.message
+        [batch_id] = api.batches
+        assert _manifest(tmp_path)["batches"]["rag_rewardbench/batch_judge"]["self"]["id"] == batch_id
+        held.set()
+        _, second, answers = _run(tmp_path, monkeypatch, api, _model("openai_batch", batch_max_wait_s=3.0))
+    assert second.status == "done", second.message
+    assert api.creates == 1 and len(answers) == 12

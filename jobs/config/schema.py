@@ -43,7 +43,8 @@ class ModelConfig:
     path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
     # discriminative | generative | implicit | api (a generative judge behind an HTTP API) | retriever
     kind: str = MISSING
-    # vllm | transformers (for heads vLLM cannot load) | http (kind api, and only it) | bm25 and
+    # vllm | transformers (for heads vLLM cannot load) | http, openai_batch, anthropic_batch (kind api, and only
+    # they: answers at once, or through a provider's batch API at its batch price) | bm25 and
     # sentence_transformers (kind retriever, and only they) | stand_in (instant echo answers: tests, dry runs)
     engine: str = "vllm"
     revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
@@ -94,6 +95,11 @@ class ModelConfig:
     # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
     # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
     api_params: dict[str, Optional[str]] = field(default_factory=dict)
+    # engines openai_batch and anthropic_batch: seconds between polls of a submitted batch, and how long one run
+    # waits for it before the cell fails; the batch goes on at the provider, manifest.json keeps its id and a
+    # rerun polls it (25 h: the providers' 24 h window, and an hour for the results to be written)
+    batch_poll_s: float = field(default=60.0, metadata=RUN)
+    batch_max_wait_s: float = field(default=90000.0, metadata=RUN)
     # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
     shared: bool = field(default=False, metadata=RUN)
     min_replicas: int = field(default=1, metadata=RUN)  # shared: replicas kept while idle

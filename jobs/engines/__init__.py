@@ -1,8 +1,17 @@
-"""Who answers a cell's requests: one module per engine (vllm, transformers, http, stand_in, and the retrievers
-bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
+"""Who answers a cell's requests: one module per engine (vllm, transformers, http, openai_batch and anthropic_batch
+(batch.py holds what those two share), stand_in, and the retrievers bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
 per distinct engine), what engines hold on the cluster, and the checks before any engine starts (preflight) or on
 `ragjudge models` (readiness). A new engine is one module here, imported below."""
-from jobs.engines import bm25, http, sentence_transformers, stand_in, transformers, vllm  # noqa: F401 - each registers its engine
+from jobs.engines import (  # noqa: F401 - each registers its engine
+    anthropic_batch,
+    bm25,
+    http,
+    openai_batch,
+    sentence_transformers,
+    stand_in,
+    transformers,
+    vllm,
+)
 from jobs.engines.answering import answer_requests
 from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand

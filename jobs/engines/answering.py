@@ -10,20 +10,22 @@ from collections.abc import Iterable, Iterator
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, Engine, Log, engine_of
+from jobs.engines.base import ENGINES, BatchSlot, Engine, Log, engine_of
 from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
 
 
 def answer_requests(requests: list[Request], model: ModelConfig, log: Log = print,
-                    host: EngineHost | None = None) -> Iterator[Answer]:
-    """Stream the model's answers to `requests` as plain dict rows, one per request."""
+                    host: EngineHost | None = None, batch: BatchSlot | None = None) -> Iterator[Answer]:
+    """Stream the model's answers to `requests` as plain dict rows, one per request; `batch` keeps a batch
+    engine's submitted batch across runs (a cell's, per route)."""
     engine = engine_of(model)
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
                          f"(request engines: {', '.join(sorted(n for n, e in ENGINES.items() if e.answers))})")
     check_keys(requests, engine.reads, _who(engine, model), "request")
-    answers = engine.answer(requests, model, log, host) if host is not None else _own_host(engine, requests, model, log)
+    answers = (_answer(engine, requests, model, log, host, batch) if host is not None
+               else _own_host(engine, requests, model, log, batch))
     return _checked_answers(answers, engine, model)
 
 
@@ -31,10 +33,17 @@ def _who(engine: Engine, model: ModelConfig) -> str:
     return f"engine {engine.name} (model {model.name})"
 
 
-def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
+def _answer(engine: Engine, requests: list[Request], model: ModelConfig, log: Log, host: EngineHost,
+            batch: BatchSlot | None) -> Iterator[Answer]:
+    """The engine's answer; one that submits batches is handed the slot it keeps them in."""
+    return engine.answer(requests, model, log, host, batch) if engine.submits else engine.answer(requests, model, log, host)
+
+
+def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log,
+              batch: BatchSlot | None) -> Iterator[Answer]:
     host = EngineHost(log)
     try:
-        yield from engine.answer(requests, model, log, host)
+        yield from _answer(engine, requests, model, log, host, batch)
     finally:
         host.close()
 

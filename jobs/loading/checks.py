@@ -26,7 +26,7 @@ UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stoc
 
 def choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
-    return {"kind": tuple(KINDS), "engine": tuple(ENGINES), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+    return {"kind": tuple(KINDS), "engine": tuple(sorted(ENGINES)), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
 
 
 def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
@@ -77,7 +77,7 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"only kind {' or '.join(sorted(engine.kinds))}")
         for other in ENGINES.values():
             for key, what in other.settings.items():
-                if other is not engine and getattr(model, key) != getattr(defaults, key):
+                if key not in engine.settings and getattr(model, key) != getattr(defaults, key):
                     raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")

@@ -26,6 +26,7 @@ from benchmarks.row_types import Item
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
 from jobs.plan.placement import EngineJob, Schedule, schedule
+from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
 from jobs.sweep.cell import load
 from jobs.sweep.pipeline import applies
 
@@ -60,6 +61,8 @@ class CellPlan:
     gpus: int = 1  # the model's tensor-parallel group
     start_s: float = 0.0  # one start of the model's engine (0: no GPU engine: an API judge, or no params_b)
     reference: str | None = None  # an implicit RM's reference model: a second engine, half of the compute
+    path: str = ""  # the model's path: an API judge's row in the price table (jobs.plan.prices)
+    batch: bool = False  # its engine submits batches, at the batch price
 
 
 def _local_templater(model: ModelConfig):
@@ -124,7 +127,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
         start_s = start_seconds(model, gpu)
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
-                    reference=model.reference)
+                    reference=model.reference, path=model.path, batch=engine_of(model).submits)
 
 
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
@@ -195,7 +198,8 @@ def plan_schedule(plans: list[CellPlan], gpu: GpuSpec) -> Schedule:
     return schedule(engine_jobs(plans), gpu.count, gpu.node_gpus)
 
 
-def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
+def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None = None) -> str:
+    """The plan as `ragjudge plan` prints it; API dollars from `prices` (default: conf/prices.yaml)."""
     lines = [f"{'cell':66} {'requests':>9} {'prompt tok':>12} {'output tok':>11} {'PFLOP':>9} {'GPU-h':>7}  tokens"]
     for p in plans:
         cell = f"{p.benchmark} x {p.model} [{p.kind}]"
@@ -224,6 +228,7 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
     for job in plan.unplaced:
         lines.append(f"Cannot place {job.name}: {job.gpus} GPUs is wider than a node of {gpu.node_gpus}.")
     lines.append(f"API tokens: {api:,d}.")
+    lines += api_cost_lines(plans, prices or load_prices())
     items_from = sorted({p.items_from for p in plans if p.items_from})
     lines.append("Items: " + "; ".join(items_from))
     return "\n".join(lines)

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from actors.sampling import REQUEST_INPUTS
 from benchmarks.protocol import Answer, Request
 from jobs.config import ModelConfig
 from jobs.engines.identity import model_identity
-from jobs.store.answers import answer_key
-
-if TYPE_CHECKING:
-    from jobs.sweep.cell import Cell
+from jobs.store.answers import AnswerStore, answer_key
 
 Keys = dict[str, tuple[str, str]]  # request id -> (the answering model's path, the answer's key)
 
 
-def asked_or_cached(cell: Cell, answerer: ModelConfig, requests: list[Request], keys: Keys,
-                    ask: Callable[[list[Request]], Iterable[Answer]]) -> Iterator[Answer]:
+def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: list[Request], keys: Keys,
+                    ask: Callable[[list[Request]], Iterable[Answer]], log: Callable[[str], None]) -> Iterator[Answer]:
     """The answers to `requests`: the store's first, then `ask`'s for the rest (not called when none is left).
-    Records each request's key in `keys`."""
-    store = cell.answer_store
+    Records each request's key in `keys`; without a store, all are asked."""
     if store is None:
         yield from ask(requests) if requests else ()
         return
@@ -37,8 +32,7 @@ def asked_or_cached(cell: Cell, answerer: ModelConfig, requests: list[Request], 
     found = store.find(answerer.path, mine.values())
     asked = [r for r in requests if mine[r["request_id"]] not in found]
     if found:
-        cell.log(f"{cell.bench.name} x {cell.model.name}: {len(requests) - len(asked)} answers of {answerer.name} "
-                 f"from the answer store, {len(asked)} to ask")
+        log(f"{len(requests) - len(asked)} answers of {answerer.name} from the answer store, {len(asked)} to ask")
     for r in requests:
         if mine[r["request_id"]] in found:
             yield {**{k: v for k, v in r.items() if k not in REQUEST_INPUTS}, **found[mine[r["request_id"]]],
@@ -47,9 +41,9 @@ def asked_or_cached(cell: Cell, answerer: ModelConfig, requests: list[Request], 
         yield from ask(asked)
 
 
-def keep_answers(cell: Cell, answered: list[Answer], keys: Keys) -> None:
-    """Add the answers the cell's engines gave this attempt (not the store's, not failed ones) to the store."""
-    if cell.answer_store is None:
+def keep_answers(store: AnswerStore | None, run: str, answered: list[Answer], keys: Keys) -> None:
+    """Add the answers a cell's engines gave this attempt (not the store's, not failed ones) to the store."""
+    if store is None:
         return
     by_model: dict[str, dict[str, Answer]] = defaultdict(dict)
     for row in answered:
@@ -57,4 +51,4 @@ def keep_answers(cell: Cell, answered: list[Answer], keys: Keys) -> None:
             path, key = keys[row["request_id"]]
             by_model[path][key] = row
     for path, answers in by_model.items():
-        cell.answer_store.add(path, cell.root.run, answers)
+        store.add(path, run, answers)

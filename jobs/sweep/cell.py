@@ -36,7 +36,7 @@ from jobs.config import (
     to_dict,
 )
 from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of, retryable
-from jobs.store import FAILED_ERRORS, SCORED, Manifest, RunRoot, StorageError, redact
+from jobs.store import FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
 from jobs.sweep.answer_cache import asked_or_cached, keep_answers
 from jobs.sweep.error_budget import asks_again, over_budget, reopens, request_errors
@@ -214,6 +214,7 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
     moved to quarantine/ and its requests are asked again."""
     bench, model, root = cell.bench, cell.model, cell.root
     kind = protocol_kind(model)
+    answers_hash = cell.manifest.cell(cell.key).get("answers_hash")  # run_cell's stamp: a batch's answers must match
     stored, unreadable = root.read_whole_rows("requests", bench.name, model.name)
     for part in unreadable:
         cell.log(f"WARNING {bench.name} x {model.name}: {root.uri(part['path'])} cannot be read "
@@ -243,8 +244,11 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
             cell.stop.check()  # before an engine starts or a request is sent
-            stream = asked_or_cached(cell, answerer, part_todo, keys,
-                                     lambda asked, by=answerer: answer_requests(asked, by, cell.log, cell.engines))
+            batch = CellBatch(cell.manifest, cell.key, route or "self", answers_hash)
+            stream = asked_or_cached(cell.answer_store, answerer, part_todo, keys,
+                                     lambda asked, by=answerer, kept=batch: answer_requests(asked, by, cell.log,
+                                                                                             cell.engines, kept),
+                                     lambda line: cell.log(f"{bench.name} x {model.name}: {line}"))
             for part in answered_parts(stream, cell.flush_every, cell.stop):
                 root.write_rows("requests", bench.name, model.name, part,
                                 part=f"{cell.manifest.attempts:04d}-{n_stored:07d}")
@@ -253,11 +257,12 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
                 done.update(row["request_id"] for row in part)
                 if cell.progress:
                     cell.progress.advanced(cell.key, len(part))
+            batch.clear()  # the route's answers are all stored: a batch engine's batch is done with
         so_far = answers_by_item(answered.values())
         requests = [r for item in items for r in spec.followup(item, so_far[item["item_id"]], kind, options)]
         if all(r["request_id"] in done for r in requests):
             cell.cached_answers = sum(bool(row.get("cached")) for row in answered.values())
-            keep_answers(cell, list(answered.values()), keys)
+            keep_answers(cell.answer_store, root.run, list(answered.values()), keys)
             return list(answered.values())
     raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
 

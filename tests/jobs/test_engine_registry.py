@@ -58,8 +58,9 @@ def _model(**settings) -> dict:
 
 
 def test_an_unregistered_engine_is_no_choice():
-    with pytest.raises(ConfigError, match=r"key 'models\.m\.engine': 'echo' is not one of bm25, http, "
-                                          r"sentence_transformers, stand_in, transformers, vllm$"):
+    with pytest.raises(ConfigError, match=r"key 'models\.m\.engine': 'echo' is not one of anthropic_batch, "
+                                          r"bm25, http, openai_batch, sentence_transformers, stand_in, transformers, "
+                                          r"vllm$"):
         load_model(_model(engine="echo"), "inline")
 
 

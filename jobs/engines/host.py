@@ -21,6 +21,7 @@ from typing import Any
 from actors.engine_ledger import EngineLedger
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
+from jobs.engines.prefetch import Prefetch
 
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
@@ -29,8 +30,9 @@ SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core proc
 class EngineHost:
     """Starts, shares, counts and releases the engines of one sweep (or of one standalone call)."""
 
-    def __init__(self, log: Callable[[str], None] = print):
+    def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
+        self.weights = weights  # the sweep's hub weights, fetched ahead of the engines that load them
         self._lock = threading.Lock()
         self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
@@ -53,13 +55,19 @@ class EngineHost:
         return [f"{self.prefix}-{name}" for model in models for name in engine_of(model).server_names(model)]
 
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str:
-        """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
+        """The name of the engine for (model, weights at `path`, task), started if it is not running yet, from
+        the local snapshot of hub weights once the prefetch has them."""
         import ray
 
         engine = engine_of(model)
         name = f"{self.prefix}-{engine.server_name(model, reference=path != settings['path'])}"
         with self._lock:
             if name in self._servers:
+                return name
+        if self.weights is not None:  # outside the lock: other engines start while these weights download
+            settings, path = self.weights.localized(model, settings, path)
+        with self._lock:
+            if name in self._servers:  # another cell started it meanwhile
                 return name
             cls, args = engine.server_actor(settings, path, task, name, self.ledger)
             options, group = engine.placement(model, settings)

@@ -22,11 +22,13 @@ from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
     Need,
+    ahead_of_engines,
     cell_need,
     largest_gpu_node,
     make_built_in_models,
     model_problems,
     unmade_problems,
+    weights_record,
 )
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
@@ -82,7 +84,6 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
                      "the benchmark has no protocol for the model's kind")
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if applies(b, m) and m.name in held],
                      "held by ragjudge validate")
-    engines = EngineHost(log)
 
     def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
         return applies(*pair) and pair[1].name not in held
@@ -91,6 +92,14 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         """The models whose engines the cell sends requests to: its own, then its benchmark's judges."""
         return [pair[1], *judges[pair[0].name].values()] if runs(pair) else []
 
+    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
+    # longest first (the planner's rule, jobs/plan/placement.py), so the longest engine does not start last.
+    served = ([m.name for m in users(pair)] for pair in cells)
+    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
+    order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
+    # Hub weights download in that order while earlier engines run (jobs.engines.prefetch).
+    starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
+    engines = EngineHost(log, weights=ahead_of_engines(starting, log))
     for pair in cells:
         engines.expect(users(pair))
 
@@ -116,17 +125,15 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         models = users(pair)
         return cell_need(models) if models else Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell: nothing
 
-    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
-    # longest first (the planner's rule, jobs/plan/placement.py), so the longest engine does not start last.
-    served = ([m.name for m in users(pair)] for pair in cells)
-    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
-    order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
                                     sweep.max_concurrent_cells)
         return [outcome for _, outcome in sorted(zip(order, outcomes), key=lambda pair: pair[0])]
     finally:
+        if engines.weights is not None:
+            engines.weights.close()
         manifest.set_engines(engines.close())
+        manifest.set_weights({m.name: weights_record(m) for m in [*sweep.models.values(), *judged]})
         progress.close()
 
 

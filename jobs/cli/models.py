@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jobs.engines import Machine, why_not
+from jobs.engines import Machine, unpinned, why_not
 from jobs.loading import PROJECT_CONF, format_models, list_models
 
 
@@ -21,4 +21,8 @@ def run(args: argparse.Namespace) -> int:
           "ready when its engine's packages, its GPUs, its weights (a folder, a built-in model's package or the "
           "Hugging Face cache) and its API variables are all here.")
     print(format_models(models, {m.name: why_not(m, machine) for m in models}))
+    if names := unpinned(models):
+        print(f"{len(names)} model files load hub weights at no commit sha, so what they load moves with every push "
+              f"to the repository: {', '.join(names)}. `ragjudge fetch SWEEP --pin` writes the commit it fetched "
+              "into each file's `revision:`.")
     return 0

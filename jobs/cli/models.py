@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
           "Hugging Face cache) and its API variables are all here.")
     print(format_models(models, {m.name: why_not(m, machine) for m in models}))
     if names := unpinned(models):
-        print(f"{len(names)} model files load hub weights at no commit sha, so what they load moves with every push "
+        print(f"ragjudge models: {len(names)} model files load hub weights at no commit sha, so what they load moves with every push "
               f"to the repository: {', '.join(names)}. `ragjudge fetch SWEEP --pin` writes the commit it fetched "
-              "into each file's `revision:`.")
+              "into each file's `revision:`.", file=sys.stderr)
     return 0

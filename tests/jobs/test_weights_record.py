@@ -54,5 +54,5 @@ def test_hub_model_files_without_a_commit_sha_are_named(capsys):
     assert unpinned(models) == ["branch", "none"]
     assert main(["models"]) == 0  # the registry's files, named on `ragjudge models`
     names = unpinned(list_models(PROJECT_CONF))
-    line = capsys.readouterr().out.splitlines()[-1]
-    assert line.startswith(f"{len(names)} model files load hub weights at no commit sha") and ", ".join(names) in line
+    line = capsys.readouterr().err.splitlines()[-1]  # a warning, beside the table
+    assert line.startswith(f"ragjudge models: {len(names)} model files load hub weights at no commit sha") and ", ".join(names) in line

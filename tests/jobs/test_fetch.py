@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 from hub_server import HubRepo, fake_hub
 from sweeps import write_sweep
 

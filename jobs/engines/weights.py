@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from actors.model_store import resolve_model, why_make
+from actors.model_store import builtin_problem, resolve_model, why_make
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
@@ -192,8 +192,8 @@ def weights_record(model: ModelConfig) -> dict[str, Any]:
         source = source_of(spec)
         if source == "hub":
             record[key] = {"hub": spec, "commit": cached_commit(HubWeights(spec, revision_of(model, key), ()))}
-        elif source == "built-in" and why_make(spec) is not None:
-            record[key] = {source: spec, "hash": None}  # not made (it failed): nothing was loaded
+        elif source == "built-in" and (builtin_problem(spec) or why_make(spec)):
+            record[key] = {source: spec, "hash": None}  # not installed or not made: nothing was loaded
         else:
             folder = resolve_model(spec) if source == "built-in" else os.path.expanduser(spec)
             record[key] = {source: spec, "hash": folder_hash(Path(folder))}

@@ -56,3 +56,8 @@ def test_hub_model_files_without_a_commit_sha_are_named(capsys):
     names = unpinned(list_models(PROJECT_CONF))
     line = capsys.readouterr().err.splitlines()[-1]  # a warning, beside the table
     assert line.startswith(f"ragjudge models: {len(names)} model files load hub weights at no commit sha") and ", ".join(names) in line
+
+
+def test_a_built_in_model_that_cannot_be_had_records_no_hash_rather_than_failing():
+    record = weights_record(ModelConfig(name="x", path="builtin:no-such-model", kind="discriminative"))
+    assert record["path"] == {"built-in": "builtin:no-such-model", "hash": None}

@@ -17,7 +17,7 @@ from typing import Any
 
 from jobs.config import ModelConfig, SweepConfig
 from jobs.engines import HubWeights, engine_of, hub_weights, unpinned, weight_specs
-from jobs.engines.weights import download, free_bytes, gated_message, gb, source_of, survey
+from jobs.engines.weights import Survey, download, free_bytes, gated_message, gb, source_of, survey
 from jobs.loading import load_model, load_sweep, model_file, pin_revision
 from jobs.sweep.pipeline import route_models
 
@@ -106,16 +106,18 @@ def skipped(models: list[ModelConfig]) -> list[str]:
     return lines
 
 
-def _survey(weights: HubWeights):
+def _survey(weights: HubWeights) -> Survey | str:
     """The Survey of one repository, or why it cannot be fetched (gated, not found, the Hub unreachable)."""
-    from huggingface_hub.errors import GatedRepoError
+    from huggingface_hub.errors import DryRunError, GatedRepoError
 
     try:
         return survey(weights)
-    except GatedRepoError:
-        return gated_message(weights.repo)
     except Exception as e:  # noqa: BLE001 - not found, no such revision, unreachable: said, and the rest fetched
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        # A dry run that cannot list the repository raises DryRunError from the Hub's own answer: say that one.
+        cause = e.__cause__ if isinstance(e, DryRunError) and isinstance(e.__cause__, Exception) else e
+        if isinstance(cause, GatedRepoError):
+            return gated_message(weights.repo)
+        return f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}"
 
 
 def pin(models: list[ModelConfig], commits: dict[tuple[str, str | None], str], sweep: SweepConfig) -> list[str]:

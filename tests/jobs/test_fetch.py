@@ -123,3 +123,12 @@ def test_pin_writes_each_model_files_commit_and_keeps_the_rest(tmp_path, monkeyp
         assert main(["fetch", str(sweep), "--pin"]) == 0
         out = capsys.readouterr().out
         assert f"rm: revision {rm} already pinned" in out and "cached org/rm" in out
+
+
+def test_an_unreachable_hub_is_named_per_repository_not_as_a_dry_run_error(tmp_path, monkeypatch, capsys):
+    with fake_hub({}, tmp_path / "hf", monkeypatch):
+        from huggingface_hub import constants
+
+        monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+        assert main(["fetch", _sweep(tmp_path, '{name: rm, path: "org/rm", kind: discriminative}')]) == 1
+    assert "cannot fetch org/rm (models.rm.path): ConnectError: " in capsys.readouterr().out

@@ -179,6 +179,7 @@ def fake_hub(repos: dict[str, HubRepo], cache: Path, monkeypatch: pytest.MonkeyP
     from huggingface_hub import constants
 
     served = cache.parent / f"{cache.name}-hub"
+    served.mkdir(parents=True, exist_ok=True)
     spec = {"log": str(served / "downloads.log"), "repos": {}}
     for repo_id, repo in repos.items():
         folder = served / "repos" / repo_id

@@ -55,19 +55,13 @@ class EngineHost:
         return [f"{self.prefix}-{name}" for model in models for name in engine_of(model).server_names(model)]
 
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str:
-        """The name of the engine for (model, weights at `path`, task), started if it is not running yet, from
-        the local snapshot of hub weights once the prefetch has them."""
+        """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
         import ray
 
         engine = engine_of(model)
         name = f"{self.prefix}-{engine.server_name(model, reference=path != settings['path'])}"
         with self._lock:
             if name in self._servers:
-                return name
-        if self.weights is not None:  # outside the lock: other engines start while these weights download
-            settings, path = self.weights.localized(model, settings, path)
-        with self._lock:
-            if name in self._servers:  # another cell started it meanwhile
                 return name
             cls, args = engine.server_actor(settings, path, task, name, self.ledger)
             options, group = engine.placement(model, settings)
@@ -76,6 +70,14 @@ class EngineHost:
             self._servers[name] = (handle, group)
             self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
         return name
+
+    def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+        """The settings and weights path an engine and its cells' tasks load: hub specs replaced by their local
+        snapshots once the sweep's prefetch has them (waited for here, in the cell's thread, so other engines
+        start meanwhile); unchanged without a prefetch."""
+        if self.weights is None:
+            return settings, path
+        return self.weights.localized(model, settings, path)
 
     def expect(self, models: Iterable[ModelConfig]) -> None:
         """A cell that will send requests to these models is on its way."""

@@ -2,7 +2,11 @@
 Hugging Face cache, one at a time, in the order their engines will start, on a thread of the driver (so on the
 driver's node: engines on other nodes read the same snapshot where the cache is shared, and fetch their own
 otherwise). An engine about to start waits for its own weights (moved to the front of the queue if their
-download has not begun, never fetched a second time beside it) and loads the snapshot folder, a local copy.
+download has not begun, never fetched a second time beside it) and loads the snapshot folder, a local copy,
+where every engine runs on the driver's machine (`localize`: the local cluster `ragjudge run` starts). On a
+cluster of other machines (cluster.address, RAY_ADDRESS; an autoscaler adds them as engines ask for GPUs) a
+folder of the driver's disk may not be there: engines still wait, then load by hub id, from the same cache where
+HF_HUB_CACHE is shared at the same path, else fetching their own as before.
 """
 from __future__ import annotations
 
@@ -27,8 +31,8 @@ class WeightsUnavailable(RuntimeError):
 class Prefetch:
     """Downloads `weights` in order on one daemon thread; `local` hands an engine its snapshot folder."""
 
-    def __init__(self, weights: Iterable[HubWeights], log: Callable[[str], None] = print):
-        self.log = log
+    def __init__(self, weights: Iterable[HubWeights], log: Callable[[str], None] = print, localize: bool = True):
+        self.log, self.localize = log, localize
         self._queue = list(weights)
         self._known = {(w.repo, w.revision) for w in self._queue}
         self._done: dict[Key, str | Exception] = {}
@@ -80,14 +84,15 @@ class Prefetch:
         return result
 
     def localized(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
-        """An engine's settings and weights path with the hub specs it loads (its weights, and the tokenizer of
-        the model's own engine) replaced by their local snapshots, after their downloads."""
+        """An engine's settings and weights path once the hub specs it loads (its weights, and the tokenizer of
+        the model's own engine) are downloaded, those specs replaced by their local snapshots when `localize`."""
         own = path == settings["path"]
         local = dict(settings)
         for key in ("path", "tokenizer") if own else ("reference",):
             spec = settings.get(key)
             if spec and source_of(spec) == "hub":
-                local[key] = self.local(spec, revision_of(model, key))
+                folder = self.local(spec, revision_of(model, key))
+                local[key] = folder if self.localize else spec
         return local, local["path" if own else "reference"]
 
     def close(self) -> None:
@@ -104,10 +109,11 @@ def _first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else ""
 
 
-def ahead_of_engines(models: Iterable[ModelConfig], log: Callable[[str], None] = print) -> Prefetch | None:
+def ahead_of_engines(models: Iterable[ModelConfig], log: Callable[[str], None] = print,
+                     localize: bool = True) -> Prefetch | None:
     """A prefetch of the models' hub weights in the order given (the order their engines start), or None when
     there is nothing to fetch or HF_HUB_OFFLINE=1 forbids it (preflight has then checked the cache)."""
     weights = hub_weights(models)
     if not weights or os.environ.get("HF_HUB_OFFLINE") == "1":
         return None
-    return Prefetch(weights, log)
+    return Prefetch(weights, log, localize)

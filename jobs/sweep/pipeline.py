@@ -34,6 +34,7 @@ from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
+from jobs.sweep.cluster import cluster_address
 from jobs.sweep.interrupt import Stop
 from jobs.sweep.progress import Progress
 
@@ -97,9 +98,10 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     served = ([m.name for m in users(pair)] for pair in cells)
     rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
     order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
-    # Hub weights download in that order while earlier engines run (jobs.engines.prefetch).
+    # Hub weights download in that order while earlier engines run (jobs.engines.prefetch); engines load the
+    # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
-    engines = EngineHost(log, weights=ahead_of_engines(starting, log))
+    engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None))
     for pair in cells:
         engines.expect(users(pair))
 

@@ -93,3 +93,12 @@ def test_the_next_models_weights_download_while_the_current_engine_runs(ray_sess
     assert b_engine["starts"] == 1 and b_engine["start_s"] < delay_s
     assert b_engine["started_at"][0] - a_ended < delay_s
     assert manifest["weights"]["b"]["path"] == {"hub": "org/b", "commit": repos["org/b"].commit}
+
+
+def test_on_a_cluster_of_other_machines_engines_wait_for_the_download_then_load_by_hub_id(tmp_path, monkeypatch):
+    with fake_hub({"org/a": HubRepo(FILES, delay_s=0.5)}, tmp_path / "hf", monkeypatch) as hub:
+        model = _model("a", "org/a")
+        prefetch = Prefetch(hub_weights([model]), lambda line: None, localize=False)
+        settings, path = prefetch.localized(model, {"path": "org/a", "tokenizer": None, "reference": None}, "org/a")
+        assert (settings["path"], path) == ("org/a", "org/a")  # a folder of this disk may not be on theirs
+        assert hub.downloads["org/a/model.safetensors"] == 1  # and the cache holds it before the engine starts

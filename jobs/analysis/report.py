@@ -20,7 +20,7 @@ from jobs.analysis.cell_rows import add_rows, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
 from jobs.analysis.item_viewer import write_viewer
 from jobs.analysis.items import board_items, items_jsonl
-from jobs.analysis.provenance import mixed_versions
+from jobs.analysis.provenance import mixed_versions, model_provenance
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, error_notes
@@ -147,6 +147,9 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")
+    if produced := model_provenance(report.manifest):
+        out("Models (what produced their numbers: engine, dtype, the weights loaded, the attempts that wrote their "
+            "cells and their versions)\n" + aligned(produced, left=2) + "\n")
     if mixed := mixed_versions(report.manifest):
         out("Cells answered by attempts of different versions (a resume after an upgrade: their answers mix both)\n"
             + "".join(f"  {cell}: {what}\n" for cell, what in mixed.items()))

@@ -14,6 +14,7 @@ from jobs.analysis.bias_page import bias_section
 from jobs.analysis.html_table import number_cell as _num
 from jobs.analysis.html_table import table
 from jobs.analysis.items_page import items_section
+from jobs.analysis.provenance import model_provenance
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_view import (
     BenchmarkView,
@@ -154,9 +155,13 @@ def _accounting(manifest: dict[str, Any]) -> str:
     per_engine = table(engines[0], ["<tr>" + "".join(f"<td class='l'>{_e(c)}</td>" for c in row[:2])
                                     + "".join(f"<td>{_e(c)}</td>" for c in row[2:]) + "</tr>"
                                     for row in engines[1:]]) if engines else ""
+    produced = model_provenance(manifest)
+    provenance = ("<h3>What produced each model's numbers</h3>" + table(produced[0], [
+        "<tr>" + "".join(f"<td class='l'>{_e(c)}</td>" for c in row) + "</tr>" for row in produced[1:]])
+        if produced else "")
     return ("<h2 id='accounting'>Engines and time</h2>"
             f"<p>{span}cell time by engine: {totals or '-'}{'. ' + meta if meta else ''}</p>" + per_engine
-            + table(["benchmark", "model", "engine", "status", "seconds", "n", "errors", *extra], rows))
+            + table(["benchmark", "model", "engine", "status", "seconds", "n", "errors", *extra], rows) + provenance)
 
 
 def render_page(report: Report, tables: dict[str, PaperTable], viewer: str = "") -> str:

@@ -14,6 +14,7 @@ from jobs.cli import (
     cache,
     compare,
     ensemble,
+    fetch,
     items,
     models,
     plan,
@@ -27,10 +28,11 @@ from jobs.config import ConfigError
 from jobs.store import StorageError
 from jobs.sweep import ClusterUnreachable
 
-VERBS = (run, validate, aggregate, report, compare, items, ensemble, status, submit, plan, models, cache)
+VERBS = (run, validate, aggregate, report, compare, items, ensemble, status, submit, plan, models, fetch, cache)
 DESCRIPTION = ("Evaluate reward models and LLM judges on RAG benchmarks: validate a sweep's models, run a sweep, "
                "re-aggregate stored predictions, write a report, compare two runs, list items across models, add "
-               "ensembles of models, show a running sweep's progress, list or prune the answers kept across runs.")
+               "ensembles of models, show a running sweep's progress, fetch a sweep's hub weights ahead of its "
+               "engines, list or prune the answers kept across runs.")
 
 
 def main(argv: list[str] | None = None) -> int:

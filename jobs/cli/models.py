@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.engines import Machine, why_not
+from jobs.engines import Machine, unpinned, why_not
 from jobs.loading import PROJECT_CONF, format_models, list_models
 
 
@@ -21,4 +22,8 @@ def run(args: argparse.Namespace) -> int:
           "ready when its engine's packages, its GPUs, its weights (a folder, a built-in model's package or the "
           "Hugging Face cache) and its API variables are all here.")
     print(format_models(models, {m.name: why_not(m, machine) for m in models}))
+    if names := unpinned(models):
+        print(f"ragjudge models: {len(names)} model files load hub weights at no commit sha, so what they load moves with every push "
+              f"to the repository: {', '.join(names)}. `ragjudge fetch SWEEP --pin` writes the commit it fetched "
+              "into each file's `revision:`.", file=sys.stderr)
     return 0

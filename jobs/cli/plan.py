@@ -1,11 +1,11 @@
-"""`ragjudge plan SWEEP`: requests, tokens, FLOPs and GPU-hours of a sweep, and its schedule, before it runs."""
+"""`ragjudge plan SWEEP`: requests, tokens, FLOPs and GPU-hours of a sweep, its schedule, and the hub weights it\nmust download (what is cached already, and the time at a stated bandwidth), before it runs."""
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
 from jobs.loading import load_sweep
-from jobs.plan import GpuSpec, format_plan, plan_sweep
+from jobs.plan import GpuSpec, format_downloads, format_plan, plan_downloads, plan_schedule, plan_sweep
 
 
 def add(commands: Any) -> None:
@@ -21,13 +21,20 @@ def add(commands: Any) -> None:
     parser.add_argument("--compile-s", type=float,
                         help="vLLM's torch.compile and CUDA graph capture, skipped with enforce_eager (default 40 s)")
     parser.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 2 GB/s)")
+    parser.add_argument("--download-mb-per-s", type=float,
+                        help="rate hub weights download at into the Hugging Face cache (default 100 MB/s)")
     parser.add_argument("--node-gpus", type=int, default=8, help="GPUs per node (no tensor-parallel group spans two)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    given = {key: getattr(args, key) for key in ("peak_tflops", "efficiency", "start_s", "compile_s", "load_gb_per_s")
+    given = {key: getattr(args, key) for key in ("peak_tflops", "efficiency", "start_s", "compile_s", "load_gb_per_s",
+                                                        "download_mb_per_s")
              if getattr(args, key) is not None}  # the rest keep GpuSpec's defaults, written down once there
     gpu = GpuSpec(name=args.gpu, count=args.gpus, node_gpus=args.node_gpus, **given)
-    print(format_plan(plan_sweep(load_sweep(args.sweep, args.overrides), gpu), gpu))
+    sweep = load_sweep(args.sweep, args.overrides)
+    plans = plan_sweep(sweep, gpu)
+    print(format_plan(plans, gpu))
+    print(format_downloads(plan_downloads(sweep.models.values()), gpu.download_mb_per_s,
+                           plan_schedule(plans, gpu).makespan_s))
     return 0

@@ -17,18 +17,20 @@ from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, r
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand
 from jobs.engines.errors import headline, retryable
 from jobs.engines.host import EngineHost, engine_name, engine_names
+from jobs.engines.prefetch import Prefetch, WeightsUnavailable, ahead_of_engines
 from jobs.engines.preflight import (
     PreflightError,
     largest_gpu_node,
     make_built_in_models,
     model_problems,
     unmade_problems,
-    weight_specs,
 )
 from jobs.engines.readiness import Machine, why_not
 from jobs.engines.rows import dataset_rows
+from jobs.engines.weights import HubWeights, hub_weights, unpinned, weight_specs, weights_record
 
-__all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "Machine", "Need", "PreflightError", "Retriever",
-           "answer_requests", "cell_need", "dataset_rows", "engine_demand", "engine_name", "engine_names", "engine_of",
-           "headline", "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved",
-           "retryable", "unmade_problems", "weight_specs", "why_not"]
+__all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "HubWeights", "Machine", "Need", "Prefetch", "PreflightError",
+           "Retriever", "WeightsUnavailable", "ahead_of_engines", "answer_requests", "cell_need", "dataset_rows",
+           "engine_demand", "engine_name", "engine_names", "engine_of", "headline", "hub_weights", "largest_gpu_node",
+           "make_built_in_models", "model_problems", "register", "resolved", "retryable", "unmade_problems",
+           "unpinned", "weight_specs", "weights_record", "why_not"]

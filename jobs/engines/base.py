@@ -23,6 +23,8 @@ class Servers(Protocol):
     """What an engine asks of the sweep's engine host (jobs.engines.host.EngineHost, which starts engines
     through this registry, so it is named here by what it does)."""
 
+    def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]: ...
+
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str: ...
 
 

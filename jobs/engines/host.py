@@ -21,6 +21,7 @@ from typing import Any
 from actors.engine_ledger import EngineLedger
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
+from jobs.engines.prefetch import Prefetch
 
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
@@ -29,8 +30,9 @@ SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core proc
 class EngineHost:
     """Starts, shares, counts and releases the engines of one sweep (or of one standalone call)."""
 
-    def __init__(self, log: Callable[[str], None] = print):
+    def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
+        self.weights = weights  # the sweep's hub weights, fetched ahead of the engines that load them
         self._lock = threading.Lock()
         self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
@@ -68,6 +70,14 @@ class EngineHost:
             self._servers[name] = (handle, group)
             self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
         return name
+
+    def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+        """The settings and weights path an engine and its cells' tasks load: hub specs replaced by their local
+        snapshots once the sweep's prefetch has them (waited for here, in the cell's thread, so other engines
+        start meanwhile); unchanged without a prefetch."""
+        if self.weights is None:
+            return settings, path
+        return self.weights.localized(model, settings, path)
 
     def expect(self, models: Iterable[ModelConfig]) -> None:
         """A cell that will send requests to these models is on its way."""

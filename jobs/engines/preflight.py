@@ -10,8 +10,8 @@ from actors.model_store import MADE, SMOLLM2, TINY_CLASSIFIER, builtin_problem, 
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
+from jobs.engines.weights import HubWeights, gated_problem, revision_of, source_of, weight_specs
 
-WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
 # What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
 MAKING = {SMOLLM2: "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
           TINY_CLASSIFIER: "the tiny random classifier from SmolLM2's tokenizer: once per machine, ~1 s"}
@@ -35,12 +35,13 @@ def weight_problems(model: ModelConfig, hub: bool) -> dict[str, str]:
     offline = " and HF_HUB_OFFLINE=1" if os.environ.get("HF_HUB_OFFLINE") == "1" else ""
     problems = {}
     for key, spec in weight_specs(model).items():
-        if spec.startswith(("pypi:", "builtin:")):
+        source = source_of(spec)
+        if source == "built-in":
             problem = builtin_problem(spec)
-        elif spec.startswith(("/", "./", "../", "~")):
+        elif source == "folder":
             problem = None if os.path.isdir(os.path.expanduser(spec)) else f"no such model folder '{spec}'"
-        elif hub and cached_snapshot(spec, revision=model.revision if key == "path" else None) is None:
-            problem = f"'{spec}' is not in the local Hugging Face cache{offline}"  # revision: the model's own
+        elif hub and cached_snapshot(spec, revision=revision_of(model, key)) is None:
+            problem = f"'{spec}' is not in the local Hugging Face cache{offline}"
         else:
             problem = None
         if problem:
@@ -57,6 +58,8 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"  # online, a hub id not cached is fetched when it loads
     problems += [f"models.{model.name}.{key}: {problem}"
                  for key, problem in weight_problems(model, hub=offline).items()]
+    if not offline:
+        problems += gated_problems(model)
     if model.shared and (model.kind != "generative" or not engine.shares):
         problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
                         f"not kind {model.kind} on {model.engine}")
@@ -70,12 +73,16 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
     return problems
 
 
-def weight_specs(model: ModelConfig) -> dict[str, str]:
-    """Key of WEIGHT_KEYS -> what it names, for a model whose weights load here (not an API, a stand-in or a
-    lexical index)."""
-    if not engine_of(model).weights:
-        return {}
-    return {key: spec for key in WEIGHT_KEYS if (spec := getattr(model, key))}
+def gated_problems(model: ModelConfig) -> list[str]:
+    """The model's hub repositories not in the Hugging Face cache that this machine may not fetch (gated, and no
+    token or a token without access): a cell fails on them before its engine takes a GPU, never hours later."""
+    problems = []
+    for key, spec in weight_specs(model).items():
+        weights = HubWeights(spec, revision_of(model, key), ())
+        if (source_of(spec) == "hub" and cached_snapshot(spec, revision=weights.revision) is None
+                and (problem := gated_problem(weights))):
+            problems.append(f"models.{model.name}.{key}: {problem}")
+    return problems
 
 
 def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], None] = print,

@@ -39,7 +39,8 @@ class Transformers(Engine):
         import ray
 
         settings = resolved(model)
-        server = host.server(model, settings, settings["path"], "score")
+        settings, path = host.local(model, settings, settings["path"])  # hub weights: their snapshot, once fetched
+        server = host.server(model, settings, path, "score")
         ds = ray.data.from_items(requests).map_batches(ask, batch_size=model.batch_size, **LIGHT,
                                                        fn_kwargs={"server": server})
         return merge_parts(dataset_rows(ds))

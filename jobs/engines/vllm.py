@@ -131,9 +131,10 @@ class Vllm(Engine):
         if reference:
             paths.append((reference, "ref_", ANSWER_COLUMNS + ("logp_sum", "logp_mean", "n_response_tokens")))
         for path, prefix, columns in paths:
-            server = host.server(model, settings, path, task)
+            local, path = host.local(model, settings, path)  # hub weights: their snapshot, once fetched
+            server = host.server(model, local, path, task)
             ds = ds.map_batches(ask, batch_size=model.batch_size, batch_format="pyarrow", **LIGHT,
-                                fn_kwargs={"model": settings, "path": path, "task": task, "server": server,
+                                fn_kwargs={"model": local, "path": path, "task": task, "server": server,
                                            "prefix": prefix, "columns": columns,
                                            "keep_messages": prefix == "" and bool(reference)})
         return merge_parts(dataset_rows(ds))

@@ -20,8 +20,7 @@ def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Pa
     """One validated model: a name (conf/models/<name>.yaml in the first of `conf_dirs` that has it) or a
     mapping given inline at `where` (e.g. "options.rewriter")."""
     if isinstance(spec, str):
-        source = next((d / "models" / f"{spec}.yaml" for d in conf_dirs if (d / "models" / f"{spec}.yaml").exists()),
-                      Path(conf_dirs[0]) / "models" / f"{spec}.yaml")
+        source = model_file(spec, conf_dirs) or Path(conf_dirs[0]) / "models" / f"{spec}.yaml"
         node, where = structured(ModelConfig, load_yaml(source), str(source)), str(source)
     else:
         node = structured(ModelConfig, dict(spec), where)
@@ -31,6 +30,12 @@ def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Pa
         raise ConfigError(f"{where}: key '{e.full_key}': {reason(e)}") from None
     check_models({model.name: model}, Path(where))
     return model
+
+
+def model_file(name: str, conf_dirs: Sequence[Path | str]) -> Path | None:
+    """conf/models/<name>.yaml in the first of `conf_dirs` that has it, or None."""
+    return next((d / "models" / f"{name}.yaml" for d in map(Path, conf_dirs) if (d / "models" / f"{name}.yaml").exists()),
+                None)
 
 
 def list_models(conf_dir: Path) -> list[ModelConfig]:

@@ -42,6 +42,7 @@ class GpuSpec:
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
     load_gb_per_s: float = 2.0  # weights read from disk or object storage
+    download_mb_per_s: float = 100.0  # weights fetched from the Hugging Face Hub into its cache (jobs.plan.downloads)
     node_gpus: int = 8  # GPUs per node; a tensor-parallel group stays on one node
 
 

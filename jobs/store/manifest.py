@@ -1,6 +1,7 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, host and GPU of every attempt
 (`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
-each implicit model's score is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
+each implicit model's score is, the local copy each hf:// data path was read from, what each model's engine loaded (`weights`: a hub
+commit or a folder's hash, engine, dtype), the models `ragjudge validate` held (skipped, with the
 reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
 prompt, cached and generated tokens), every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts), and the provider batches that batch engines submitted and
@@ -116,6 +117,13 @@ class Manifest:
         """The local copy each hf:// data path of this attempt was read from (benchmarks.hub)."""
         with self._lock:
             self.data["data_sources"] = sources
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_weights(self, records: dict[str, dict[str, Any]]) -> None:
+        """Per model, what its engine loaded (jobs.engines.weights.weights_record: the hub commit or a folder's
+        hash of its weights and tokenizer, its engine and dtype; an API model's name and host)."""
+        with self._lock:
+            self.data["weights"] = records
             self.root.write_json(MANIFEST, self.data)
 
     def set_held(self, held: dict[str, str]) -> None:

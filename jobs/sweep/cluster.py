@@ -24,11 +24,16 @@ class ClusterUnreachable(Exception):
     """The configured Ray address does not answer."""
 
 
+def cluster_address(sweep: SweepConfig) -> str | None:
+    """The Ray cluster the sweep joins (cluster.address, else RAY_ADDRESS), or None: a local one of this machine."""
+    return sweep.cluster.address or os.environ.get("RAY_ADDRESS")
+
+
 def connect_ray(sweep: SweepConfig) -> str:
     """Join the cluster in cluster.address or RAY_ADDRESS, or start a local one; the line that says which."""
     import ray
 
-    address = sweep.cluster.address or os.environ.get("RAY_ADDRESS")
+    address = cluster_address(sweep)
     if address:  # before anything else: a configured address that does not answer is the user's to fix
         check_answers(address, sweep.cluster.connect_timeout_s)
     if ray.is_initialized():

@@ -22,17 +22,20 @@ from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
     Need,
+    ahead_of_engines,
     cell_need,
     largest_gpu_node,
     make_built_in_models,
     model_problems,
     unmade_problems,
+    weights_record,
 )
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
+from jobs.sweep.cluster import cluster_address
 from jobs.sweep.interrupt import Stop
 from jobs.sweep.progress import Progress
 
@@ -85,8 +88,6 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
                      "the benchmark has no protocol for the model's kind")
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if applies(b, m) and m.name in held],
                      "held by ragjudge validate")
-    engines = EngineHost(log)
-    answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
 
     def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
         return applies(*pair) and pair[1].name not in held
@@ -95,6 +96,16 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         """The models whose engines the cell sends requests to: its own, then its benchmark's judges."""
         return [pair[1], *judges[pair[0].name].values()] if runs(pair) else []
 
+    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
+    # longest first (the planner's rule, jobs/plan/placement.py), so the longest engine does not start last.
+    served = ([m.name for m in users(pair)] for pair in cells)
+    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
+    order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
+    # Hub weights download in that order while earlier engines run (jobs.engines.prefetch); engines load the
+    # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
+    starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
+    engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None))
+    answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
     for pair in cells:
         engines.expect(users(pair))
 
@@ -120,17 +131,15 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         models = users(pair)
         return cell_need(models) if models else Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell: nothing
 
-    # Model-major: a model's cells run next to each other, so its engine is up once, for all of them; models
-    # longest first (the planner's rule, jobs/plan/placement.py), so the longest engine does not start last.
-    served = ([m.name for m in users(pair)] for pair in cells)
-    rank = {model.name: i for i, model in enumerate(longest_first(sweep.models.values(), served))}
-    order = sorted(range(len(cells)), key=lambda i: rank[cells[i][1].name])
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
                                     sweep.max_concurrent_cells)
         return [outcome for _, outcome in sorted(zip(order, outcomes), key=lambda pair: pair[0])]
     finally:
+        if engines.weights is not None:
+            engines.weights.close()
         manifest.set_engines(engines.close())
+        manifest.set_weights({m.name: weights_record(m) for m in [*sweep.models.values(), *judged]})
         progress.close()
 
 

@@ -12,7 +12,6 @@ import pytest
 import rounds_stub
 from stand_in import run, stand_in_engine
 
-from actors.model_store import weights_identity
 from jobs.cli import main
 from jobs.config import ModelConfig
 from jobs.engines import ENGINES
@@ -115,27 +114,35 @@ def test_the_key_is_the_request_inputs_and_the_model_identity_not_the_ids():
     assert answer_key("m", request) == answer_key("m", {**request, "route": "critic", "permutation": [1, 0]})
 
 
+def _folder(where, hidden_size: int):
+    where.mkdir()
+    (where / "config.json").write_text(json.dumps({"hidden_size": hidden_size}))
+    (where / "model.safetensors").write_bytes(b"x" * 100)
+    return str(where)
+
+
 def test_a_local_folder_is_known_by_its_content_not_its_place(tmp_path):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"hidden_size": 8}))
-    (folder / "model.safetensors").write_bytes(b"x" * 100)
-    moved = tmp_path / "elsewhere"
-    moved.mkdir()
-    for f in folder.iterdir():
-        (moved / f.name).write_bytes(f.read_bytes())
-    assert weights_identity(str(folder)) == weights_identity(str(moved))
-    (moved / "config.json").write_text(json.dumps({"hidden_size": 16}))
-    weights_identity.__globals__["_content_digest"].cache_clear()
-    assert weights_identity(str(folder)) != weights_identity(str(moved))
-    a = ModelConfig(name="a", path=str(folder), kind="discriminative", engine="transformers")
-    assert model_identity(a) == model_identity(replace(a, name="b", path=str(folder) + "/"))
+    def rm(path: str) -> ModelConfig:
+        return ModelConfig(name="a", path=path, kind="discriminative", engine="transformers")
+
+    here, moved, other = (_folder(tmp_path / name, size) for name, size in (("here", 8), ("moved", 8), ("other", 16)))
+    assert model_identity(rm(here)) == model_identity(replace(rm(moved), name="b"))
+    assert model_identity(rm(here)) != model_identity(rm(other))
+    assert model_identity(rm(here)) != model_identity(replace(rm(here), dtype="bfloat16"))
 
 
-def test_a_hub_model_is_known_by_its_pinned_commit():
-    sha = "0123456789abcdef0123456789abcdef01234567"
-    assert weights_identity("org/never-cached", sha) == f"org/never-cached@{sha}"
-    assert weights_identity("org/never-cached") == "org/never-cached@main"  # not in the cache: as written
+def test_a_hub_model_is_known_by_its_cached_commit_so_pinning_that_commit_keeps_its_answers(tmp_path, monkeypatch):
+    from hub_cache import cache_repo, offline_hub_cache
+
+    def rm(**settings) -> ModelConfig:
+        return ModelConfig(name="a", path="org/rm", kind="discriminative", engine="transformers", **settings)
+
+    unknown = model_identity(rm())  # not in the cache: named as written
+    assert unknown != model_identity(rm(revision="v2"))
+    cache = offline_hub_cache(tmp_path, monkeypatch)
+    snapshot = cache_repo(cache, "org/rm", {"config.json": b"{}", "model.safetensors": b"w"}, repo_type="model")
+    cached = model_identity(rm())
+    assert cached != unknown and cached == model_identity(rm(revision=snapshot.name))
 
 
 def test_cache_ls_and_prune_by_model_and_by_age(tmp_path, stub, monkeypatch, capsys):

@@ -156,3 +156,32 @@ def test_plan_prints_each_api_judges_dollars_and_which_price_its_engine_pays(tmp
     text = format_plan(plans, gpu)
     assert f"  rag_rewardbench x list_judge: list ${list_:.4f}, batch ${batch:.4f} (its engine pays list)" in text
     assert f"  rag_rewardbench x batch_judge: list ${list_:.4f}, batch ${batch:.4f} (its engine pays batch)" in text
+
+
+def test_the_plan_says_what_each_hub_repository_costs_to_download_and_what_is_cached(tmp_path, monkeypatch, capsys):
+    from hub_cache import cache_repo, offline_hub_cache
+
+    from jobs.cli import main
+
+    cache = offline_hub_cache(tmp_path, monkeypatch)  # a plan never asks the Hub: only the cache is read
+    cache_repo(cache, "org/here", {"config.json": b"{}", "model.safetensors": b"x" * 2998}, repo_type="model")
+    sweep = write_sweep(tmp_path, "weights", [
+        '{name: rm, path: "org/remote-rm", kind: discriminative, params_b: 1.0}',  # float32: 4 bytes a parameter
+        '{name: rm_bf16, path: "org/bf", kind: discriminative, params_b: 2.5, dtype: bfloat16}',
+        '{name: here, path: "org/here", kind: discriminative, params_b: 70.0, dtype: bfloat16}',
+        '{name: policy, path: "org/bf", kind: implicit, params_b: 2.5, dtype: bfloat16, reference: "org/ref"}',
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}'], data=str(SAMPLE))
+    assert main(["plan", str(sweep), "--download-mb-per-s", "50"]) == 0
+    out = capsys.readouterr().out
+    # 1e9 x 4 = 4.0 GB: 80 s at 50 MB/s; 2.5e9 x 2 = 5.0 GB: 100 s, once for both of its users; the reference at
+    # its model's size, 5.0 GB; org/here cached (3,000 bytes): 14.0 GB in 3 repositories, 280 s = 0.08 h.
+    assert "at 50 MB/s (--download-mb-per-s):" in out
+    assert "  org/remote-rm " in out and " 4.00 GB     1.3 min  params_b 1 x 4 bytes (float32)" in out
+    assert " 5.00 GB     1.7 min  params_b 2.5 x 2 bytes (bfloat16)" in out
+    weights = out.split("Weights from the Hugging Face Hub")[1]
+    assert [line.split()[0] for line in weights.splitlines() if line.startswith("  org/")] == [
+        "org/remote-rm", "org/bf", "org/here", "org/ref"]
+    assert "  org/here " in out and "3.0 kB      cached  in the cache, commit " in out
+    assert ("Download: 14.0 GB in 3 repositories not cached (1 cached, 0 of unknown size) at 50 MB/s: 0.08 h, not in "
+            "the GPU-hours above (the first engine waits for its own weights).") in out
+    assert "The downloads take longer than the makespan" in out  # 280 s against 5 tiny engines

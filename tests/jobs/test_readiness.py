@@ -131,7 +131,8 @@ def test_this_machine_is_found_without_importing_an_engine():
 def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache, monkeypatch):
     """The overnight sweep's 45 entries, on an 8-GPU node with each named repository cached (a stand-in config
     at the revision the file pins) and each API key set: nothing stands in the way of any of them."""
-    from jobs.engines.preflight import WEIGHT_KEYS, model_problems
+    from jobs.engines.preflight import model_problems
+    from jobs.engines.weights import WEIGHT_KEYS
     from jobs.loading import load_sweep
 
     models = load_sweep("conf/sweeps/rag_rewardbench_45.yaml").models.values()

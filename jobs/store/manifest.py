@@ -1,8 +1,8 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, host and GPU of every attempt
 (`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
 each implicit model's score is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
-reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
-prompt, cached and generated tokens), and every stored part that could not be read and was moved to
+reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, when it
+was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), and every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts).
 
 A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with

@@ -6,7 +6,15 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
-from actors.model_store import MADE, SMOLLM2, TINY_CLASSIFIER, builtin_problem, made_as, resolve_model, why_make
+from actors.model_store import (
+    MADE,
+    SMOLLM2,
+    TINY_CLASSIFIER,
+    builtin_problem,
+    made_as,
+    resolve_model,
+    why_make,
+)
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of

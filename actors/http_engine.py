@@ -64,6 +64,23 @@ def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> 
     return out
 
 
+# An API answers in text only: no prefill to read log-probs from, and the endpoint says nothing of a cut prompt.
+TEXT_ONLY = {"truncated": False, "candidate_logprobs": None}
+
+
+def chat_request(row: dict[str, Any], model: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
+    `api_params`). Shared by the http engine and the batch engines, which send the same body another way."""
+    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
+    return messages, request_params(text_sampling(row, model), dict(model.get("api_params") or {}))
+
+
+def refused_key(model: dict[str, Any], status: int | None) -> ApiAuthError:
+    """The error that stops a cell whose endpoint refused the key: it names the variable, never the value."""
+    return ApiAuthError(f"model '{model['name']}': the endpoint refused the key in {model['api_key_env']} "
+                        f"(HTTP {status})")
+
+
 class HttpJudge:
     """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once."""
 
@@ -75,17 +92,14 @@ class HttpJudge:
                                   max_retries=int(model["max_retries"]), timeout=float(model["timeout_s"]))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
-        conversations = [[{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-                         for messages in batch["messages"]]
-        rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
-        renames = dict(self.model.get("api_params") or {})
-        samplings = [request_params(text_sampling(row, self.model), renames) for row in rows]
-        answers = asyncio.run(self._answer_all(conversations, samplings))
+        rows = [{key: values[i] for key, values in batch.items()} for i in range(len(batch["messages"]))]
+        conversations, samplings = zip(*(chat_request(row, self.model) for row in rows))
+        answers = asyncio.run(self._answer_all(list(conversations), list(samplings)))
         out = {key: values for key, values in batch.items() if key not in REQUEST_INPUTS}
         for key in ("text", "error", "n_tokens"):
             out[key] = [answer[key] for answer in answers]
-        out["truncated"] = [False] * len(answers)
-        out["candidate_logprobs"] = [None] * len(answers)
+        for key, value in TEXT_ONLY.items():
+            out[key] = [value] * len(answers)
         return out
 
     async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[dict[str, Any]]
@@ -102,9 +116,7 @@ class HttpJudge:
                 response = await self.client.chat.completions.create(
                     model=self.model["path"], messages=messages, **sampling)
             except openai.AuthenticationError as exc:
-                raise ApiAuthError(
-                    f"model '{self.model['name']}': the endpoint refused the key in "
-                    f"{self.model['api_key_env']} (HTTP {exc.status_code})") from None
+                raise refused_key(self.model, exc.status_code) from None
             # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
             # json.JSONDecodeError through): this row fails, the others go on.
             except (openai.APIError, json.JSONDecodeError) as exc:

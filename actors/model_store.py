@@ -271,3 +271,43 @@ def _build_tiny_classifier(out: Path, tokenizer_dir: Path, seed: int = 0) -> Non
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     (out / "README.md").write_text(TINY_README.format(seed=seed))
+
+
+def weights_identity(spec: str, revision: str | None = None) -> str:
+    """What a model's weights are, as a short string that changes when they do: the answer store's key
+    (jobs.store.answers). A local folder (a built-in model once made) by its content: the bytes of its JSON
+    files (config, tokenizer, weights index) and the names and sizes of the rest, without reading gigabytes of
+    weights; a hub id by the commit its revision resolves to in the Hugging Face cache, else by the revision
+    as written (a branch that moves on the hub then keeps its old answers: pin a commit)."""
+    path = resolve_model(spec) if spec in BUILT_IN else spec
+    local = Path(path).expanduser()
+    if local.exists():
+        return "content:" + _content_digest(str(local.resolve()))
+    if revision and len(revision) == 40 and all(c in "0123456789abcdef" for c in revision):
+        return f"{spec}@{revision}"
+    return f"{spec}@{_cached_commit(spec, revision or 'main') or revision or 'main'}"
+
+
+@functools.cache
+def _content_digest(path: str) -> str:
+    """Once per process and folder (cells of one model ask for it again and again)."""
+    digest = hashlib.sha256()
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    for file in files:
+        name = str(file.relative_to(root)) if root.is_dir() else file.name
+        digest.update(f"{name}\0{file.stat().st_size}\0".encode())
+        if file.suffix == ".json":
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cached_commit(repo_id: str, revision: str) -> str | None:
+    """The commit `revision` of a hub model points at in the local Hugging Face cache, or None."""
+    from huggingface_hub import constants
+
+    ref = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "refs" / revision
+    try:
+        return ref.read_text().strip() or None
+    except OSError:
+        return None

@@ -94,6 +94,7 @@ class Answer(_AnswerKeys, PromptAnswer, total=False):
 
     route: str
     permutation: list[int]
+    retryable: bool  # its error may pass if asked again (added by jobs: jobs.engines.errors); False: none or final
     part: str  # between an engine and merge_parts only: never stored
     n_parts: int
 

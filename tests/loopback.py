@@ -168,5 +168,5 @@ def _status(code: int, retry_after_s: int | None = None) -> Callable[[_Faulty, d
 STEPS: dict[str, Callable[[_Faulty, dict], None]] = {
     "ok": _Faulty.ok, "hang": _Faulty.hang, "reset": _Faulty.reset, "close": _Faulty.close,
     "truncated": _Faulty.truncated, "html": _Faulty.html, "json garbage": _Faulty.json_garbage,
-    "500": _status(500), "503": _status(503), "429": _status(429, retry_after_s=1),
+    "400": _status(400), "500": _status(500), "503": _status(503), "429": _status(429, retry_after_s=1),
     "429 for an hour": _status(429, retry_after_s=3600)}  # a spent daily quota

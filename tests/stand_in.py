@@ -11,6 +11,7 @@ from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
 from jobs.engines import ENGINES, http
 from jobs.engines.rows import merge_parts
 from jobs.engines.stand_in import stand_in_reply
+from jobs.store.answers import AnswerStore
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
@@ -41,13 +42,16 @@ def stand_in_model(name: str = "judge") -> ModelConfig:
 
 
 def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
-        judges: dict[str, ModelConfig] | None = None, **storage: Any) -> tuple[RunRoot, CellOutcome]:
-    """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it; `storage` are
-    more of the sweep's storage settings (endpoint_url, retry_s)."""
+        judges: dict[str, ModelConfig] | None = None, cache: bool = False, retry_errors: bool = False,
+        **storage: Any) -> tuple[RunRoot, CellOutcome]:
+    """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it, as `ragjudge
+    run --retry-errors` does with `retry_errors`; `storage` are more of the sweep's storage settings
+    (endpoint_url, retry_s); `cache`: with the root's answer store."""
     settings = StorageConfig(run=run_name, root=str(tmp_path), **storage)
     root = RunRoot.of(settings)
     manifest = Manifest(root, SweepConfig(name="test", storage=settings))
-    cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {})
+    cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {},
+                answer_store=AnswerStore(root) if cache else None, retry_errors=retry_errors)
     return root, run_cell(cell)
 
 

@@ -28,6 +28,8 @@ def leaderboard_of(views: list[BenchmarkView], paths: Mapping[str, str] | None =
             for entry in bench["models"]:
                 if entry["model"] in view.ensembles:
                     entry.update(ensemble=True, **view.ensembles[entry["model"]])
+                if entry["model"] in view.over_budget:
+                    entry["error_budget"] = view.over_budget[entry["model"]]
             add_bias(bench, view, families, paths, tokenizer)
             bench["items"] = items_summary(board_items(view, bench), [m["model"] for m in bench["models"]])
     return board

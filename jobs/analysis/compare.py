@@ -15,7 +15,7 @@ from typing import Any
 from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import Outcomes, item_outcomes
 from jobs.analysis.significance import holm, paired_test
-from jobs.store import RunRoot
+from jobs.store import SCORED, RunRoot
 
 SHOWN = 20  # flipped items printed; the file holds all of them
 
@@ -41,10 +41,10 @@ class CellDiff:
         return None if self.score_a is None or self.score_b is None else self.score_b - self.score_a
 
 
-def _done_cells(root: RunRoot) -> set[tuple[str, str]]:
+def _scored_cells(root: RunRoot) -> set[tuple[str, str]]:
     manifest = root.read_json("manifest.json") or {}
     return {tuple(key.split("/", 1)) for key, cell in (manifest.get("cells") or {}).items()
-            if cell.get("status") == "done"}
+            if cell.get("status") in SCORED}
 
 
 def _read(root: RunRoot, benchmark: str, model: str) -> tuple[Outcomes, dict[str, str]]:
@@ -72,7 +72,7 @@ def compare_cell(benchmark: str, model: str, a: Outcomes, b: Outcomes, subsets: 
 def compare_runs(run_a: RunRoot, run_b: RunRoot, model: str | None = None
                  ) -> tuple[list[CellDiff], list[str]]:
     """(the compared cells sorted by benchmark and model, notes on cells finished in one run only)."""
-    cells_a, cells_b = _done_cells(run_a), _done_cells(run_b)
+    cells_a, cells_b = _scored_cells(run_a), _scored_cells(run_b)
     if model is not None:
         cells_a = {c for c in cells_a if c[1] == model}
         cells_b = {c for c in cells_b if c[1] == model}

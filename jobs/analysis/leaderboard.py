@@ -7,7 +7,9 @@ failed rows, do not count, and an item without any scored row is not the model's
 (e.g. RAG-RewardBench's pairs) that is the paper's micro-average over items and, with the same resamples, its
 interval is metrics.json's. Where an item's rows are its runs, the score is the accuracy averaged over runs
 item by item (metrics.json's tables may average per subset instead); where they are its judgment conditions,
-they are pooled. Pairs use the items both models scored.
+they are pooled. Pairs use the items both models scored. A model whose rows failed on items others scored
+(errors/, e.g. requests that failed past the engine's retries) is scored on fewer items: its entry says how
+many it lacks (`missing`), and its pairs are tested on the shared items only (each pair's `n`).
 """
 from __future__ import annotations
 
@@ -54,8 +56,9 @@ def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resa
                           alpha: float = ALPHA) -> dict[str, Any]:
     """{"models": [...], "pairs": [...]} for one benchmark, models best first, in the contract's layout.
 
-    rank: 1 + the number of models with a strictly higher score. Each unordered pair appears once, `a` the
-    better-ranked model; a_only: items where a's outcome beats b's (for 0/1 outcomes: a right, b wrong).
+    rank: 1 + the number of models with a strictly higher score; missing (only where not 0): items another
+    model scored and this one did not. Each unordered pair appears once, `a` the better-ranked model; a_only:
+    items where a's outcome beats b's (for 0/1 outcomes: a right, b wrong).
     """
     scored = {m: o for m, o in outcomes.items() if o}
     items = sorted(set().union(*scored.values())) if scored else []
@@ -86,7 +89,8 @@ def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resa
     different = {frozenset((p["a"], p["b"])) for p in pairs if p["p_holm"] < alpha}
     groups = letter_groups([e["model"] for e in entries], different)
     models = [{"model": e["model"], "score": e["score"], "ci95": e["ci95"], "n": e["n"], "rank": e["rank"],
-               "group": groups[e["model"]]} for e in entries]
+               "group": groups[e["model"]], **({"missing": len(items) - e["n"]} if e["n"] < len(items) else {})}
+              for e in entries]
     return {"models": models, "pairs": pairs}
 
 

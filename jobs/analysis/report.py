@@ -23,11 +23,11 @@ from jobs.analysis.items import board_items, items_jsonl
 from jobs.analysis.provenance import mixed_versions
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
-from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows
+from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, error_notes
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
-from jobs.store import RunRoot, implicit_scores
+from jobs.store import SCORED, RunRoot, implicit_scores
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
@@ -60,7 +60,8 @@ def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable
 
 
 def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
-    """The report of the run's finished cells, or None when the run has no manifest; `tokenizer` (a spec of
+    """The report of the run's scored cells (done, and failed_errors: over their error budget, their metrics
+    written), or None when the run has no manifest; `tokenizer` (a spec of
     jobs.analysis.tokens) also measures the responses' lengths in tokens."""
     manifest = root.read_json("manifest.json")
     if manifest is None:
@@ -68,8 +69,8 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
     config = manifest.get("config") or {}
     bench_config, model_config = config.get("benchmarks") or {}, config.get("models") or {}
     implicit = manifest.get("implicit_scores", implicit_scores(config))  # runs from before it was recorded
-    done = [key.split("/", 1) for key, cell in sorted((manifest.get("cells") or {}).items())
-            if cell.get("status") == "done"]
+    cells = manifest.get("cells") or {}
+    done = [key.split("/", 1) for key, cell in sorted(cells.items()) if cell.get("status") in SCORED]
     views: dict[str, BenchmarkView] = {}
     for benchmark, model in done:
         if benchmark not in views:
@@ -88,6 +89,8 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
         for item, pair in pairs.items():
             view.pairs.setdefault(item, pair)
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
+        if message := cells[f"{benchmark}/{model}"].get("message"):  # failed_errors: over its error budget
+            view.over_budget[model] = message
         if model in implicit:
             view.implicit[model] = implicit[model]
     for problem in add_ensembles(root, views, run_ensembles(root, manifest)):
@@ -106,18 +109,21 @@ def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
     # Implicit models: what their score is (alone, or a log-ratio against which reference), beside the name.
     implicit = ["implicit score"] if any(m["model"] in view.implicit for m in board["models"]) else []
-    head = ["rank", "model", *implicit, "score", "95% CI", "group", "n", *columns]
+    missing = ["missing"] if any(m.get("missing") for m in board["models"]) else []
+    head = ["rank", "model", *implicit, "score", "95% CI", "group", "n", *missing, *columns]
     rows = [head]
     for m in board["models"]:
         ci = m["ci95"]
         extra = [_pct(view.reliability.get(m["model"], {}).get(c)) for c in columns]
         label = [view.implicit.get(m["model"], "-")] if implicit else []
         rows.append([str(m["rank"]), m["model"], *label, _pct(m["score"]),
-                     f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", m["group"], str(m["n"]), *extra])
+                     f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "-", m["group"], str(m["n"]),
+                     *([str(m.get("missing", 0))] if missing else []), *extra])
     significant = sum(p["p_holm"] < 0.05 for p in board["pairs"])
     title = (f"{view.name}: leaderboard (score %, letter groups: same letter = no significant difference at "
              f"0.05 after Holm over {len(board['pairs'])} pairs; {significant} significant)")
-    return title + "\n" + aligned(rows, left=2 + len(implicit))
+    notes = "".join(f"\n  {note}" for note in error_notes(view, board))
+    return title + "\n" + aligned(rows, left=2 + len(implicit)) + notes
 
 
 def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: str | None = None) -> Report | None:

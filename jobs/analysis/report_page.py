@@ -15,7 +15,14 @@ from jobs.analysis.html_table import number_cell as _num
 from jobs.analysis.html_table import table
 from jobs.analysis.items_page import items_section
 from jobs.analysis.reliability import COLUMNS
-from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, subset_matrix
+from jobs.analysis.report_view import (
+    BenchmarkView,
+    PaperTable,
+    Report,
+    engine_rows,
+    error_notes,
+    subset_matrix,
+)
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}
@@ -44,6 +51,7 @@ def _e(value: Any) -> str:
 
 def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
+    missing = any(m.get("missing") for m in board["models"])
     rows = []
     for m in board["models"]:
         lo, hi = m["ci95"] or (None, None)
@@ -55,10 +63,14 @@ def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
         rel = "".join(_num(view.reliability.get(m["model"], {}).get(c)) for c in columns)
         rows.append(f"<tr><td data-v='{m['rank']}'>{m['rank']}</td><td class='l'>{label}</td>"
                     f"<td class='l'>{_e(m['group'])}</td>{_num(m['score'])}<td>{ci}</td>"
-                    f"<td data-v='{m['n']}'>{m['n']}</td>{rel}</tr>")
-    header = ["rank", "model", "group", "score %", "95% CI", "n", *(c.replace("_", " ") for c in columns)]
+                    f"<td data-v='{m['n']}'>{m['n']}</td>"
+                    + (f"<td data-v='{m.get('missing', 0)}'>{m.get('missing', 0)}</td>" if missing else "")
+                    + f"{rel}</tr>")
+    header = ["rank", "model", "group", "score %", "95% CI", "n", *(["missing"] if missing else []),
+              *(c.replace("_", " ") for c in columns)]
     legend = "; ".join(f"<b>{_e(c.replace('_', ' '))}</b>: {_e(COLUMNS[c])}" for c in columns)
-    return table(header, rows) + (f"<p class='note'>Reliability (%): {legend}.</p>" if legend else "")
+    notes = "".join(f"<p class='note'>{_e(note)}</p>" for note in error_notes(view, board))
+    return table(header, rows) + (f"<p class='note'>Reliability (%): {legend}.</p>" if legend else "") + notes
 
 
 def _pairs(board: dict[str, Any], benchmark: str) -> str:
@@ -125,7 +137,8 @@ def _accounting(manifest: dict[str, Any]) -> str:
         if seconds is not None:
             engines[engine][0] += 1
             engines[engine][1] += float(seconds)
-        error = f" <small>{_e(cell['error'][:200])}</small>" if cell.get("error") else ""
+        why = cell.get("error") or cell.get("message")  # failed, or failed_errors: over its error budget
+        error = f" <small>{_e(why[:200])}</small>" if why else ""
         rows.append(f"<tr><td class='l'>{_e(benchmark)}</td><td class='l'>{_e(model)}</td><td class='l'>"
                     f"{_e(engine)}</td><td class='l'>{_e(cell.get('status', ''))}{error}</td>"
                     + _num(seconds, 1, 1.0) + _num(cell.get("n"), 0, 1.0) + _num(cell.get("n_errors"), 0, 1.0)

@@ -34,6 +34,7 @@ class BenchmarkView:
     implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
     pairs: dict[str, ResponsePair] = field(default_factory=dict)  # item id -> its two responses (bias columns)
     ensembles: dict[str, dict[str, Any]] = field(default_factory=dict)  # virtual models: name -> members, rule
+    over_budget: dict[str, str] = field(default_factory=dict)  # failed_errors cells: model -> why (manifest)
     resamples: int = 1000
 
 
@@ -45,6 +46,17 @@ class Report:
     manifest: dict[str, Any]
     views: list[BenchmarkView]
     leaderboard: dict[str, Any]
+
+
+def error_notes(view: BenchmarkView, board: dict[str, Any]) -> list[str]:
+    """Footnotes of a leaderboard whose models' item sets differ because rows failed, and of the models whose
+    cells are over their error budget; [] when neither."""
+    lacking = [f"{m['model']} {m['missing']}" for m in board["models"] if m.get("missing")]
+    notes = [(f"missing: items other models scored and this one did not (its rows failed: errors/): "
+              f"{', '.join(lacking)}; each pair is tested on the items both scored (the pair's n)")] if lacking else []
+    shown = {m["model"] for m in board["models"]}
+    return notes + [f"{model} is over its error budget (failed_errors): {why}"
+                    for model, why in view.over_budget.items() if model in shown]
 
 
 def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np.ndarray]:

@@ -9,15 +9,28 @@ import argparse
 import sys
 
 from benchmarks.protocol import UnknownBenchmark
-from jobs.cli import aggregate, compare, ensemble, items, models, plan, report, run, status, submit, validate
+from jobs.cli import (
+    aggregate,
+    cache,
+    compare,
+    ensemble,
+    items,
+    models,
+    plan,
+    report,
+    run,
+    status,
+    submit,
+    validate,
+)
 from jobs.config import ConfigError
 from jobs.store import StorageError
 from jobs.sweep import ClusterUnreachable
 
-VERBS = (run, validate, aggregate, report, compare, items, ensemble, status, submit, plan, models)
+VERBS = (run, validate, aggregate, report, compare, items, ensemble, status, submit, plan, models, cache)
 DESCRIPTION = ("Evaluate reward models and LLM judges on RAG benchmarks: validate a sweep's models, run a sweep, "
                "re-aggregate stored predictions, write a report, compare two runs, list items across models, add "
-               "ensembles of models, show a running sweep's progress.")
+               "ensembles of models, show a running sweep's progress, list or prune the answers kept across runs.")
 
 
 def main(argv: list[str] | None = None) -> int:

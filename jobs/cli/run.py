@@ -8,7 +8,7 @@ from typing import Any
 
 from jobs.analysis import write_report
 from jobs.loading import load_sweep
-from jobs.store import Lease, LeaseHeld, RunRoot
+from jobs.store import FAILED_ERRORS, Lease, LeaseHeld, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
 RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
@@ -19,11 +19,16 @@ def add(commands: Any) -> None:
     parser.add_argument("sweep", help="a sweep YAML, e.g. conf/sweeps/demo.yaml")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, e.g. storage.root=s3://bucket/runs")
     parser.add_argument("--include-held", action="store_true", help="also run models `ragjudge validate` held")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="ask every model again: neither read nor keep answers in ROOT/_answers")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="ask stored requests that failed retryably (timeouts, 5xx, 429, broken connections) "
+                             "again, reopening finished cells that have them")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    sweep = load_sweep(args.sweep, args.overrides)
+    sweep = load_sweep(args.sweep, [*args.overrides, *(["storage.answer_cache=false"] if args.no_cache else [])])
     try:  # before Ray starts: a second driver on the run is refused at once
         lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
         lease.acquire()
@@ -34,14 +39,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
         with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
-            outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop)
+            outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop,
+                                 retry_errors=args.retry_errors)
             if any(o.metrics for o in outcomes) and not stop.is_set():
                 print()
                 write_report(root)
     finally:
         lease.release()
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
-    unfinished = [o for o in outcomes if o.status in ("failed", "interrupted")]
+    unfinished = [o for o in outcomes if o.status in ("failed", FAILED_ERRORS, "interrupted")]
     for o in unfinished:
         print(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
     if stop.is_set():

@@ -43,7 +43,8 @@ class ModelConfig:
     path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
     # discriminative | generative | implicit | api (a generative judge behind an HTTP API) | retriever
     kind: str = MISSING
-    # vllm | transformers (for heads vLLM cannot load) | http (kind api, and only it) | bm25 and
+    # vllm | transformers (for heads vLLM cannot load) | http, openai_batch, anthropic_batch (kind api, and only
+    # they: answers at once, or through a provider's batch API at its batch price) | bm25 and
     # sentence_transformers (kind retriever, and only they) | stand_in (instant echo answers: tests, dry runs)
     engine: str = "vllm"
     revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
@@ -94,6 +95,11 @@ class ModelConfig:
     # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
     # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
     api_params: dict[str, Optional[str]] = field(default_factory=dict)
+    # engines openai_batch and anthropic_batch: seconds between polls of a submitted batch, and how long one run
+    # waits for it before the cell fails; the batch goes on at the provider, manifest.json keeps its id and a
+    # rerun polls it (25 h: the providers' 24 h window, and an hour for the results to be written)
+    batch_poll_s: float = field(default=60.0, metadata=RUN)
+    batch_max_wait_s: float = field(default=90000.0, metadata=RUN)
     # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
     shared: bool = field(default=False, metadata=RUN)
     min_replicas: int = field(default=1, metadata=RUN)  # shared: replicas kept while idle
@@ -123,6 +129,9 @@ class BenchmarkConfig:
     # a local file of representative items whose lengths `plan` scales to size
     plan_sample: Optional[str] = field(default=None, metadata=PLAN)
     bootstrap_resamples: int = field(default=1000, metadata=METRICS)
+    # A cell whose failed requests exceed this share of its requests ends `failed_errors`, its metrics written
+    # (jobs.sweep.error_budget); `ragjudge run --retry-errors` asks the retryable ones again.
+    max_error_rate: float = field(default=0.02, metadata=METRICS)
     # The benchmark's options as written (prompts, sampling, runs...); load_sweep types them through the
     # benchmark's Options dataclass, so a missing or wrong key fails with its name before anything runs.
     options: dict[str, Any] = field(default_factory=dict)
@@ -147,6 +156,9 @@ class StorageConfig:
     # long; then the cell fails, naming the file, and a rerun resumes (jobs.store.retry). A full disk fails
     # at once.
     retry_s: float = RETRY_S
+    # Answers are kept in ROOT/_answers by what produced them (jobs.store.answers) and taken from there instead of
+    # asking a model again, in any run under the root; false (`ragjudge run --no-cache`): neither read nor kept.
+    answer_cache: bool = True
 
 
 @dataclass

@@ -1,11 +1,21 @@
-"""Who answers a cell's requests: one module per engine (vllm, transformers, http, stand_in, and the retrievers
-bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
+"""Who answers a cell's requests: one module per engine (vllm, transformers, http, openai_batch and anthropic_batch
+(batch.py holds what those two share), stand_in, and the retrievers bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
 per distinct engine), what engines hold on the cluster, and the checks before any engine starts (preflight) or on
 `ragjudge models` (readiness). A new engine is one module here, imported below."""
-from jobs.engines import bm25, http, sentence_transformers, stand_in, transformers, vllm  # noqa: F401 - each registers its engine
+from jobs.engines import (  # noqa: F401 - each registers its engine
+    anthropic_batch,
+    bm25,
+    http,
+    openai_batch,
+    sentence_transformers,
+    stand_in,
+    transformers,
+    vllm,
+)
 from jobs.engines.answering import answer_requests
 from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand
+from jobs.engines.errors import headline, retryable
 from jobs.engines.host import EngineHost, engine_name, engine_names
 from jobs.engines.preflight import (
     PreflightError,
@@ -20,5 +30,5 @@ from jobs.engines.rows import dataset_rows
 
 __all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "Machine", "Need", "PreflightError", "Retriever",
            "answer_requests", "cell_need", "dataset_rows", "engine_demand", "engine_name", "engine_names", "engine_of",
-           "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved", "unmade_problems",
-           "weight_specs", "why_not"]
+           "headline", "largest_gpu_node", "make_built_in_models", "model_problems", "register", "resolved",
+           "retryable", "unmade_problems", "weight_specs", "why_not"]

@@ -1,7 +1,8 @@
 """A model's answers to a list of requests, from its engine: in the sweep's engine host when there is one,
 else in a host started for the call and released after it. The rows are checked where they enter the engine
 (the request keys it reads) and where they leave it (the answer keys it writes), so a key one side stopped
-writing fails there, naming the engine, the row and the key."""
+writing fails there, naming the engine, the row and the key. Each answer leaves with `retryable`: whether its
+error may pass if asked again (jobs.engines.errors), stored with it for `ragjudge run --retry-errors`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -9,19 +10,22 @@ from collections.abc import Iterable, Iterator
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, Engine, Log, engine_of
+from jobs.engines.base import ENGINES, BatchSlot, Engine, Log, engine_of
+from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
 
 
 def answer_requests(requests: list[Request], model: ModelConfig, log: Log = print,
-                    host: EngineHost | None = None) -> Iterator[Answer]:
-    """Stream the model's answers to `requests` as plain dict rows, one per request."""
+                    host: EngineHost | None = None, batch: BatchSlot | None = None) -> Iterator[Answer]:
+    """Stream the model's answers to `requests` as plain dict rows, one per request; `batch` keeps a batch
+    engine's submitted batch across runs (a cell's, per route)."""
     engine = engine_of(model)
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
                          f"(request engines: {', '.join(sorted(n for n, e in ENGINES.items() if e.answers))})")
     check_keys(requests, engine.reads, _who(engine, model), "request")
-    answers = engine.answer(requests, model, log, host) if host is not None else _own_host(engine, requests, model, log)
+    answers = (_answer(engine, requests, model, log, host, batch) if host is not None
+               else _own_host(engine, requests, model, log, batch))
     return _checked_answers(answers, engine, model)
 
 
@@ -29,17 +33,24 @@ def _who(engine: Engine, model: ModelConfig) -> str:
     return f"engine {engine.name} (model {model.name})"
 
 
-def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
+def _answer(engine: Engine, requests: list[Request], model: ModelConfig, log: Log, host: EngineHost,
+            batch: BatchSlot | None) -> Iterator[Answer]:
+    """The engine's answer; one that submits batches is handed the slot it keeps them in."""
+    return engine.answer(requests, model, log, host, batch) if engine.submits else engine.answer(requests, model, log, host)
+
+
+def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log,
+              batch: BatchSlot | None) -> Iterator[Answer]:
     host = EngineHost(log)
     try:
-        yield from engine.answer(requests, model, log, host)
+        yield from _answer(engine, requests, model, log, host, batch)
     finally:
         host.close()
 
 
 def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
-    """Each answer as it comes; one that did not fail has every key the engine writes."""
+    """Each answer as it comes, with `retryable`; one that did not fail has every key the engine writes."""
     writes, who = engine.writes(model), _who(engine, model)
     for answer in answers:
         check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, who, "answer")
-        yield answer
+        yield {**answer, "retryable": retryable(answer.get("error"))}

@@ -26,6 +26,15 @@ class Servers(Protocol):
     def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str: ...
 
 
+class BatchSlot(Protocol):
+    """Where an engine that sends a cell's requests as one provider batch keeps that batch (its id and state:
+    manifest.json, per cell and route), so a resumed run polls it instead of submitting it again."""
+
+    def get(self) -> dict[str, Any] | None: ...
+
+    def set(self, entry: dict[str, Any]) -> None: ...
+
+
 class Engine:
     """The defaults are those of an engine that loads weights and answers in this cluster's actors."""
 
@@ -41,6 +50,7 @@ class Engine:
     answers: ClassVar[bool] = True  # answers requests (a retriever indexes and searches instead)
     hosted: ClassVar[bool] = False  # a long-lived engine of the sweep's EngineHost (jobs.engines.host)
     shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep
+    submits: ClassVar[bool] = False  # sends requests as a provider's batch, kept in a BatchSlot across runs
     # why `ragjudge validate` cannot score its models two ways; None: it can
     unvalidated: ClassVar[str | None] = None
     reads: ClassVar[frozenset[str]] = REQUEST_KEYS  # the request keys it reads, checked as requests enter it
@@ -99,7 +109,8 @@ class Engine:
         return "transformers, one at a time", None
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
-        """The model's answers to `requests`, one per request, as they come."""
+        """The model's answers to `requests`, one per request, as they come (an engine that `submits` batches
+        takes a fifth argument, the BatchSlot where it keeps them)."""
         raise NotImplementedError
 
 

@@ -26,7 +26,7 @@ UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stoc
 
 def choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
-    return {"kind": tuple(KINDS), "engine": tuple(ENGINES), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+    return {"kind": tuple(KINDS), "engine": tuple(sorted(ENGINES)), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
 
 
 def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
@@ -45,7 +45,11 @@ def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
 
 
 def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
-    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here."""
+    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here. The
+    error budget is a share of requests."""
+    if not 0.0 <= bench.max_error_rate <= 1.0:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.max_error_rate': {bench.max_error_rate} is not a share "
+                          "of requests between 0 and 1")
     for path in filter(is_hub, bench.data):
         try:
             check_url(path)
@@ -73,7 +77,7 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"only kind {' or '.join(sorted(engine.kinds))}")
         for other in ENGINES.values():
             for key, what in other.settings.items():
-                if other is not engine and getattr(model, key) != getattr(defaults, key):
+                if key not in engine.settings and getattr(model, key) != getattr(defaults, key):
                     raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")

@@ -27,6 +27,7 @@ from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
 from jobs.engines.host import engine_name
 from jobs.plan.placement import EngineJob, Schedule, schedule
+from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
 from jobs.sweep.cell import load
 from jobs.sweep.pipeline import applies
 
@@ -71,6 +72,8 @@ class CellPlan:
     reference: str | None = None  # an implicit RM's reference model: a second engine, half of the compute
     cpu_engine: str | None = None  # the host's engine of a model file that asks for no GPU: it starts on CPU
     cpu_start_s: float = 0.0  # one start of that engine (CPU_START_S)
+    path: str = ""  # the model's path: an API judge's row in the price table (jobs.plan.prices)
+    batch: bool = False  # its engine submits batches, at the batch price
 
 
 def _local_templater(model: ModelConfig):
@@ -137,7 +140,8 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
                     reference=model.reference, cpu_engine=engine_name(model) if on_cpu else None,
-                    cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0)
+                    cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0,
+                    path=model.path, batch=engine_of(model).submits)
 
 
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
@@ -208,7 +212,8 @@ def plan_schedule(plans: list[CellPlan], gpu: GpuSpec) -> Schedule:
     return schedule(engine_jobs(plans), gpu.count, gpu.node_gpus)
 
 
-def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
+def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None = None) -> str:
+    """The plan as `ragjudge plan` prints it; API dollars from `prices` (default: conf/prices.yaml)."""
     lines = [f"{'cell':66} {'requests':>9} {'prompt tok':>12} {'output tok':>11} {'PFLOP':>9} {'GPU-h':>7}  tokens"]
     for p in plans:
         cell = f"{p.benchmark} x {p.model} [{p.kind}]"
@@ -242,6 +247,7 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec) -> str:
                      f"{sum(cpu.values()) / 60:.1f} min at the measured {CPU_START_S['transformers']:g} s "
                      f"(transformers) or {CPU_START_S['vllm']:g} s (vLLM, eager) each, one after another.")
     lines.append(f"API tokens: {api:,d}.")
+    lines += api_cost_lines(plans, prices or load_prices())
     items_from = sorted({p.items_from for p in plans if p.items_from})
     lines.append("Items: " + "; ".join(items_from))
     return "\n".join(lines)

@@ -2,11 +2,12 @@
 secret redaction, the driver's lease and manifest.json."""
 from jobs.store.backends import Backend, register
 from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
-from jobs.store.manifest import Manifest, implicit_scores
+from jobs.store.manifest import FAILED_ERRORS, SCORED, CellBatch, Manifest, implicit_scores
 from jobs.store.redaction import redact
 from jobs.store.retry import StorageError, StorageFull, StorageUnreachable, retrying
 from jobs.store.run_root import RunRoot, open_run, partition_value
 
-__all__ = ["LEASE", "Backend", "Lease", "LeaseHeld", "LeaseLost", "Manifest", "RunRoot", "StorageError", "StorageFull",
+__all__ = ["FAILED_ERRORS", "LEASE", "SCORED", "Backend", "CellBatch", "Lease", "LeaseHeld", "LeaseLost", "Manifest", "RunRoot",
+           "StorageError", "StorageFull",
            "StorageUnreachable", "implicit_scores", "open_run", "partition_value", "redact", "register",
            "retrying"]

@@ -2,12 +2,15 @@
 (`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
 each implicit model's score is, the local copy each hf:// data path was read from, the models `ragjudge validate` held (skipped, with the
 reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, when it
-was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), and every stored part that could not be read and was moved to
-quarantine/ (`quarantined`, kept across attempts).
+was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), every stored part that could not be read and was moved to
+quarantine/ (`quarantined`, kept across attempts), and the provider batches that batch engines submitted and
+whose answers are not all stored yet (`batches`, per cell and route, kept across attempts: a rerun polls them).
 
-A cell's status is running | done | failed | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with
-`signal` and `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is
-reported, never stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
+A cell's status is running | done | failed | failed_errors (finished, its metrics written, but more of its
+requests failed than its benchmark's `max_error_rate`: jobs.sweep.error_budget; the entry says how many and the
+most common error) | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with `signal` and
+`interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is reported, never
+stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
 before an upgrade and partly after is known (jobs.analysis.provenance). Cells run in threads of the driver, so every change is written under
 one lock.
 """
@@ -28,6 +31,8 @@ from jobs.config import SweepConfig, to_dict
 from jobs.store.run_root import RunRoot
 
 MANIFEST = "manifest.json"
+FAILED_ERRORS = "failed_errors"  # a cell over its error budget
+SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
 ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)
 
 
@@ -125,6 +130,27 @@ class Manifest:
             self.data["engines"] = entries
             self.root.write_json(MANIFEST, self.data)
 
+    def batch(self, cell: str, route: str) -> dict[str, Any] | None:
+        """The batch a batch engine submitted for the cell's route and has not yet seen stored, if any."""
+        with self._lock:
+            entry = self.data.get("batches", {}).get(cell, {}).get(route)
+            return dict(entry) if entry else None
+
+    def set_batch(self, cell: str, route: str, entry: dict[str, Any] | None) -> None:
+        """Keep (or, with None, forget) the cell's route's batch; the file is written only when it changes."""
+        with self._lock:
+            batches = self.data.get("batches", {})
+            routes = dict(batches.get(cell, {}))
+            if entry is None:
+                routes.pop(route, None)
+            else:
+                routes[route] = dict(entry)
+            if routes == batches.get(cell, {}):
+                return
+            others = {c: r for c, r in batches.items() if c != cell}
+            self.data["batches"] = {**others, cell: routes} if routes else others
+            self.root.write_json(MANIFEST, self.data)
+
     def add_quarantined(self, cell: str, parts: list[dict[str, Any]]) -> None:
         """Parts of `cell` moved to quarantine/ this attempt (RunRoot.read_whole_rows), kept across attempts:
         each cost its requests again, and the part itself stays for a post-mortem."""
@@ -132,3 +158,22 @@ class Manifest:
             self.data.setdefault("quarantined", []).extend(
                 {"cell": cell, "attempt": self.attempts, **part} for part in parts)
             self.root.write_json(MANIFEST, self.data)
+
+
+class CellBatch:
+    """A cell route's BatchSlot (jobs.engines.base) in manifest.json's `batches`. A batch submitted for other
+    answers (the model, its prompts or the data changed: another answers_hash) is not handed back."""
+
+    def __init__(self, manifest: Manifest, cell: str, route: str, answers_hash: str | None):
+        self.manifest, self.cell, self.route, self.answers_hash = manifest, cell, route, answers_hash
+
+    def get(self) -> dict[str, Any] | None:
+        entry = self.manifest.batch(self.cell, self.route)
+        return entry if entry and entry.get("answers_hash") == self.answers_hash else None
+
+    def set(self, entry: dict[str, Any]) -> None:
+        self.manifest.set_batch(self.cell, self.route, {**entry, "answers_hash": self.answers_hash})
+
+    def clear(self) -> None:
+        """Every answer the route was asked for is stored: its batch is done with."""
+        self.manifest.set_batch(self.cell, self.route, None)

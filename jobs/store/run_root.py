@@ -195,19 +195,25 @@ class RunRoot:
             raise ValueError(f"part must be a plain name, got {part!r}")
         if not rows:
             return None
-        secrets = secret_values()
+        relpath = layout.part_path(table, benchmark, model, part)
         stored = []
         for row in rows:
             row = {**row}
             row.setdefault("benchmark", benchmark)
             row.setdefault("model", model)
-            stored.append(scrub(row, secrets) if secrets else row)
-        relpath = layout.part_path(table, benchmark, model, part)
-        self._write_bytes(self.path(relpath), parquet_bytes(stored))
+            stored.append(row)
+        self.write_parquet(relpath, stored)
         return self.uri(relpath)
 
-    def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
-        folder = self.path(self.partition(table, benchmark, model))
+    def write_parquet(self, relpath: str, rows: list[dict[str, Any]]) -> None:
+        """Store rows as one Parquet file, atomically, every string cell scrubbed of the environment's secrets."""
+        secrets = secret_values()
+        self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows] if secrets
+                                                             else rows))
+
+    def parquet_files(self, relpath: str) -> list[tuple[str, str]]:
+        """(name between `part-` and `.parquet`, path) of each part file directly in a folder, by name."""
+        folder = self.path(relpath)
         parts = []
         for path in self.retrying("list", folder, partial(self.backend.files, folder)):
             name = path.rsplit("/", 1)[1]
@@ -215,10 +221,16 @@ class RunRoot:
                 parts.append((name[len("part-"):-len(".parquet")], path))
         return sorted(parts)
 
+    def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
+        return self.parquet_files(self.partition(table, benchmark, model))
+
     def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
-        """(path, bytes) of each part of a partition in part-name order, each fetched whole: a storage error
+        return self._folder_bytes(self.partition(table, benchmark, model))
+
+    def _folder_bytes(self, relpath: str) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of each part of a folder in part-name order, each fetched whole: a storage error
         raises here, apart from decoding (a part removed since it was listed is skipped)."""
-        for _, path in self._part_files(table, benchmark, model):
+        for _, path in self.parquet_files(relpath):
             data = self._read_bytes(path)
             if data is not None:
                 yield path, data
@@ -229,7 +241,11 @@ class RunRoot:
 
     def read_rows(self, table: Table, benchmark: str, model: str,
                   columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
-        """All rows of a partition, part by part in part-name order; [] if it has none.
+        """All rows of a partition, part by part in part-name order; [] if it has none (read_folder_rows)."""
+        return self.read_folder_rows(self.partition(table, benchmark, model), columns)
+
+    def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+        """All rows of the parts in a folder, part by part in part-name order; [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
@@ -237,11 +253,17 @@ class RunRoot:
         each part is still fetched whole, one retried GET (parts hold `flush_every` rows).
         """
         parts = []
-        for _, data in self._part_bytes(table, benchmark, model):
+        for _, data in self._folder_bytes(relpath):
             names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
                                                   if columns(n)]
             parts.append(pq.read_table(pa.BufferReader(data), columns=names))
         return joined_rows(parts)
+
+    def folders(self, relpath: str = "") -> list[str]:
+        """The names of the folders directly in a folder of the run, [] if there is none."""
+        folder = self.path(relpath)
+        return sorted(path.rsplit("/", 1)[-1] for path in
+                      self.retrying("list", folder, partial(self.backend.folders, folder)))
 
     def read_whole_rows(self, table: Table, benchmark: str, model: str
                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -4,6 +4,12 @@ Answered requests stream back to the driver and are stored in parts of `flush_ev
 so a killed run resumes without asking the model again; a stopped one (SIGTERM, SIGINT: jobs.sweep.interrupt) first
 stores the answers it holds, in a shorter part. The item rows, the errors and the metrics are written when the
 cell completes. A retrieval benchmark's cell is indexed and searched instead (jobs.sweep.retrieval).
+
+A request's stored answer counts as answered even when it failed, unless the cell runs with `retry_errors`
+(`ragjudge run --retry-errors`): then failed requests whose error may pass (jobs.engines.errors) are asked again,
+their new answers stored as new parts, and wherever answers are read back the newest per request wins. A cell
+whose failed requests exceed the benchmark's `max_error_rate` ends `failed_errors` (jobs.sweep.error_budget), its
+metrics written.
 """
 from __future__ import annotations
 
@@ -29,8 +35,11 @@ from jobs.config import (
     protocol_kind,
     to_dict,
 )
-from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
-from jobs.store import Manifest, RunRoot, StorageError, redact
+from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of, retryable
+from jobs.store import FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
+from jobs.store.answers import AnswerStore
+from jobs.sweep.answer_cache import asked_or_cached, keep_answers
+from jobs.sweep.error_budget import asks_again, over_budget, reopens, request_errors
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
 from jobs.sweep.retrieval import evaluate_retrieval
@@ -43,7 +52,7 @@ MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then
 class CellOutcome:
     benchmark: str
     model: str
-    status: str  # done | cached | failed | skipped | interrupted
+    status: str  # done | cached | failed | failed_errors | skipped | interrupted
     metrics: dict[str, Any] | None
     seconds: float
     message: str = ""
@@ -63,6 +72,9 @@ class Cell:
     progress: Progress | None = None  # the sweep's live progress and status.json
     engines: EngineHost | None = None  # the sweep's engines; None: each round starts and releases its own
     stop: Stop = field(default_factory=Stop)  # set by SIGTERM or SIGINT (jobs.sweep.interrupt)
+    answer_store: AnswerStore | None = None  # answers kept across runs (jobs.store.answers); None: ask everything
+    cached_answers: int = 0  # of the cell's stored answers, those taken from the answer store
+    retry_errors: bool = False  # ask stored failed requests again where their error may pass
 
     @property
     def key(self) -> str:
@@ -95,10 +107,10 @@ def cell_hash(bench: BenchmarkConfig, answers: str) -> str:
 
 
 def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
-    """One cell, unless it finished before with the same hash; `problems` found before it (preflight, routing)
-    fail it before any engine starts. A failure, a storage fault included (jobs.store.retry), is recorded in
-    the manifest and never stops the sweep; nor does a stop (SIGTERM, SIGINT), recorded as `interrupted` with
-    the signal and its time."""
+    """One cell, unless it finished before (done or failed_errors) with the same hash and is not reopened to
+    ask its retryable errors again; `problems` found before it (preflight, routing) fail it before any engine
+    starts. A failure, a storage fault included (jobs.store.retry), is recorded in the manifest and never stops
+    the sweep; nor does a stop (SIGTERM, SIGINT), recorded as `interrupted` with the signal and its time."""
     root, bench, model = cell.root, cell.bench, cell.model
     start = time.time()
     key = cell.key
@@ -108,10 +120,12 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     metrics_path = root.metrics_path(bench.name, model.name)
     stamp = {"hash": digest, "answers_hash": answers}
     try:
-        if previous.get("status") == "done" and previous.get("hash") == digest:
-            metrics = root.read_json(metrics_path)
-            _finished(cell, "cached")
-            return CellOutcome(bench.name, model.name, "cached", metrics, time.time() - start)
+        if (previous.get("status") in SCORED and previous.get("hash") == digest
+                and not (cell.retry_errors and reopens(previous))):
+            status = "cached" if previous["status"] == "done" else FAILED_ERRORS
+            _finished(cell, status, previous.get("message", ""))
+            return CellOutcome(bench.name, model.name, status, root.read_json(metrics_path), time.time() - start,
+                               _said(previous.get("message", "")))
         if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: stale answers
             for table in ("requests", "predictions", "errors"):
                 root.clear(table, bench.name, model.name)
@@ -120,9 +134,12 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
             raise PreflightError("; ".join(problems))
         metrics = evaluate(cell)
         root.write_json(metrics_path, metrics)
-        cell.manifest.set_cell(key, {"status": "done", **stamp, "n": metrics["n"],
-                                     "n_errors": metrics["n_errors"], "started_at": round(start, 3),
-                                     "finished_at": round(time.time(), 3),
+        over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
+        status = FAILED_ERRORS if over else "done"
+        cell.manifest.set_cell(key, {"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
+                                     "request_errors": metrics.get("request_errors"),
+                                     **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
+                                     "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                      "seconds": round(time.time() - start, 1)})
     except Interrupted as e:
         return _ended(cell, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()}, start,
@@ -130,13 +147,18 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
         return _ended(cell, "failed", {**stamp, "error": message}, start, message)
-    _finished(cell, "done")
-    return CellOutcome(bench.name, model.name, "done", metrics, time.time() - start)
+    _finished(cell, status, over or "")
+    return CellOutcome(bench.name, model.name, status, metrics, time.time() - start, _said(over or ""))
 
 
-def _finished(cell: Cell, status: str) -> None:
+def _finished(cell: Cell, status: str, message: str = "") -> None:
     if cell.progress:
-        cell.progress.cell_finished(cell.key, status)
+        cell.progress.cell_finished(cell.key, status, message)
+
+
+def _said(message: str) -> str:
+    """An outcome's message as the sweep's log line and the run's summary append it."""
+    return f": {message}" if message else ""
 
 
 def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message: str) -> CellOutcome:
@@ -147,15 +169,15 @@ def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message
         cell.manifest.set_cell(cell.key, {"status": status, **entry})
     except StorageError as e:
         cell.log(f"WARNING {cell.key}: {status}, but manifest.json could not record it: {e}")
-    _finished(cell, status)
-    return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, f": {message}")
+    _finished(cell, status, message)
+    return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _said(message))
 
 
 def evaluate(cell: Cell) -> dict[str, Any]:
     """The cell's metrics, its rows stored on the way."""
     spec = benchmark(cell.bench.module)
     if isinstance(spec, RetrievalBenchmark):  # rankings scored against qrels, not requests answered one by one
-        return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log)
+        return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log, cell.answer_store)
     options = typed_options(spec.Options, cell.bench.options)
     items = load(cell.bench, spec)
     good = [item for item in items if not item.get("error")]
@@ -168,13 +190,14 @@ def evaluate(cell: Cell) -> dict[str, Any]:
         rows = with_text_pair_scores(spec, good, rows, options, encoder, cell.log)
     for row in rows:
         row["model"] = cell.model.name
-    bad = [{**item, "model": cell.model.name, "correct": None} for item in items if item.get("error")]
+    bad = [{**item, "model": cell.model.name, "correct": None, "retryable": False}
+           for item in items if item.get("error")]
     bad += [{"item_id": r["item_id"], "benchmark": cell.bench.name, "model": cell.model.name, "subset": r["subset"],
-             "error": r["error"]} for r in rows if r.get("error")]
+             "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]
     cell.root.write_cell(cell.bench.name, cell.model.name, rows, bad)
     metrics = aggregate(spec, rows, resamples=cell.bench.bootstrap_resamples)
     metrics.update(model=cell.model.name, kind=cell.model.kind, note=cell.model.note,
-                   n_bad_rows=len(items) - len(good), config=cell.bench.name)
+                   n_bad_rows=len(items) - len(good), config=cell.bench.name, request_errors=request_errors(answered))
     return metrics
 
 
@@ -184,24 +207,31 @@ def load(bench: BenchmarkConfig, spec: Benchmark) -> list[Item]:
 
 
 def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) -> list[Answer]:
-    """Every answer the protocol needs: the stored ones, then round after round of new requests (the
-    benchmark's followup builds each round from the answers so far) until none is new. Each part of answers is
-    stored as it arrives, so a resumed cell asks nothing twice; a stored part that cannot be read is moved to
-    quarantine/ and its requests are asked again."""
+    """Every answer the protocol needs, one per request (the newest stored): the stored ones, then round after
+    round of new requests (the benchmark's followup builds each round from the answers so far) until none is
+    new. Each part of answers is stored as it arrives, so a resumed cell asks nothing twice, but with
+    `cell.retry_errors` the requests whose stored answer failed retryably; a stored part that cannot be read is
+    moved to quarantine/ and its requests are asked again."""
     bench, model, root = cell.bench, cell.model, cell.root
     kind = protocol_kind(model)
-    answered, unreadable = root.read_whole_rows("requests", bench.name, model.name)
+    answers_hash = cell.manifest.cell(cell.key).get("answers_hash")  # run_cell's stamp: a batch's answers must match
+    stored, unreadable = root.read_whole_rows("requests", bench.name, model.name)
     for part in unreadable:
         cell.log(f"WARNING {bench.name} x {model.name}: {root.uri(part['path'])} cannot be read "
                  f"({part['reason']}); moved to {root.uri(part['moved_to'])}, its requests are asked again")
     if unreadable:
         cell.manifest.add_quarantined(cell.key, unreadable)
-    done = {row["request_id"] for row in answered}
+    n_stored = len(stored)  # rows in parts: the next part's name
+    answered = newest_answers(stored)
+    again = {rid for rid, row in answered.items() if asks_again(row)} if cell.retry_errors else set()
+    done = set(answered) - again
     requests = [r for item in items for r in spec.expand(item, kind, options)]
+    asked_again = f" ({len(again)} retryable errors among them)" if again else ""
     cell.log(f"{bench.name} x {model.name}: {len(items)} items, {len(done)} requests already answered, "
-             f"{sum(r['request_id'] not in done for r in requests)} to go")
+             f"{sum(r['request_id'] not in done for r in requests)} to go{asked_again}")
     if cell.progress:
         cell.progress.cell_started(cell.key, len(requests), sum(r["request_id"] in done for r in requests))
+    keys: dict[str, str] = {}  # request id -> its answer's key in the answer store
     for round_ in range(MAX_ROUNDS):
         todo = [r for r in requests if r["request_id"] not in done]
         if round_ and todo and cell.progress:
@@ -214,19 +244,33 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
             cell.stop.check()  # before an engine starts or a request is sent
-            stream = answer_requests(part_todo, answerer, cell.log, cell.engines)
+            batch = CellBatch(cell.manifest, cell.key, route or "self", answers_hash)
+            stream = asked_or_cached(cell.answer_store, answerer, part_todo, keys,
+                                     lambda asked, by=answerer, kept=batch: answer_requests(asked, by, cell.log,
+                                                                                             cell.engines, kept),
+                                     lambda line: cell.log(f"{bench.name} x {model.name}: {line}"))
             for part in answered_parts(stream, cell.flush_every, cell.stop):
                 root.write_rows("requests", bench.name, model.name, part,
-                                part=f"{cell.manifest.attempts:04d}-{len(answered):07d}")
-                answered.extend(part)
+                                part=f"{cell.manifest.attempts:04d}-{n_stored:07d}")
+                n_stored += len(part)
+                answered.update((row["request_id"], row) for row in part)
                 done.update(row["request_id"] for row in part)
                 if cell.progress:
                     cell.progress.advanced(cell.key, len(part))
-        so_far = answers_by_item(answered)
+            batch.clear()  # the route's answers are all stored: a batch engine's batch is done with
+        so_far = answers_by_item(answered.values())
         requests = [r for item in items for r in spec.followup(item, so_far[item["item_id"]], kind, options)]
         if all(r["request_id"] in done for r in requests):
-            return answered
+            cell.cached_answers = sum(bool(row.get("cached")) for row in answered.values())
+            keep_answers(cell.answer_store, root.run, list(answered.values()), keys)
+            return list(answered.values())
     raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
+
+
+def newest_answers(rows: Iterable[Answer]) -> dict[str, Answer]:
+    """request_id -> its newest answer, of rows in the order their parts were stored (part names sort by
+    attempt, then by rows stored before): an answer asked again (--retry-errors) replaces the one before it."""
+    return {row["request_id"]: row for row in rows}
 
 
 def combine_rows(cell: Cell, spec: Benchmark, options: Any, items: list[Item], answered: list[Answer]) -> list[Row]:

@@ -30,6 +30,7 @@ from jobs.engines import (
 )
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
+from jobs.store.answers import AnswerStore
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.interrupt import Stop
@@ -37,7 +38,8 @@ from jobs.sweep.progress import Progress
 
 
 def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
-              before_write: Callable[[], None] | None = None, stop: Stop | None = None) -> list[CellOutcome]:
+              before_write: Callable[[], None] | None = None, stop: Stop | None = None,
+              retry_errors: bool = False) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.sweep.admission);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
     protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
@@ -45,7 +47,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     requests to a held judge fails, naming it. Progress shows each running cell's requests and ETA, and
     ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order. `before_write` fences every
     write of the run (the driver's lease: jobs.store.lease). Once `stop` is set (SIGTERM, SIGINT: jobs.sweep.interrupt) no
-    cell starts, and the running ones store what they have answered and end `interrupted`."""
+    cell starts, and the running ones store what they have answered and end `interrupted`. `retry_errors` asks
+    stored requests that failed retryably again, reopening finished cells that have them (jobs.sweep.cell)."""
     stop = stop or Stop()
     root = RunRoot.of(sweep.storage, before_write=before_write)
     manifest = Manifest(root, sweep)
@@ -83,6 +86,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     progress.skipped([f"{b.name}/{m.name}" for b, m in cells if applies(b, m) and m.name in held],
                      "held by ragjudge validate")
     engines = EngineHost(log)
+    answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
 
     def runs(pair: tuple[BenchmarkConfig, ModelConfig]) -> bool:
         return applies(*pair) and pair[1].name not in held
@@ -106,7 +110,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         if stop.is_set():  # admitted after the signal: left for the rerun, its manifest entry as it was
             return CellOutcome(bench.name, model.name, "interrupted", None, 0.0, f": {stop.signal_name}: not started")
         cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
-                    engines, stop)
+                    engines, stop, answer_store, retry_errors=retry_errors)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
         engines.finished(users(pair))
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")

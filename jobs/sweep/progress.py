@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
-from jobs.store import RunRoot
+from jobs.store import FAILED_ERRORS, RunRoot
 
 STATUS = "status.json"
 BAR = 20  # characters of a terminal progress bar
@@ -94,12 +94,13 @@ class Progress:
                 for line in self._lines(bar=False):
                     self.log(line)
 
-    def cell_finished(self, key: str, status: str) -> None:
-        """The cell ended: done, failed, cached or interrupted."""
+    def cell_finished(self, key: str, status: str, message: str = "") -> None:
+        """The cell ended: done, failed, failed_errors (over its error budget), cached or interrupted; `message`
+        says why where it did not finish well."""
         with self._lock:
             now = self.clock()
             cell = self._cell(key, now)
-            cell.update(status=status, finished_at=now, eta_s=None)
+            cell.update(status=status, finished_at=now, eta_s=None, **({"message": message} if message else {}))
             self._changed(now)
 
     def skipped(self, keys: Iterable[str], reason: str = "") -> str | None:
@@ -200,7 +201,8 @@ class Progress:
 
 
 def format_status(status: dict[str, Any], now: float | None = None) -> str:
-    """`ragjudge status`: when status.json was written, counts, then the running and failed cells."""
+    """`ragjudge status`: when status.json was written, counts, then the running and failed cells (failed_errors:
+    over their error budget), each failed one with why."""
     now = time.time() if now is None else now
     counts = ", ".join(f"{n} {state}" for state, n in sorted((status.get("counts") or {}).items()))
     age = now - float(status.get("updated_at") or now)
@@ -208,5 +210,6 @@ def format_status(status: dict[str, Any], now: float | None = None) -> str:
     lines = [head]
     cells = status.get("cells") or {}
     lines += ["  " + cell_line(k, c) for k, c in cells.items() if c.get("status") == "running"]
-    lines += [f"  {k}: failed" for k, c in cells.items() if c.get("status") == "failed"]
+    lines += [f"  {k}: {c['status']}" + (f": {c['message']}" if c.get("message") else "")
+              for k, c in cells.items() if c.get("status") in ("failed", FAILED_ERRORS)]
     return "\n".join(lines)

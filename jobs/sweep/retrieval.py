@@ -12,8 +12,8 @@ module runs it:
    it on (`search_settings`).
 2. Queries (`queries`); a row without a query text (e.g. mtRAG's `llm_rewrite`) is asked of the benchmark's
    `rewriter`, a generative model of the registry, through the pipeline's engines (vLLM, transformers or an
-   API), its answers cached under ROOT/_rewrites and shared by every retriever and run that asks the same
-   model the same request.
+   API), its answers kept in the answer store (ROOT/_answers, jobs.store.answers) and shared by every
+   retriever and run that asks the same model the same request.
 3. Search: a Ray Data actor pool whose actors load the cached indexes (and the query encoder) once.
 4. Per strategy: the run (`run_row`), per-query scores and metrics.json (`score`), under
        ROOT/RUN/runs/benchmark=B/model=M/strategy=S/{run.jsonl,per_query.jsonl}
@@ -31,13 +31,14 @@ from typing import Any
 from actors.retrievers import QuerySearcher, engine_settings
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
-from jobs.config import RUN_SETTINGS, BenchmarkConfig, ConfigError, ModelConfig, to_dict
+from jobs.config import BenchmarkConfig, ConfigError, ModelConfig
 from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
+from jobs.engines.identity import model_identity
 from jobs.loading import load_model
-from jobs.store import RunRoot, partition_value
+from jobs.store import RunRoot
+from jobs.store.answers import AnswerStore, answer_key
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
-REWRITE_CACHE = "_rewrites"  # ROOT/_rewrites: LLM rewrites, likewise
 
 
 def index_cache(root: RunRoot) -> RunRoot:
@@ -124,44 +125,39 @@ def rewriter_config(spec: Any) -> ModelConfig:
     return model
 
 
-def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows: list[Query], log=print
-                    ) -> tuple[list[Query], dict[str, Any]]:
+def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows: list[Query], log=print,
+                    store: AnswerStore | None = None) -> tuple[list[Query], dict[str, Any]]:
     """The rows with every query the benchmark left None written by its rewriter, and counts ({}: none).
 
-    Answers are cached in ROOT/_rewrites/<model>-<key>.jsonl, the key hashing the model's answer-relevant
-    settings, each answer under a hash of its task and request, so a rerun or another retriever asks nothing
-    again.
+    With the root's answer `store` (jobs.store.answers), rewrites it holds are taken from it and the new ones
+    kept, so a rerun or another retriever asks nothing again; a failed rewrite falls back to the last turn
+    and is asked again next time.
     """
     todo = [r for r in rows if r["query"] is None]
     if not todo:
         return rows, {}
     model = rewriter_config(bench.rewriter(options))
-    settings = {k: v for k, v in to_dict(model).items() if k not in RUN_SETTINGS}
-    cache = root.sibling(REWRITE_CACHE)
-    name = f"{partition_value(model.name)}-{_digest(settings)}.jsonl"
-    stored = {}
-    for line in (cache.read_bytes(name) or b"").decode("utf-8").splitlines():
-        entry = json.loads(line)
-        stored[entry["id"]] = entry
     asks = {r["item_id"]: bench.rewrite_request(r, options) for r in todo}
-    ids = {r["item_id"]: _digest([r["task_id"], asks[r["item_id"]]]) for r in todo}
-    pending = [r for r in todo if ids[r["item_id"]] not in stored]
+    identity = model_identity(model)
+    keys = {r["item_id"]: answer_key(identity, asks[r["item_id"]]) for r in todo}
+    stored = store.find(model.path, keys.values()) if store else {}
+    pending = [r for r in todo if keys[r["item_id"]] not in stored]
     log(f"rewrites with {model.name}: {len(todo) - len(pending)} cached, {len(pending)} to ask")
     if pending:
         requests = [{"request_id": r["item_id"], "item_id": r["item_id"], "subset": r["domain"], "variant": "rewrite",
                      **asks[r["item_id"]]} for r in pending]
-        for answer in answer_requests(requests, model, log):
-            stored[ids[answer["item_id"]]] = {"id": ids[answer["item_id"]], "item_id": answer["item_id"],
-                                              "text": answer.get("text"), "error": answer.get("error")}
-        cache.write_text(name, _jsonl(sorted(stored.values(), key=lambda e: e["id"])))
+        fresh = {keys[answer["item_id"]]: answer for answer in answer_requests(requests, model, log)}
+        if store:
+            store.add(model.path, root.run, fresh)
+        stored.update(fresh)
     out, fallbacks, errors = [], 0, 0
     for r in rows:
         if r["query"] is None:
-            entry = stored.get(ids[r["item_id"]], {})
+            entry = stored.get(keys[r["item_id"]], {})
             r, fell_back = bench.rewritten(r, entry.get("text"))
             fallbacks, errors = fallbacks + fell_back, errors + bool(entry.get("error"))
         out.append(r)
-    return out, {"rewriter": model.name, "cache": cache.uri(name), "asked": len(pending),
+    return out, {"rewriter": model.name, "cache": store.uri if store else None, "asked": len(pending),
                  "fallback_to_last_turn": fallbacks, "engine_errors": errors}
 
 
@@ -173,9 +169,10 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print
-                       ) -> dict[str, Any]:
-    """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json."""
+def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print,
+                       answer_store: AnswerStore | None = None) -> dict[str, Any]:
+    """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json.
+    Rewrites go through `answer_store` (None: asked every time)."""
     bench = benchmark(bench_config.module)
     if not isinstance(bench, RetrievalBenchmark):
         raise TypeError(f"benchmark '{bench_config.name}': {bench.name} is not scored on rankings")
@@ -206,7 +203,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
                                                     "step_seconds", "built_with", "bytes")}, "kind": meta["index"]["kind"]}
                for domain, meta in metas.items()}
     indexed = time.perf_counter()
-    rows, rewrite_info = rewrite_queries(root, bench, options, rows, log)
+    rows, rewrite_info = rewrite_queries(root, bench, options, rows, log, answer_store)
     rewritten = time.perf_counter()
     strategies = bench.strategies(options)
     log(f"{bench_config.name} x {model.name}: {len(rows)} queries ({len(strategies)} strategies, "

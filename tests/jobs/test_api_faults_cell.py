@@ -41,7 +41,10 @@ def test_a_cell_finishes_with_its_faulty_requests_as_error_rows(tmp_path, monkey
         start = time.perf_counter()
         root, outcome = run(tmp_path / "results", bench, model)
         seconds = time.perf_counter() - start
-    assert outcome.status == "done", outcome.message
+    # 4 of 12 requests failed, over the default error budget (2%): the cell ends failed_errors, its rows stored
+    assert outcome.status == "failed_errors", outcome.message
+    assert outcome.message.startswith(": 4 of 12 requests failed (33.3% > max_error_rate 2%)")
+    assert "; 2 retryable" in outcome.message  # the resets; a 200 that is not JSON is final
     # item 1: 2 tries of 2 requests; item 2: 2 timeouts, then 2 answers; item 3: 1 try of 2; the others: 1 each
     assert dict(api.seen) == {"Hugh Hilton Goodwin": 4, "Three Preludes (ballet)": 4,
                               "Gun laws in Michigan": 2, "": 6}
@@ -60,7 +63,8 @@ def test_a_cell_finishes_with_its_faulty_requests_as_error_rows(tmp_path, monkey
     record(tmp_path, fault="API judge faults in one cell (RAG-RewardBench, 6 items, 12 requests)",
            injected="ScriptedApi resets item 1's requests on every try, times out item 2's once, answers item "
                     "3's with a 200 that is not JSON; max_retries 1, timeout_s 2",
-           outcome=f"the cell is done: {len(answers) - len(failed)} requests answered, {len(failed)} error rows "
+           outcome=f"the cell is failed_errors (over max_error_rate 2%), its metrics written: "
+                   f"{len(answers) - len(failed)} requests answered, {len(failed)} error rows "
                    f"naming the model and the fault; items 1 and 3 in errors/, the other 4 scored; {sent} "
                    "requests at the server",
            requests_lost=len(failed), requests_duplicated=sent - len(answers),

@@ -57,6 +57,8 @@ def test_a_conf_folder_beside_the_sweep_comes_first_and_its_paths_are_its_own(tm
      "key 'benchmarks.b.options.runs': Value 'many' of type 'str' could not be converted to Integer"),
     ("benchmarks: [{name: b, module: utility, data: [x], options: {forms: [pointwise, sideways]}}]\n"
      "models: [tiny_classifier]", "key 'benchmarks.b.options.forms[1]': Invalid value 'sideways', expected one of"),
+    ("benchmarks: [{name: b, module: bianbench, data: [x], max_error_rate: 5}]\nmodels: [tiny_classifier]",
+     "key 'benchmarks.b.max_error_rate': 5.0 is not a share of requests between 0 and 1"),
 ])
 def test_mistakes_name_the_file_and_the_key(tmp_path, text, message):
     path = _write(tmp_path / "sweep.yaml", f"name: s\n{text}\nstorage: {{run: r}}\n")

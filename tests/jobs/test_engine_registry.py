@@ -58,8 +58,9 @@ def _model(**settings) -> dict:
 
 
 def test_an_unregistered_engine_is_no_choice():
-    with pytest.raises(ConfigError, match=r"key 'models\.m\.engine': 'echo' is not one of bm25, http, "
-                                          r"sentence_transformers, stand_in, transformers, vllm$"):
+    with pytest.raises(ConfigError, match=r"key 'models\.m\.engine': 'echo' is not one of anthropic_batch, "
+                                          r"bm25, http, openai_batch, sentence_transformers, stand_in, transformers, "
+                                          r"vllm$"):
         load_model(_model(engine="echo"), "inline")
 
 
@@ -113,7 +114,7 @@ def test_each_kind_means_one_protocol_kind_and_one_task():
 def test_every_setting_says_what_changing_it_changes():
     assert {"batch_size", "num_gpus", "tensor_parallel_size", "max_retries", "note"} <= RUN_SETTINGS
     assert not {"path", "dtype", "engine_args", "max_model_len", "chat_template", "head"} & RUN_SETTINGS
-    assert METRIC_SETTINGS == {"limit", "bootstrap_resamples"} and PLAN_SETTINGS == {"size", "plan_sample"}
+    assert METRIC_SETTINGS == {"limit", "bootstrap_resamples", "max_error_rate"} and PLAN_SETTINGS == {"size", "plan_sample"}
     marked = {f.name: f.metadata["changes"] for schema in (ModelConfig, BenchmarkConfig) for f in fields(schema)
               if "changes" in f.metadata}
     assert set(marked) == RUN_SETTINGS | METRIC_SETTINGS | PLAN_SETTINGS

@@ -6,9 +6,12 @@ import pytest
 from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
-from jobs.analysis.board import leaderboard_from_rows
+from jobs.analysis.board import leaderboard_from_rows, leaderboard_of
 from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard
 from jobs.analysis.reducers import aggregate
+from jobs.analysis.report import leaderboard_text
+from jobs.analysis.report_page import render_page
+from jobs.analysis.report_view import BenchmarkView, PaperTable, Report
 from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main
 
@@ -44,7 +47,8 @@ BASELINES = _closed(["longer_wins", "shorter_wins", "unit", "by_subset"], {"toke
     by_subset=BY_SUBSET)
 ENSEMBLE = {"ensemble": {"const": True}, "members": {"type": "array", "items": {"type": "string"}, "minItems": 2},
             "rule": {"enum": ["mean", "zscore", "majority"]}}
-MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS), **ENSEMBLE},
+ERRORS = {"missing": {"type": "integer", "minimum": 1}, "error_budget": {"type": "string"}}  # issue 29
+MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS), **ENSEMBLE, **ERRORS},
                 model={"type": "string"}, score=NUMBER, ci95={**INTERVAL, "type": "array"}, n=INTEGER, rank=INTEGER,
                 group={"type": "string"})
 PAIR = _closed(["a", "b", "n", "a_only", "b_only", "test", "p_value", "p_holm"], a={"type": "string"},
@@ -145,3 +149,23 @@ def test_ties_share_a_rank_and_unscored_benchmarks_are_left_out():
                                         "r": {"1": 0.0, "2": 0.0}})
     assert [(m["model"], m["rank"]) for m in board["models"]] == [("p", 1), ("q", 1), ("r", 3)]
     assert leaderboard({"retrieval": {"bm25": {}}, "x": {"p": {"1": 1.0}}})["benchmarks"].keys() == {"x"}
+
+
+def test_models_lacking_items_through_errors_say_so_and_pairs_use_the_shared_items():
+    over = "4 of 8 requests failed (50.0% > max_error_rate 2%); most common: api: HTTP 503 (model 'gappy', 3 tries) (4)"
+    view = BenchmarkView("x", "x", outcomes={"full": {"1": 1.0, "2": 0.0, "3": 1.0, "4": 1.0},
+                                             "gappy": {"1": 1.0, "2": 1.0}},
+                         subsets=dict.fromkeys("1234", "s"), over_budget={"gappy": over})
+    board = leaderboard_of([view])
+    jsonschema.validate(board, CONTRACT)
+    models = {m["model"]: m for m in board["benchmarks"]["x"]["models"]}
+    assert "missing" not in models["full"] and (models["gappy"]["n"], models["gappy"]["missing"]) == (2, 2)
+    assert models["gappy"]["error_budget"] == over and "error_budget" not in models["full"]
+    assert board["benchmarks"]["x"]["pairs"][0]["n"] == 2  # the items both scored
+    text = leaderboard_text(view, board["benchmarks"]["x"])
+    assert text.splitlines()[1].split()[-1] == "missing"
+    assert text.splitlines()[-2:] == [
+        ("  missing: items other models scored and this one did not (its rows failed: errors/): gappy 2; each pair "
+         "is tested on the items both scored (the pair's n)"), f"  gappy is over its error budget (failed_errors): {over}"]
+    page = render_page(Report("r", {}, [view], board), {"x": PaperTable(text="t")})
+    assert "<th>missing</th>" in page and "gappy 2; each pair is tested" in page and "over its error budget" in page

@@ -23,10 +23,12 @@ MODEL = '{name: tiny_tf, path: "builtin:tiny-random-classifier", kind: discrimin
 
 
 def _run(tmp_path: Path, sweep: Path, name: str, layout: str, *flags: str) -> dict:
+    """One run of the sweep by tests/multinode.py; runs under one root each ask their engines everything (no
+    answer store), since the engines are what is compared."""
     out = tmp_path / f"{name}.json"
     done = subprocess.run([sys.executable, str(SCRIPT), str(out), "--sweep", str(sweep), "--layout", layout, *flags,
-                           f"storage.run={name}"], capture_output=True, text=True, timeout=900,
-                          check=False)
+                           f"storage.run={name}", "storage.answer_cache=false"],
+                          capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0 and out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(out.read_text())
 

@@ -4,6 +4,8 @@ The sweep runs once per session (engine starts dominate); every test below check
 stored results against an independent computation.
 """
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from reference import smollm2_verdict_logprobs
@@ -12,7 +14,9 @@ from actors.model_store import resolve_model
 from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
 from jobs.analysis.report import report_text
+from jobs.store import open_run
 from jobs.sweep.pipeline import run_sweep
+from scripts.same_metrics import run_differences
 
 pytestmark = pytest.mark.integration
 
@@ -174,3 +178,20 @@ def test_rerun_skips_finished_cells(demo_run, monkeypatch):
     assert {(o.benchmark, o.model): o.status for o in again} == {
         key: "skipped" if first.status == "skipped" else "cached" for key, first in outcomes.items()}
     assert len(run.read_rows("requests", "rag_rewardbench", "smollm2_judge")) == 12
+
+
+def test_a_second_run_under_the_same_root_asks_no_engine_anything(demo_run, monkeypatch):
+    """The answer store's contract: another run folder under the same storage root takes every answer from
+    ROOT/_answers, starts no engine (or one that is asked nothing) and gets the same metrics, key by key."""
+    monkeypatch.setenv("RAGJUDGE_CACHE", str(demo_run.cache))
+    sweep = replace(demo_run.sweep, storage=replace(demo_run.sweep.storage, run="again"))
+    outcomes = {(o.benchmark, o.model): o.status for o in run_sweep(sweep, log=lambda line: None)}
+    assert outcomes == {key: first.status for key, first in demo_run.outcomes.items()}
+    again = open_run(str(Path(demo_run.run.path()).parent / "again"))
+    manifest = again.read_json("manifest.json")
+    assert all(engine["requests"] == 0 for engine in manifest["engines"])
+    for key, cell in manifest["cells"].items():
+        bench, model = key.split("/")
+        assert cell["cached_answers"] == len(demo_run.run.read_rows("requests", bench, model)) > 0, key
+    count, differences = run_differences(demo_run.run.path(), again.path())
+    assert count == len(manifest["cells"]) and differences == []

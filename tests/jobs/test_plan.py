@@ -133,3 +133,40 @@ def test_hub_data_is_planned_from_the_cache_and_never_fetched(tmp_path, monkeypa
     cache_repo(cache, "owner/pairs", {"pairs.jsonl": SAMPLE.read_bytes()})
     rm, _ = plan_sweep(sweep, GpuSpec())
     assert rm.requests == 12 and "6 items from the data" in rm.items_from
+
+
+def test_api_judges_are_priced_at_list_and_batch_from_the_price_table_by_hand():
+    from jobs.plan.estimate import CellPlan
+    from jobs.plan.prices import api_cost_lines, load_prices
+
+    table = load_prices()  # conf/prices.yaml: gpt-4o $2.50/$10.00 list, $1.25/$5.00 batch; claude-3.5-haiku
+    # $0.80/$4.00 list, $0.40/$2.00 batch (per 1M tokens)
+
+    def cell(model: str, path: str, prompt: int, output: int, batch: bool) -> CellPlan:
+        return CellPlan("bench", model, "api", 10, prompt, output, 0.0, 0.0, "chars/4", "", path=path, batch=batch)
+
+    lines = api_cost_lines([cell("gpt", "gpt-4o", 2_000_000, 100_000, False),
+                            cell("haiku", "claude-3-5-haiku-20241022", 1_000_000, 1_000_000, True),
+                            cell("mine", "my-own-model", 5, 5, False)], table)
+    assert lines[1:] == [
+        "  bench x gpt: list $6.00, batch $3.00 (its engine pays list)",  # 2 x 2.50 + 0.1 x 10.00; halved
+        "  bench x haiku: list $4.80, batch $2.40 (its engine pays batch)",  # 0.80 + 4.00; 0.40 + 2.00
+        "  total: list $10.80, batch $5.40",
+        "  no price in conf/prices.yaml for: mine (my-own-model)"]
+    assert lines[0].startswith(f"API dollars (conf/prices.yaml, prices read {table.read}; ")
+
+
+def test_plan_prints_each_api_judges_dollars_and_which_price_its_engine_pays(tmp_path):
+    sweep = write_sweep(tmp_path, "priced", [
+        '{name: list_judge, path: "gpt-4o", kind: api, engine: http, api_base_env: B, api_key_env: K}',
+        '{name: batch_judge, path: "gpt-4o", kind: api, engine: openai_batch, api_base_env: B, api_key_env: K}'],
+        data=str(SAMPLE))
+    gpu = GpuSpec()
+    plans = plan_sweep(load_sweep(sweep), gpu)
+    assert [(p.path, p.batch) for p in plans] == [("gpt-4o", False), ("gpt-4o", True)]
+    p = plans[0]
+    list_, batch = (p.prompt_tokens * 2.50 + p.output_tokens * 10.00) / 1e6, (
+        p.prompt_tokens * 1.25 + p.output_tokens * 5.00) / 1e6
+    text = format_plan(plans, gpu)
+    assert f"  rag_rewardbench x list_judge: list ${list_:.4f}, batch ${batch:.4f} (its engine pays list)" in text
+    assert f"  rag_rewardbench x batch_judge: list ${list_:.4f}, batch ${batch:.4f} (its engine pays batch)" in text

@@ -135,6 +135,17 @@ def test_status_command_reads_status_json(tmp_path, capsys):
     assert main(["status", str(tmp_path / "other")]) == 2
 
 
+def test_status_names_the_cells_over_their_error_budget_and_why(tmp_path):
+    clock = Clock()
+    root = RunRoot(str(tmp_path), "night")
+    progress = Progress(root, lambda _: None, interactive=False, clock=clock)
+    progress.cell_started("rag_rewardbench/m1", total_requests=12)
+    progress.cell_finished("rag_rewardbench/m1", "failed_errors", "6 of 12 requests failed (50.0% > max_error_rate 2%)")
+    assert format_status(root.read_json("status.json"), now=clock.now) == (
+        "run night: 1 failed_errors (status.json written 0m00s ago)\n"
+        "  rag_rewardbench/m1: failed_errors: 6 of 12 requests failed (50.0% > max_error_rate 2%)")
+
+
 def test_calls_for_a_cell_never_started_do_not_raise():
     root = Recorder()
     progress = Progress(root, lambda _: None, interactive=False, clock=Clock())

@@ -13,7 +13,7 @@ from jobs.config import ModelConfig
 from jobs.engines.readiness import Machine, gpus_needed, why_not
 from jobs.loading import format_models
 
-EVERYTHING = frozenset({"vllm", "torch", "transformers", "openai", "bm25s", "sentence_transformers"})
+EVERYTHING = frozenset({"vllm", "torch", "transformers", "openai", "httpx", "bm25s", "sentence_transformers"})
 SECRET = "sk-test-ragjudge-0d9e7f"  # a fake key: no output may contain it
 
 

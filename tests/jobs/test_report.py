@@ -133,6 +133,23 @@ def test_report_command(tmp_path, monkeypatch, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
 
 
+def test_a_cell_over_its_error_budget_is_reported_and_marked(tmp_path, monkeypatch):
+    root = build_run(str(tmp_path), "r", models=3, items=30)
+    manifest = root.read_json("manifest.json")
+    key = next(k for k in manifest["cells"] if k.startswith("rag_rewardbench/"))
+    why = "9 of 60 requests failed (15.0% > max_error_rate 2%); most common: api: timeout after 120 s (model 'm') (9)"
+    manifest["cells"][key].update(status="failed_errors", message=why)
+    root.write_json("manifest.json", manifest)
+    _stub_protocol(monkeypatch)
+    printed: list[str] = []
+    report = write_report(root, out=printed.append)
+    models = {m["model"]: m for m in report.leaderboard["benchmarks"]["rag_rewardbench"]["models"]}
+    assert len(models) == 3 and models[key.split("/", 1)[1]]["error_budget"] == why
+    assert f"is over its error budget (failed_errors): {why}" in "\n".join(printed)
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
+    assert "failed_errors <small>9 of 60 requests failed" in page  # the accounting table
+
+
 def test_subset_matrix():
     view = BenchmarkView("b", "b", outcomes={"m": {"1": 1.0, "2": 0.0, "3": 0.5}, "n": {"1": 1.0}},
                          subsets={"1": "x", "2": "x", "3": "y"})

@@ -1,6 +1,6 @@
 """The retrieval flow's rewrite step (jobs.sweep.retrieval.rewrite_queries) on the stand-in engine: no Ray, no
-weights. The benchmark leaves llm_rewrite queries None; the flow asks its rewriter once, caches the answers
-beside the runs and reads them back through the benchmark."""
+weights. The benchmark leaves llm_rewrite queries None; the flow asks its rewriter once, keeps the answers in
+the answer store beside the runs and reads them back through the benchmark."""
 from __future__ import annotations
 
 import pytest
@@ -10,8 +10,9 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
 from jobs.config import ConfigError
 from jobs.engines.stand_in import stand_in_reply
+from jobs.store.answers import ANSWERS, AnswerStore
 from jobs.store.run_root import RunRoot
-from jobs.sweep.retrieval import REWRITE_CACHE, rewrite_queries, rewriter_config
+from jobs.sweep.retrieval import rewrite_queries, rewriter_config
 
 STAND_IN = {"name": "echo", "path": "none", "kind": "generative", "engine": "stand_in"}
 
@@ -30,16 +31,21 @@ def test_rewrites_are_asked_once_cached_and_read_back(tmp_path):
     bench, rows = govt_rows(options)
     assert [r["query"] is None for r in rows] == [False] * 3 + [True] * 3
     logs: list[str] = []
-    done, info = rewrite_queries(RunRoot(str(tmp_path), "first"), bench, options, rows, logs.append)
+    first = RunRoot(str(tmp_path), "first")
+    done, info = rewrite_queries(first, bench, options, rows, logs.append, AnswerStore(first))
     assert (info["rewriter"], info["asked"], info["fallback_to_last_turn"], info["engine_errors"]) == ("echo", 3, 0, 0)
-    assert info["cache"].startswith(str(tmp_path / REWRITE_CACHE))
+    assert info["cache"].startswith(str(tmp_path / ANSWERS))
     assert done[:3] == rows[:3] and [set(r) for r in done] == [set(rows[0])] * 6  # no `turns` left for search
     request = bench.rewrite_request(rows[3], options)
     assert request["max_tokens"] == 12
     assert done[3]["query"] == stand_in_reply(request)  # one line, no label: taken as it is
-    again, info = rewrite_queries(RunRoot(str(tmp_path), "second"), bench, options, rows, logs.append)
+    second = RunRoot(str(tmp_path), "second")
+    again, info = rewrite_queries(second, bench, options, rows, logs.append, AnswerStore(second))
     assert again == done and info["asked"] == 0
-    assert logs == ["rewrites with echo: 0 cached, 3 to ask", "rewrites with echo: 3 cached, 0 to ask"]
+    uncached, info = rewrite_queries(second, bench, options, rows, logs.append)  # `ragjudge run --no-cache`
+    assert uncached == done and info["asked"] == 3 and info["cache"] is None
+    assert logs == ["rewrites with echo: 0 cached, 3 to ask", "rewrites with echo: 3 cached, 0 to ask",
+                    "rewrites with echo: 0 cached, 3 to ask"]
 
 
 def test_no_rewrite_no_rewriter(tmp_path):

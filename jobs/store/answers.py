@@ -1,0 +1,114 @@
+"""ROOT/_answers: the answers every run under a root got from its models, kept by what produced them, so a
+new run (another run folder, a cell whose judge changed) asks a model only what it was never asked.
+
+    _answers/model=<model path>/part-<UTC time>-<random>.parquet    columns: key, run, and the answer's own
+
+A row's `key` hashes the model's identity (jobs.engines.identity: its weights' content or commit and every
+setting that changes answers) and the request's inputs (messages, prefill, candidates, sampling settings and
+seed). The messages and the tokenizer (part of the identity) fix the prompt's token ids, so the driver never
+tokenizes to look an answer up. Failed answers are never kept: a rerun asks them again.
+
+Parts are only ever added, one per (cell, model) that asked something; `ragjudge cache prune` removes whole
+parts, by model or by age (read from the part's name, which works the same on S3 and a local disk).
+"""
+from __future__ import annotations
+
+import calendar
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from actors.sampling import REQUEST_INPUTS
+from benchmarks.row_types import PromptAnswer, Request
+from jobs.store.layout import partition_value
+from jobs.store.run_root import RunRoot
+
+ANSWERS = "_answers"  # a sibling of the runs under the storage root, like the retrieval caches
+ANSWER_COLUMNS = tuple(PromptAnswer.__annotations__)  # what an engine computed for a prompt
+_TIME = "%Y%m%dT%H%M%SZ"
+
+
+def answer_key(identity: str, request: Request) -> str:
+    """The key of `request`'s answer from the model whose identity digest is `identity`."""
+    inputs = {name: request[name] for name in REQUEST_INPUTS if request.get(name) is not None}
+    return hashlib.sha256(json.dumps([identity, inputs], sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass
+class PartInfo:
+    """One stored part of a model's answers, as `ragjudge cache ls` and `prune` see it."""
+
+    model: str  # the partition's folder value: the model's path, a hub id's "/" as "__"
+    name: str  # between part- and .parquet
+    created: float  # Unix time, from the name
+
+    @property
+    def relpath(self) -> str:
+        return f"model={self.model}/part-{self.name}.parquet"
+
+
+class AnswerStore:
+    """The answer store of one storage root (a RunRoot on ROOT/_answers)."""
+
+    def __init__(self, root: RunRoot, log=print):
+        self.cache, self.log = root.sibling(ANSWERS), log
+
+    def find(self, model: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot
+        be read is said and skipped: its answers are asked again, and a new part keeps them."""
+        wanted, found = set(keys), {}
+        folder = f"model={partition_value(model)}"
+        for name, _ in self.cache.parquet_files(folder):
+            relpath = f"{folder}/part-{name}.parquet"
+            data = self.cache.read_bytes(relpath)
+            if data is None:
+                continue
+            try:
+                rows = pq.read_table(pa.BufferReader(data)).to_pylist()
+            except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
+                self.log(f"WARNING answer store: {self.cache.uri(relpath)} cannot be read ({type(e).__name__}: {e}); "
+                         "its answers are asked again")
+                continue
+            for row in rows:
+                if row["key"] in wanted:
+                    found[row["key"]] = {c: row.get(c) for c in ANSWER_COLUMNS if c in row}
+        return found
+
+    def add(self, model: str, run: str, answers: dict[str, dict[str, Any]]) -> None:
+        """Keep the answers (key -> the answer row) in one new part of the model's partition; failed ones are
+        left out."""
+        rows = [{"key": key, "run": run, **{c: answer.get(c) for c in ANSWER_COLUMNS if c in answer}}
+                for key, answer in answers.items() if not answer.get("error")]
+        if rows:
+            name = f"{time.strftime(_TIME, time.gmtime())}-{uuid.uuid4().hex[:8]}"
+            self.cache.write_parquet(f"model={partition_value(model)}/part-{name}.parquet", rows)
+
+    def parts(self) -> list[PartInfo]:
+        """Every stored part, model by model, oldest first."""
+        out = []
+        for folder in self.cache.folders():
+            if folder.startswith("model="):
+                for name, _ in self.cache.parquet_files(folder):
+                    stamp = name.split("-", 1)[0]
+                    created = calendar.timegm(time.strptime(stamp, _TIME))
+                    out.append(PartInfo(folder.removeprefix("model="), name, created))
+        return out
+
+    def rows(self, part: PartInfo) -> int:
+        """How many answers a part holds (from its footer)."""
+        data = self.cache.read_bytes(part.relpath)
+        return 0 if data is None else pq.read_metadata(pa.BufferReader(data)).num_rows
+
+    def remove(self, part: PartInfo) -> None:
+        self.cache.delete(part.relpath)
+
+    @property
+    def uri(self) -> str:
+        return self.cache.uri("")

@@ -1,0 +1,54 @@
+"""A cell's error budget: how many of its requests failed, how many of those may pass if asked again, and the
+most common error, against its benchmark's `max_error_rate`.
+
+The rate is failed requests over requests (each request counted once, by its newest answer; a judge's routed
+requests included), not failed rows over rows: it measures what the engines did, which is what `ragjudge run
+--retry-errors` can change, while bad input rows are the data's (metrics.json's `n_bad_rows`). A retrieval cell
+sends no requests and has no budget.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jobs.engines import headline, retryable
+
+
+def asks_again(answer: Mapping[str, Any]) -> bool:
+    """Whether --retry-errors asks this stored answer's request again: its stored `retryable`, or its error
+    classed now where the row predates that column."""
+    stored = answer.get("retryable")
+    return retryable(answer.get("error")) if stored is None else bool(stored)
+
+
+def request_errors(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """{requests, failed, retryable, top_error, top_error_count} of a cell's answers (one per request); the top
+    error is the most common error without its details (jobs.engines.errors.headline)."""
+    answers = list(answers)
+    failed = [a for a in answers if a.get("error")]
+    top = Counter(headline(str(a["error"])) for a in failed).most_common(1)
+    return {"requests": len(answers), "failed": len(failed), "retryable": sum(asks_again(a) for a in failed),
+            "top_error": top[0][0] if top else None, "top_error_count": top[0][1] if top else 0}
+
+
+def over_budget(counts: Mapping[str, Any] | None, max_error_rate: float) -> str | None:
+    """Why a cell with these request_errors counts is over its budget, in one line; None when it is not (or
+    has no requests)."""
+    if not counts or not counts["requests"]:
+        return None
+    rate = counts["failed"] / counts["requests"]
+    if rate <= max_error_rate:
+        return None
+    again = (f"; {counts['retryable']} retryable: `ragjudge run --retry-errors` asks them again"
+             if counts["retryable"] else "; none retryable")
+    return (f"{counts['failed']} of {counts['requests']} requests failed ({100 * rate:.1f}% > max_error_rate "
+            f"{100 * max_error_rate:g}%); most common: {counts['top_error']} ({counts['top_error_count']}){again}")
+
+
+def reopens(entry: Mapping[str, Any]) -> bool:
+    """Whether --retry-errors reopens a finished cell: it stored retryable errors (None: a retrieval cell, which
+    sends no requests; an entry from before they were counted: any failed row)."""
+    if "request_errors" not in entry:
+        return bool(entry.get("n_errors"))
+    return bool((entry["request_errors"] or {}).get("retryable"))

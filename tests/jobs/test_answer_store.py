@@ -1,0 +1,176 @@
+"""The answer store (ROOT/_answers): a new run under the same root asks a model only what no run asked it before,
+a swapped judge re-asks only its own requests, failed answers are asked again, and `ragjudge cache` lists and
+prunes it. Cells run through jobs.sweep.cell.run_cell with the stand-in engine (tests/stand_in.py), counting
+the requests each engine call was sent."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+import rounds_stub
+from stand_in import run, stand_in_engine
+
+from actors.model_store import weights_identity
+from jobs.cli import main
+from jobs.config import ModelConfig
+from jobs.engines import ENGINES
+from jobs.engines.identity import model_identity
+from jobs.store.answers import AnswerStore, answer_key
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    return rounds_stub.register(monkeypatch)
+
+
+def _judge(name: str = "judge", path: str = "p", **settings) -> ModelConfig:
+    return ModelConfig(name=name, path=path, kind="generative", engine="stand_in", **settings)
+
+
+def _asked(calls: list[list[str]]) -> list[str]:
+    return sorted(i for call in calls for i in call)
+
+
+def test_a_second_run_under_the_same_root_asks_nothing_and_gets_the_same_metrics(tmp_path, stub, monkeypatch):
+    calls = stand_in_engine(monkeypatch)
+    root, first = run(tmp_path, stub(), run_name="first", cache=True)
+    assert len(_asked(calls)) == 9 and first.status == "done"
+    calls.clear()
+    second_root, second = run(tmp_path, stub(), run_name="second", cache=True)
+    assert calls == [] and second.status == "done" and second.metrics == first.metrics
+    assert second_root.read_json("manifest.json")["cells"]["stub/judge"]["cached_answers"] == 9
+    assert root.read_json("manifest.json")["cells"]["stub/judge"]["cached_answers"] == 0
+    assert {r["request_id"]: r["text"] for r in second_root.read_rows("requests", "stub", "judge")} == {
+        r["request_id"]: r["text"] for r in root.read_rows("requests", "stub", "judge")}
+
+
+def test_a_swapped_judge_re_asks_only_its_own_requests(tmp_path, stub, monkeypatch):
+    calls = []
+
+    def reply(request, model):
+        calls.append((model.name, request["request_id"]))
+        return f"{model.name} on {request['variant']}"
+
+    stand_in_engine(monkeypatch, reply)
+    run(tmp_path, stub(routed=True), run_name="first", judges={"critic": _judge("critic", "critic-1")}, cache=True)
+    calls.clear()
+    _, outcome = run(tmp_path, stub(routed=True), run_name="second", judges={"critic": _judge("critic", "critic-2")},
+                     cache=True)
+    assert outcome.status == "done"
+    assert calls == [("critic", f"stub/{i}#judge") for i in range(3)]  # the generations all came from the store
+
+
+def test_without_the_cache_every_request_is_asked_and_nothing_is_kept(tmp_path, stub, monkeypatch):
+    calls = stand_in_engine(monkeypatch)
+    root, _ = run(tmp_path, stub(), run_name="first", cache=True)
+    calls.clear()
+    run(tmp_path, stub(), run_name="second", cache=False)
+    assert len(_asked(calls)) == 9
+    assert len(AnswerStore(root).parts()) == 1  # the first run's part only
+
+
+def test_a_setting_that_changes_answers_misses_and_one_that_does_not_hits(tmp_path, stub, monkeypatch):
+    calls = stand_in_engine(monkeypatch)
+    run(tmp_path, stub(), model=_judge(), run_name="first", cache=True)
+    calls.clear()
+    run(tmp_path, stub(), model=_judge(batch_size=3, note="renamed run"), run_name="batch", cache=True)
+    assert calls == []  # batch_size and note are run settings: the answers stand
+    run(tmp_path, stub(), model=_judge(name="another-file"), run_name="renamed", cache=True)
+    assert calls == []  # another model file of the same model shares its answers
+    run(tmp_path, stub(), model=_judge(max_new_tokens=99), run_name="longer", cache=True)
+    assert len(_asked(calls)) == 9
+
+
+def test_failed_answers_are_not_kept_and_are_asked_again(tmp_path, stub, monkeypatch):
+    calls: list[list[str]] = []
+    failing = {"stub/1#generate"}  # fails once
+
+    def answer(requests, model, log=print, host=None):
+        calls.append([r["request_id"] for r in requests])
+        for r in requests:
+            failed = r["request_id"] in failing
+            failing.discard(r["request_id"])
+            yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
+                   "variant": r["variant"], "text": None if failed else f"answer to {r['messages'][0]['content']}",
+                   "error": "api: HTTP 503 (model 'judge', 6 tries)" if failed else None}
+
+    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
+    run(tmp_path, stub(), run_name="first", cache=True)
+    calls.clear()
+    run(tmp_path, stub(), run_name="second", cache=True)
+    # The failed generation is asked again; its judge and verdict requests read the new text, so they are new.
+    assert _asked(calls) == ["stub/1#generate", "stub/1#judge", "stub/1#verdict"]
+
+
+def test_the_key_is_the_request_inputs_and_the_model_identity_not_the_ids():
+    request = {"request_id": "a#1", "item_id": "a", "subset": "s", "variant": "1",
+               "messages": [{"role": "user", "content": "q"}], "seed": 3}
+    same = {**request, "request_id": "b#2", "item_id": "b", "variant": "2", "subset": "t"}
+    assert answer_key("m", request) == answer_key("m", same)
+    assert answer_key("m", request) != answer_key("n", request)
+    assert answer_key("m", request) != answer_key("m", {**request, "seed": 4})
+    assert answer_key("m", request) != answer_key("m", {**request, "prefill": "Choose "})
+    assert answer_key("m", request) == answer_key("m", {**request, "route": "critic", "permutation": [1, 0]})
+
+
+def test_a_local_folder_is_known_by_its_content_not_its_place(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 8}))
+    (folder / "model.safetensors").write_bytes(b"x" * 100)
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    for f in folder.iterdir():
+        (moved / f.name).write_bytes(f.read_bytes())
+    assert weights_identity(str(folder)) == weights_identity(str(moved))
+    (moved / "config.json").write_text(json.dumps({"hidden_size": 16}))
+    weights_identity.__globals__["_content_digest"].cache_clear()
+    assert weights_identity(str(folder)) != weights_identity(str(moved))
+    a = ModelConfig(name="a", path=str(folder), kind="discriminative", engine="transformers")
+    assert model_identity(a) == model_identity(replace(a, name="b", path=str(folder) + "/"))
+
+
+def test_a_hub_model_is_known_by_its_pinned_commit():
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert weights_identity("org/never-cached", sha) == f"org/never-cached@{sha}"
+    assert weights_identity("org/never-cached") == "org/never-cached@main"  # not in the cache: as written
+
+
+def test_cache_ls_and_prune_by_model_and_by_age(tmp_path, stub, monkeypatch, capsys):
+    stand_in_engine(monkeypatch)
+    run(tmp_path, stub(), model=_judge(path="org/one"), run_name="a", cache=True)
+    run(tmp_path, stub(), model=_judge(path="two"), run_name="b", cache=True)
+    assert main(["cache", "ls", str(tmp_path)]) == 0
+    listing = capsys.readouterr().out
+    assert "org__one" in listing and "two" in listing and listing.count("     9  ") == 2
+    assert main(["cache", "prune", str(tmp_path)]) == 2  # no filter: nothing removed
+    assert main(["cache", "prune", str(tmp_path), "--older-than", "1"]) == 0  # both written just now
+    assert len(AnswerStore(_root(tmp_path)).parts()) == 2
+    assert main(["cache", "prune", str(tmp_path), "--model", "org/one"]) == 0
+    assert "removed 1 parts (9 answers) of 2" in capsys.readouterr().out
+    assert [p.model for p in AnswerStore(_root(tmp_path)).parts()] == ["two"]
+    monkeypatch.setattr(time, "time", lambda: 1e10)  # far in the future: every part is old
+    assert main(["cache", "prune", str(tmp_path), "--older-than", "30"]) == 0
+    assert AnswerStore(_root(tmp_path)).parts() == []
+
+
+def _root(tmp_path):
+    from jobs.store.run_root import RunRoot
+
+    return RunRoot(str(tmp_path), "_")
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not parquet"])
+def test_an_unreadable_part_is_said_and_its_answers_asked_again(tmp_path, stub, monkeypatch, garbage):
+    calls = stand_in_engine(monkeypatch)
+    root, _ = run(tmp_path, stub(), run_name="first", cache=True)
+    (part,) = AnswerStore(root).parts()
+    (tmp_path / "_answers" / part.relpath).write_bytes(garbage)
+    calls.clear()
+    lines: list[str] = []
+    found = AnswerStore(root, lines.append).find("p", ["x"])
+    assert found == {} and "cannot be read" in lines[0] and "asked again" in lines[0]
+    run(tmp_path, stub(), run_name="second", cache=True)
+    assert len(_asked(calls)) == 9

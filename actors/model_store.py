@@ -279,7 +279,7 @@ def weights_identity(spec: str, revision: str | None = None) -> str:
     files (config, tokenizer, weights index) and the names and sizes of the rest, without reading gigabytes of
     weights; a hub id by the commit its revision resolves to in the Hugging Face cache, else by the revision
     as written (a branch that moves on the hub then keeps its old answers: pin a commit)."""
-    path = resolve_model(spec) if spec in BUILT_IN else spec
+    path = resolve_model(spec) if spec in BUILT_IN or made_as(spec) else spec  # a seeded classifier too
     local = Path(path).expanduser()
     if local.exists():
         return "content:" + _content_digest(str(local.resolve()))

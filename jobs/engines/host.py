@@ -13,6 +13,7 @@ Serve-shared judges have no engine here.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -36,6 +37,7 @@ class EngineHost:
         self._lock = threading.Lock()
         self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
+        self._times: dict[str, dict[str, float]] = {}  # actor name -> requested_at, released_at (Unix seconds)
         self._ledger: Any = None
 
     @property
@@ -68,6 +70,7 @@ class EngineHost:
             handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
                                              **options).remote(*args)
             self._servers[name] = (handle, group)
+            self._times[name] = {"requested_at": round(time.time(), 3)}
             self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
         return name
 
@@ -113,28 +116,33 @@ class EngineHost:
         ray.kill(handle, no_restart=True)
         if group is not None:
             ray.util.remove_placement_group(group)
+        self._times[name]["released_at"] = round(time.time(), 3)
 
     def accounting(self) -> list[dict[str, Any]]:
-        """One entry per engine: model(s), engine, starts, the node of each start, start_s, busy_s, requests and
-        token counts; `lost_nodes`: the nodes it ran on that have died since (Ray restarted it elsewhere)."""
+        """One entry per engine: model(s), engine, starts, the node and times of each start, start_s, busy_s,
+        requests and token counts; `lost_nodes`: the nodes it ran on that have died since (Ray restarted it
+        elsewhere); `requested_at` and `released_at`: when the host asked Ray for its actor and when it killed it,
+        so its whole cost of a start (Ray placing it, the process, imports, the load) and when it stopped holding
+        its resources can be read."""
         import ray
 
         if self._ledger is None:
             return []
         entries = ray.get(self._ledger.read.remote())
         alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
-        for entry in entries.values():
+        for name, entry in entries.items():
+            entry.update(self._times.get(name, {}))
             entry["lost_nodes"] = list(dict.fromkeys(node["node_id"] for node in entry["nodes"]
                                                      if node.get("node_id") and node["node_id"] not in alive))
         return [entries[name] for name in sorted(entries)]
 
     def close(self) -> list[dict[str, Any]]:
-        """Release every engine; the accounting as it stood."""
+        """Release every engine; the accounting, with every release time."""
         import ray
 
-        entries = self.accounting()
         for name in list(self._servers):
             self._stop(name)
+        entries = self.accounting()
         if self._ledger is not None:
             ray.kill(self._ledger)
             self._ledger = None

@@ -6,7 +6,15 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
-from actors.model_store import MADE, SMOLLM2, TINY_CLASSIFIER, builtin_problem, resolve_model, why_make
+from actors.model_store import (
+    MADE,
+    SMOLLM2,
+    TINY_CLASSIFIER,
+    builtin_problem,
+    made_as,
+    resolve_model,
+    why_make,
+)
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
@@ -93,11 +101,12 @@ def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], Non
     made, for the cells that need it to fail with."""
     specs = {spec for model in models for spec in weight_specs(model).values()} | set(also)
     failed: dict[str, str] = {}
-    for spec in sorted(specs & set(MADE), key=list(MADE).index):  # SmolLM2 before what it is made into
+    made = sorted((spec for spec in specs if made_as(spec)), key=lambda spec: (list(MADE).index(made_as(spec)), spec))
+    for spec in made:  # SmolLM2 before what it is made into
         why = why_make(spec)
         if why is None:
             continue
-        log(f"making {MAKING[spec]} ({why})")
+        log(f"making {MAKING[made_as(spec)]}{'' if spec in MADE else f' ({spec})'} ({why})")
         start = time.perf_counter()
         try:
             folder = resolve_model(spec)

@@ -201,15 +201,18 @@ def weights_record(model: ModelConfig) -> dict[str, Any]:
 
 
 def folder_hash(folder: Path) -> str | None:
-    """12 hex digits of sha256 over config.json's bytes and the names and sizes of the weight files; None when
-    the folder is not there."""
+    """12 hex digits of sha256 over the bytes of the folder's JSON files (config, tokenizer, weights index, a
+    built-in model's build record: two seeds of the tiny classifier differ in nothing else that is cheap to
+    read) and the names and sizes of the weight files; None when the folder is not there. The answer store
+    keys on it (jobs.engines.identity), so it must change whenever answers may."""
     if not folder.is_dir():
         return None
     digest = hashlib.sha256()
-    config = folder / "config.json"
-    if config.is_file():
-        digest.update(config.read_bytes())
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name.endswith(WEIGHT_FILES):
+        if not path.is_file():
+            continue
+        if path.suffix == ".json":
+            digest.update(f"{path.relative_to(folder)}\n".encode() + path.read_bytes())
+        elif path.name.endswith(WEIGHT_FILES):
             digest.update(f"{path.relative_to(folder)}:{path.stat().st_size}\n".encode())
     return digest.hexdigest()[:12]

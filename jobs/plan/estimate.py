@@ -25,10 +25,18 @@ from benchmarks.protocol import Benchmark, benchmark
 from benchmarks.row_types import Item
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
+from jobs.engines.host import engine_name
 from jobs.plan.placement import EngineJob, Schedule, schedule
 from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
 from jobs.sweep.cell import load
 from jobs.sweep.pipeline import applies
+
+# MEASURED, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray placing
+# the actor, the worker process, imports, loading a model of up to 135M parameters; vLLM with enforce_eager),
+# the median over the engines of each kind (41 transformers, 4 vLLM) of `python perf/sweep_45_engines.py OUT.json`
+# (2026-11-26, 2-core AVX2 machine without AVX-512, load average 3 rising to 29 with other engineers' work;
+# docs/scale.md). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
+CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
 
 
 @dataclass
@@ -38,7 +46,8 @@ class GpuSpec:
     efficiency: float = 0.35  # share of peak a prefill-heavy batched workload reaches
     count: int = 8
     chars_per_token: float = 4.0
-    # An engine's start besides loading weights, from vLLM's own start logs (docs/plan_rag_rewardbench_45.md):
+    # ASSUMED, not measured here (no GPU run yet): an engine's start besides loading weights, from vLLM's own
+    # start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what this project measured on CPU.
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
     load_gb_per_s: float = 2.0  # weights read from disk or object storage
@@ -62,6 +71,8 @@ class CellPlan:
     gpus: int = 1  # the model's tensor-parallel group
     start_s: float = 0.0  # one start of the model's engine (0: no GPU engine: an API judge, or no params_b)
     reference: str | None = None  # an implicit RM's reference model: a second engine, half of the compute
+    cpu_engine: str | None = None  # the host's engine of a model file that asks for no GPU: it starts on CPU
+    cpu_start_s: float = 0.0  # one start of that engine (CPU_START_S)
     path: str = ""  # the model's path: an API judge's row in the price table (jobs.plan.prices)
     batch: bool = False  # its engine submits batches, at the batch price
 
@@ -126,9 +137,12 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
         hours = flops / (gpu.peak_tflops * 1e12 * gpu.efficiency) / 3600
         start_s = start_seconds(model, gpu)
+    on_cpu = not model.num_gpus and engine_of(model).server_names(model) and model.engine in CPU_START_S
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
-                    reference=model.reference, path=model.path, batch=engine_of(model).submits)
+                    reference=model.reference, cpu_engine=engine_name(model) if on_cpu else None,
+                    cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0,
+                    path=model.path, batch=engine_of(model).submits)
 
 
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
@@ -228,6 +242,11 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
                      f"{plan.idle_gpu_s / 3600:.1f} GPU-hours.")
     for job in plan.unplaced:
         lines.append(f"Cannot place {job.name}: {job.gpus} GPUs is wider than a node of {gpu.node_gpus}.")
+    cpu = {p.cpu_engine: p.cpu_start_s for p in plans if p.cpu_engine and not p.problem}
+    if cpu:
+        lines.append(f"On CPU as configured (model files with no num_gpus): {len(cpu)} engine starts, "
+                     f"{sum(cpu.values()) / 60:.1f} min at the measured {CPU_START_S['transformers']:g} s "
+                     f"(transformers) or {CPU_START_S['vllm']:g} s (vLLM, eager) each, one after another.")
     lines.append(f"API tokens: {api:,d}.")
     lines += api_cost_lines(plans, prices or load_prices())
     items_from = sorted({p.items_from for p in plans if p.items_from})

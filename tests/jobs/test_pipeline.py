@@ -96,6 +96,12 @@ def test_each_engine_started_once_for_all_its_models_benchmarks_and_rounds(demo)
     assert 0 < smollm2["cached_prompt_tokens"] < smollm2["prompt_tokens"]
     assert smollm2["generated_tokens"] > 0 and smollm2["busy_s"] > 0 and smollm2["start_s"] > 0
     assert engines["tiny_classifier"]["requests"] == 12 and engines["tiny_classifier"]["generated_tokens"] == 0
+    # each engine on one time line: asked for, its load began and ended, released after its model's last cell
+    cells = run.read_json("manifest.json")["cells"]
+    for model, entry in engines.items():
+        (start,) = entry["start_times"]
+        last_cell = max(cells[key]["finished_at"] for key in cells if key.split("/")[1] in model.split(" + "))
+        assert entry["requested_at"] <= start["began"] <= start["ready"] <= last_cell <= entry["released_at"]
 
 
 def test_cells_ran_side_by_side_where_the_cluster_had_room(demo):

@@ -11,7 +11,7 @@ from sweeps import SAMPLE, write_sweep
 from benchmarks import rag_rewardbench as rb
 from benchmarks.rag_rewardbench import synthetic
 from jobs.loading import load_sweep
-from jobs.plan.estimate import GpuSpec, format_plan, plan_schedule, plan_sweep
+from jobs.plan.estimate import CPU_START_S, GpuSpec, format_plan, plan_schedule, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +51,20 @@ def test_an_engine_that_does_not_compile_starts_without_the_compile_time(tmp_pat
         '{name: plain, path: "org/c", kind: discriminative, params_b: 8.0, engine: transformers}'])
     starts = {p.model: p.start_s for p in plan_sweep(load_sweep(sweep), gpu)}
     assert starts == {"compiled": 50 + 40 + 16 / 4, "eager": 50 + 16 / 4, "plain": 50 + 16 / 4}
+
+
+def test_engines_on_cpu_are_counted_once_each_at_the_measured_start(tmp_path):
+    # v1 and v2 would build the same vLLM engine (only a request setting differs): one start between them
+    sweep = write_sweep(tmp_path, "cpu", [
+        '{name: t, path: "org/a", kind: discriminative, engine: transformers}',
+        '{name: v1, path: "org/b", kind: implicit, engine: vllm, enforce_eager: true}',
+        '{name: v2, path: "org/b", kind: implicit, engine: vllm, enforce_eager: true, batch_size: 2}',
+        '{name: gpu, path: "org/c", kind: discriminative, params_b: 8.0, num_gpus: 1}'])
+    plans = plan_sweep(load_sweep(sweep), GpuSpec())
+    transformers, vllm = CPU_START_S["transformers"], CPU_START_S["vllm"]
+    assert {p.model: p.cpu_start_s for p in plans} == {"t": transformers, "v1": vllm, "v2": vllm, "gpu": 0.0}
+    line = next(line for line in format_plan(plans, GpuSpec()).splitlines() if line.startswith("On CPU"))
+    assert f"2 engine starts, {(transformers + vllm) / 60:.1f} min" in line
 
 
 def test_missing_data_scales_the_plan_sample_to_the_size(tmp_path):

@@ -91,7 +91,7 @@ def test_the_next_models_weights_download_while_the_current_engine_runs(ray_sess
     a_ended = manifest["cells"]["rag_rewardbench/a"]["finished_at"]
     b_engine = next(e for e in manifest["engines"] if e["model"] == "b")
     assert b_engine["starts"] == 1 and b_engine["start_s"] < delay_s
-    assert b_engine["started_at"][0] - a_ended < delay_s
+    assert b_engine["start_times"][0]["began"] - a_ended < delay_s
     assert manifest["weights"]["b"]["path"] == {"hub": "org/b", "commit": repos["org/b"].commit}
 
 

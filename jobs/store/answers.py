@@ -16,8 +16,10 @@ from __future__ import annotations
 import calendar
 import hashlib
 import json
+import threading
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -59,27 +61,50 @@ class AnswerStore:
 
     def __init__(self, root: RunRoot, log=print):
         self.cache, self.log = root.sibling(ANSWERS), log
+        # What this store has read so far (one per sweep): cells look a model up round after round and judge
+        # after judge, so each part is read once for its keys, and again only when it holds an answer asked for.
+        self._where: dict[str, dict[str, str]] = {}  # model folder -> key -> the part's relpath that holds it
+        self._indexed: set[str] = set()  # relpaths read into _where
+        self._lock = threading.Lock()  # cells run in threads
+        self.identities: dict[str, str] = {}  # model settings (JSON) -> identity digest, by jobs.sweep.answer_cache
 
     def find(self, model: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot
         be read is said and skipped: its answers are asked again, and a new part keeps them."""
-        wanted, found = set(keys), {}
         folder = f"model={partition_value(model)}"
+        with self._lock:
+            where = self._index(folder)
+            hits: dict[str, set[str]] = defaultdict(set)
+            for key in keys:
+                if key in where:
+                    hits[where[key]].add(key)
+            found = {}
+            for relpath, wanted in hits.items():
+                for row in self._rows(relpath) or ():
+                    if row["key"] in wanted:
+                        found[row["key"]] = {c: row.get(c) for c in ANSWER_COLUMNS if c in row}
+            return found
+
+    def _index(self, folder: str) -> dict[str, str]:
+        """The folder's key -> part map, with the parts added since the last look read in."""
+        where = self._where.setdefault(folder, {})
         for name, _ in self.cache.parquet_files(folder):
             relpath = f"{folder}/part-{name}.parquet"
-            data = self.cache.read_bytes(relpath)
-            if data is None:
-                continue
-            try:
-                rows = pq.read_table(pa.BufferReader(data)).to_pylist()
-            except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
-                self.log(f"WARNING answer store: {self.cache.uri(relpath)} cannot be read ({type(e).__name__}: {e}); "
-                         "its answers are asked again")
-                continue
-            for row in rows:
-                if row["key"] in wanted:
-                    found[row["key"]] = {c: row.get(c) for c in ANSWER_COLUMNS if c in row}
-        return found
+            if relpath not in self._indexed:
+                self._indexed.add(relpath)
+                where.update((row["key"], relpath) for row in self._rows(relpath, ["key"]) or ())
+        return where
+
+    def _rows(self, relpath: str, columns: list[str] | None = None) -> list[dict[str, Any]] | None:
+        data = self.cache.read_bytes(relpath)
+        if data is None:
+            return None
+        try:
+            return pq.read_table(pa.BufferReader(data), columns=columns).to_pylist()
+        except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
+            self.log(f"WARNING answer store: {self.cache.uri(relpath)} cannot be read ({type(e).__name__}: {e}); "
+                     "its answers are asked again")
+            return None
 
     def add(self, model: str, run: str, answers: dict[str, dict[str, Any]]) -> None:
         """Keep the answers (key -> the answer row) in one new part of the model's partition; failed ones are
@@ -87,8 +112,13 @@ class AnswerStore:
         rows = [{"key": key, "run": run, **{c: answer.get(c) for c in ANSWER_COLUMNS if c in answer}}
                 for key, answer in answers.items() if not answer.get("error")]
         if rows:
-            name = f"{time.strftime(_TIME, time.gmtime())}-{uuid.uuid4().hex[:8]}"
-            self.cache.write_parquet(f"model={partition_value(model)}/part-{name}.parquet", rows)
+            folder = f"model={partition_value(model)}"
+            relpath = f"{folder}/part-{time.strftime(_TIME, time.gmtime())}-{uuid.uuid4().hex[:8]}.parquet"
+            self.cache.write_parquet(relpath, rows)
+            with self._lock:
+                if folder in self._where:  # known to this store: the new part needs no reading back
+                    self._indexed.add(relpath)
+                    self._where[folder].update((row["key"], relpath) for row in rows)
 
     def parts(self) -> list[PartInfo]:
         """Every stored part, model by model, oldest first."""

@@ -7,16 +7,26 @@ of one model share them where their identities (jobs.engines.identity) agree.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 
 from actors.sampling import REQUEST_INPUTS
 from benchmarks.protocol import Answer, Request
-from jobs.config import ModelConfig
+from jobs.config import ModelConfig, to_dict
 from jobs.engines.identity import model_identity
 from jobs.store.answers import AnswerStore, answer_key
 
 Keys = dict[str, tuple[str, str]]  # request id -> (the answering model's path, the answer's key)
+
+
+def answer_keys(store: AnswerStore, answerer: ModelConfig, requests: list[Request]) -> Keys:
+    """Each request's key in the store; the answerer's identity is worked out once per store (a folder's
+    weights identity hashes its files)."""
+    settings = json.dumps(to_dict(answerer), sort_keys=True, default=str)
+    if (identity := store.identities.get(settings)) is None:
+        identity = store.identities[settings] = model_identity(answerer)
+    return {r["request_id"]: (answerer.path, answer_key(identity, r)) for r in requests}
 
 
 def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: list[Request], keys: Keys,
@@ -26,8 +36,7 @@ def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: 
     if store is None:
         yield from ask(requests) if requests else ()
         return
-    identity = model_identity(answerer)
-    mine = {r["request_id"]: answer_key(identity, r) for r in requests}
+    mine = {request_id: key for request_id, (_, key) in answer_keys(store, answerer, requests).items()}
     keys.update((request_id, (answerer.path, key)) for request_id, key in mine.items())
     found = store.find(answerer.path, mine.values())
     asked = [r for r in requests if mine[r["request_id"]] not in found]
@@ -42,7 +51,8 @@ def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: 
 
 
 def keep_answers(store: AnswerStore | None, run: str, answered: list[Answer], keys: Keys) -> None:
-    """Add the answers a cell's engines gave this attempt (not the store's, not failed ones) to the store."""
+    """Add the answers the cell's engines gave (not the store's, not failed ones) to the store: those of this
+    attempt and, where `keys` has them, of attempts before it."""
     if store is None:
         return
     by_model: dict[str, dict[str, Answer]] = defaultdict(dict)

@@ -38,7 +38,7 @@ from jobs.config import (
 from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of, retryable
 from jobs.store import FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
-from jobs.sweep.answer_cache import asked_or_cached, keep_answers
+from jobs.sweep.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
 from jobs.sweep.error_budget import asks_again, over_budget, reopens, request_errors
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
@@ -231,7 +231,7 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
              f"{sum(r['request_id'] not in done for r in requests)} to go{asked_again}")
     if cell.progress:
         cell.progress.cell_started(cell.key, len(requests), sum(r["request_id"] in done for r in requests))
-    keys: dict[str, str] = {}  # request id -> its answer's key in the answer store
+    keys: Keys = {}  # request id -> (its answerer's path, its answer's key in the answer store)
     for round_ in range(MAX_ROUNDS):
         todo = [r for r in requests if r["request_id"] not in done]
         if round_ and todo and cell.progress:
@@ -241,6 +241,11 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
                                  f"({', '.join(unknown)})")
         if todo and round_:
             cell.log(f"{bench.name} x {model.name}: round {round_}: {len(todo)} requests to go")
+        if cell.answer_store:  # answers an attempt before this one stored (a resume) are kept in the store too
+            earlier = [r for r in requests if r["request_id"] in done and r["request_id"] not in keys]
+            for route, part in _by_route(earlier):
+                if route is None or route in cell.judges:
+                    keys.update(answer_keys(cell.answer_store, cell.judges[route] if route else model, part))
         for route, part_todo in _by_route(todo):  # the cell's own model first, then each judge
             answerer = cell.judges[route] if route else model
             cell.stop.check()  # before an engine starts or a request is sent

@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import replace
 
+import pyarrow.parquet as pq
 import pytest
 import rounds_stub
 from stand_in import run, stand_in_engine
@@ -181,3 +182,47 @@ def test_an_unreadable_part_is_said_and_its_answers_asked_again(tmp_path, stub, 
     assert found == {} and "cannot be read" in lines[0] and "asked again" in lines[0]
     run(tmp_path, stub(), run_name="second", cache=True)
     assert len(_asked(calls)) == 9
+
+
+def test_answers_stored_before_a_resume_are_kept_too(tmp_path, stub, monkeypatch):
+    """The first attempt dies when the judge round begins, its three generations stored; the resumed attempt
+    asks the other six, and the store then keeps all nine, so a new run asks nothing."""
+    calls = stand_in_engine(monkeypatch)
+    answer, given = ENGINES["stand_in"].answer, []
+
+    def dies_after_three(requests, model, log=print, host=None):
+        for row in answer(requests, model, log, host):
+            if len(given) == 3:
+                raise RuntimeError("the engine died")
+            given.append(row)
+            yield row
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ENGINES["stand_in"], "answer", dies_after_three)
+        root, killed = run(tmp_path, stub(), run_name="first", cache=True)
+    assert killed.status == "failed" and len(root.read_rows("requests", "stub", "judge")) == 3
+    calls.clear()
+    _, resumed = run(tmp_path, stub(), run_name="first", cache=True)
+    assert resumed.status == "done" and len(_asked(calls)) == 6
+    assert sum(AnswerStore(root).rows(part) for part in AnswerStore(root).parts()) == 9
+    calls.clear()
+    run(tmp_path, stub(), run_name="second", cache=True)
+    assert calls == []
+
+
+def test_a_store_reads_each_part_once_for_its_keys_and_again_only_for_a_hit(tmp_path, stub, monkeypatch):
+    stand_in_engine(monkeypatch)
+    root, _ = run(tmp_path, stub(), model=_judge(), run_name="first", cache=True)
+    run(tmp_path, stub(), model=_judge(max_new_tokens=99), run_name="longer", cache=True)
+    store = AnswerStore(root)
+    first, second = (part.relpath for part in store.parts())
+    reads: list[str] = []
+    read_bytes = store.cache.read_bytes
+    monkeypatch.setattr(store.cache, "read_bytes", lambda relpath: reads.append(relpath) or read_bytes(relpath))
+    wanted = pq.read_table(tmp_path / "_answers" / first, columns=["key"]).column("key").to_pylist()[:2]
+    assert set(store.find("p", wanted)) == set(wanted)
+    assert sorted(reads) == sorted([first, second, first])  # both indexed, the one with the answers read back
+    reads.clear()
+    assert set(store.find("p", wanted)) == set(wanted) and reads == [first]
+    reads.clear()
+    assert store.find("p", ["no such key"]) == {} and reads == []

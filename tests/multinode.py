@@ -23,6 +23,34 @@ from typing import Any
 
 OBJECT_STORE = 200 * 1024 * 1024  # per node: the sweep's rows are small
 ROOT = Path(__file__).resolve().parents[1]
+# Transformers engines start in seconds: the node's loss and the engine's restart are what is tested, and they
+# are the same Ray actor restart for a vLLM engine (jobs.engines.host).
+TINY = '{name: tiny_tf, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers, batch_size: 4}'
+
+
+def run(folder: Path, sweep: Path, name: str, layout: str, *flags: str) -> dict[str, Any]:
+    """One run of `sweep` by this script in a process of its own, as storage.run=`name`, without the answer
+    store (the engines are what is compared): what it wrote to its OUT.json."""
+    out = folder / f"{name}.json"
+    done = subprocess.run([sys.executable, __file__, str(out), "--sweep", str(sweep), "--layout", layout, *flags,
+                           f"storage.run={name}", "storage.answer_cache=false"],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0 and out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def join_sweep(folder: Path) -> Path:
+    """Two models whose engines take 2 CPUs each, over 132 synthetic pairs (6 of each Table 4 subset): on one
+    worker of 3 CPUs the second cell waits for room until a node joins."""
+    from sweeps import write_sweep
+
+    from benchmarks.rag_rewardbench import synthetic
+
+    data = folder / "pairs.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in synthetic.generate(scale=0.25, max_pairs=6)))
+    models = [TINY.replace("tiny_tf", name).replace("batch_size: 4", "batch_size: 4, num_cpus: 2")
+              for name in ("tiny_a", "tiny_b")]
+    return write_sweep(folder, "join", models, f'root: "{folder / "results"}"', data=data)
 
 
 def start_cluster(cpus: list[int]) -> Any:

@@ -1,7 +1,7 @@
 """Resume after a real kill: the driver process gets SIGKILL mid-sweep, the same command takes over its lease
 and finishes the run.
 
-The sweep has two cells over 24 pairs (the paper's six examples, four times under distinct ids): a quick
+The sweep has two cells over 12 pairs (the paper's six examples, twice under distinct ids): a quick
 classifier cell that finishes first, then SmolLM2 as an implicit RM on the transformers engine (one request
 at a time, so the run lasts long enough to be killed part-way through it).
 """
@@ -30,7 +30,7 @@ def sweep_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("resume")
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
     data = folder / "pairs.jsonl"
-    data.write_text("".join(json.dumps({**row, "id": f"{row['id']}-copy{k}"}) + "\n" for k in range(4)
+    data.write_text("".join(json.dumps({**row, "id": f"{row['id']}-copy{k}"}) + "\n" for k in range(2)
                             for row in rows))
     return write_sweep(folder, "resume", [
         (f'{{name: {FIRST}, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers, '
@@ -62,7 +62,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     process.wait()
     run = RunRoot(str(killed), "resume")
     first = run.read_rows("requests", "rag_rewardbench", MODEL)
-    assert 0 < len(first) < 48, "the kill must land part-way through the cell"
+    assert 0 < len(first) < 24, "the kill must land part-way through the cell"
     cells = run.read_json("manifest.json")["cells"]
     assert cells[f"rag_rewardbench/{MODEL}"]["status"] == "running"
     assert cells[f"rag_rewardbench/{FIRST}"]["status"] == "done"
@@ -72,16 +72,16 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     output = resumed.communicate(timeout=900)[0]
     resumed_s = time.perf_counter() - start
     assert resumed.returncode == 0, output
-    assert f"{len(first)} requests already answered, {48 - len(first)} to go" in output
+    assert f"{len(first)} requests already answered, {24 - len(first)} to go" in output
     # the killed driver's lease is taken over at once: its pid no longer runs on this host (jobs.store.lease)
     assert f"Taking over the lease of {killed / 'resume'} from host" in output, output
     assert f"pid {process.pid} no longer runs on this host" in output, output
     assert f"[cached] rag_rewardbench x {FIRST}" in output
     assert {p.name: p.stat().st_mtime_ns for p in parts(killed, FIRST)} == finished  # not recomputed
     answers = run.read_rows("requests", "rag_rewardbench", MODEL)
-    assert len(answers) == 48 and len({a["request_id"] for a in answers}) == 48  # nothing asked twice
+    assert len(answers) == 24 and len({a["request_id"] for a in answers}) == 24  # nothing asked twice
     predictions = run.read_rows("predictions", "rag_rewardbench", MODEL)
-    assert len(predictions) == 24 and len({p["item_id"] for p in predictions}) == 24
+    assert len(predictions) == 12 and len({p["item_id"] for p in predictions}) == 12
 
     uninterrupted = ragjudge(sweep_file, clean)
     output = uninterrupted.communicate(timeout=900)[0]
@@ -90,10 +90,10 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
         metrics_path = run.metrics_path("rag_rewardbench", model)
         assert run.read_json(metrics_path) == RunRoot(str(clean), "resume").read_json(metrics_path), model
     record(tmp_path, fault="the driver SIGKILLed mid-cell, its lease left behind (local)",
-           injected=f"SIGKILL once the first part of {MODEL} is stored ({len(first)} of 48 answers)",
+           injected=f"SIGKILL once the first part of {MODEL} is stored ({len(first)} of 24 answers)",
            outcome="the same command takes the dead pid's lease over at once, skips the finished cell, asks the "
-                   f"{48 - len(first)} missing requests; metrics equal an uninterrupted run's (time: the resumed run)",
-           requests_lost=48 - len({a["request_id"] for a in answers}),
+                   f"{24 - len(first)} missing requests; metrics equal an uninterrupted run's (time: the resumed run)",
+           requests_lost=24 - len({a["request_id"] for a in answers}),
            requests_duplicated=len(answers) - len({a["request_id"] for a in answers}),
            time_to_recover_s=round(resumed_s, 1))
 
@@ -104,7 +104,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_recomputing(ray_session,
     rescored = ragjudge(sweep_file, killed, "benchmarks.rag_rewardbench.bootstrap_resamples=200")
     output = rescored.communicate(timeout=900)[0]
     assert rescored.returncode == 0 and "[cached]" not in output, output
-    assert output.count("48 requests already answered, 0 to go") == 2, output
+    assert output.count("24 requests already answered, 0 to go") == 2, output
 
 
 def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tmp_path):

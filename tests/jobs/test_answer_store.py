@@ -226,3 +226,40 @@ def test_a_store_reads_each_part_once_for_its_keys_and_again_only_for_a_hit(tmp_
     assert set(store.find("p", wanted)) == set(wanted) and reads == [first]
     reads.clear()
     assert store.find("p", ["no such key"]) == {} and reads == []
+
+
+def test_a_swapped_judge_in_an_mtrag_generation_cell_re_asks_only_the_judges_requests(tmp_path, monkeypatch):
+    """Two bundled MTRAG-UN tasks: the generator answers, a critic judges (RB_llm, IDK, RAGAS statements and
+    verdicts). Swapping the critic for another model re-asks the critic's requests only, counted per model from
+    what each engine was sent; the generations come from the store."""
+    from jobs.config import BenchmarkConfig
+
+    asked: list[tuple[str, str]] = []
+
+    replies = {"generation": "The answer is 42.", "rb_llm": "Rating: 3", "idk": "No",
+               "statements": '{"statements": ["The answer is 42."]}',
+               "verdicts": '{"statements": [{"statement": "The answer is 42.", "reason": "said", "verdict": 1}]}'}
+
+    def reply(request, model):
+        asked.append((model.name, request["variant"]))
+        return replies[request["variant"]]
+
+    stand_in_engine(monkeypatch, reply)
+    bench = BenchmarkConfig(name="mtrag", module="mtrag_generation",
+                            data=["data/mtrag/generation/mtragun_reference.jsonl.gz"], options={
+                                "responses": "generate", "bertscore": None,
+                                "task_ids": ["a06dfd31abd6a1fa4ef4058fdbcb8b95<::>1",
+                                             "2f671f98cc9ba4051f126197b0039622<::>1"],
+                                "judges": {"rb_llm": ["critic"], "idk": "critic", "ragas": "critic"}})
+    generator = _judge("generator", "gen-1")
+    _, first = run(tmp_path, bench, model=generator, run_name="first", judges={"critic": _judge("critic", "critic-1")},
+                   cache=True)
+    assert first.status == "done", first.message
+    judged = sorted(v for name, v in asked if name == "critic")
+    assert [v for name, v in asked if name == "generator"] == ["generation"] * 2
+    assert set(judged) == {"rb_llm", "idk", "statements", "verdicts"}, judged
+    asked.clear()
+    _, second = run(tmp_path, bench, model=generator, run_name="second",
+                    judges={"critic": _judge("critic", "critic-2")}, cache=True)
+    assert second.status == "done" and second.metrics["settings"] and sorted(v for _, v in asked) == judged
+    assert all(name == "critic" for name, _ in asked)  # not one generation asked again

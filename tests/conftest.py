@@ -82,10 +82,18 @@ def ray_session(s3_server):
 
 # ==== the demo sweep, run once per session: several test files check its stored results ====
 
+# The demo at a test's size: every benchmark, model and form, with one of the two utility candidate lists and
+# generation budgets of 128 tokens. SmolLM2 on 2 CPU cores spends most of the demo generating (13,548 tokens,
+# 878 s busy in a full `make demo`), and what the tests check holds whatever it writes; `make demo` runs it all.
+DEMO_CI_SIZE = ["benchmarks.utility.limit=1", "benchmarks.bianbench.options.max_tokens=128",
+                *(f"benchmarks.mtrag_generation_mini.options.max_tokens.{use}=128"
+                  for use in ("generation", "rb_llm", "statements", "verdicts"))]
+
+
 @_storage_pytest.fixture(scope="session")
 def demo_run(ray_session, tmp_path_factory):
-    """conf/sweeps/demo.yaml on the session's Ray, from an empty model cache as on a new machine: a namespace of
-    sweep, run (its RunRoot), outcomes ({(benchmark, model): outcome}), log (its lines) and cache (the folder
+    """conf/sweeps/demo.yaml (at DEMO_CI_SIZE) on the session's Ray, from an empty model cache as on a new
+    machine: a namespace of sweep, run (its RunRoot), outcomes ({(benchmark, model): outcome}), log (its lines) and cache (the folder
     its built-in models were made in)."""
     import types
 
@@ -94,7 +102,7 @@ def demo_run(ray_session, tmp_path_factory):
     from jobs.sweep.pipeline import run_sweep
 
     root, cache = tmp_path_factory.mktemp("results"), tmp_path_factory.mktemp("model_cache")
-    sweep = load_sweep("conf/sweeps/demo.yaml", [f"storage.root={root}"])
+    sweep = load_sweep("conf/sweeps/demo.yaml", [f"storage.root={root}", *DEMO_CI_SIZE])
     # The judge and RM cells; the demo's retrieval cell is tested in test_retrievers on one domain.
     sweep.benchmarks = {name: b for name, b in sweep.benchmarks.items() if b.module != "mtrag_retrieval"}
     sweep.models = {name: model for name, model in sweep.models.items() if model.kind != "retriever"}

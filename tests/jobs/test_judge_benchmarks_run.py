@@ -15,6 +15,7 @@ from benchmarks.bianbench import BianBench, parse_reasoning, parse_verdict
 from benchmarks.options import typed_options
 from benchmarks.utility import UtilityJudgments, parsing
 from benchmarks.utility import metrics as utility_metrics
+from jobs.sweep.cell import load
 
 pytestmark = pytest.mark.integration
 JUDGE = "smollm2_judge"
@@ -23,7 +24,7 @@ ut = UtilityJudgments()
 
 
 def _items(module, sweep, name):
-    return [i for path in sweep.benchmarks[name].data for i in module.load_items(path)]
+    return load(sweep.benchmarks[name], module)  # the first `limit` items of each path, as the cell read them
 
 
 def _bian_options(sweep):
@@ -109,8 +110,8 @@ def test_utility_rows_count_parse_failures_and_score_in_original_passage_ids(dem
                "listwise_set": lambda t: parsing.parse_selection(t, n),
                "listwise_rank": lambda t: parsing.parse_rank(t, n)}
     rows = run.read_rows("predictions", "utility", JUDGE)
-    assert len(rows) == 2 * 4  # two questions, four forms
     labels = {i["item_id"]: i["labels"] for i in _items(ut, sweep, "utility")}
+    assert len(rows) == len(labels) * 4 > 0  # a row per question and form
     for row in rows:
         texts = [a["text"] for a in answers[row["item_id"], row["condition"]]]
         assert row["n_requests"] == len(texts)

@@ -30,7 +30,7 @@ def shared_run(ray_session, tmp_path_factory):
     folder = tmp_path_factory.mktemp("shared")
     sweep_file = folder / "conf" / "sweeps" / "shared.yaml"
     sweep_file.parent.mkdir(parents=True)
-    benches = "\n".join(f'  - {{name: {name}, module: rag_rewardbench, data: ["{SAMPLE}"]}}'
+    benches = "\n".join(f'  - {{name: {name}, module: rag_rewardbench, data: ["{SAMPLE}"], limit: 3}}'
                         for name in ("rag_rewardbench", "rag_rewardbench_again"))
     sweep_file.write_text(f"name: shared\nbenchmarks:\n{benches}\nmodels:\n  - {JUDGE}\n"
                           f"storage: {{root: '{folder / 'results'}', run: shared}}\n")
@@ -50,7 +50,7 @@ def test_one_deployment_serves_both_benchmarks(shared_run):
     assert shared == ["shared judge shared_judge: deployed", "shared judge shared_judge: already running, reused"]
     for bench in ("rag_rewardbench", "rag_rewardbench_again"):
         answers = run.read_rows("requests", bench, "shared_judge")
-        assert sorted(a["variant"] for a in answers) == ["cr"] * 6 + ["rc"] * 6
+        assert sorted(a["variant"] for a in answers) == ["cr"] * 3 + ["rc"] * 3  # three pairs, both orders
         assert all(a["text"] is not None and len(a["candidate_logprobs"]) == 2 for a in answers)
 
 

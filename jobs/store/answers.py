@@ -1,7 +1,7 @@
 """ROOT/_answers: the answers every run under a root got from its models, kept by what produced them, so a
 new run (another run folder, a cell whose judge changed) asks a model only what it was never asked.
 
-    _answers/model=<model path>/part-<UTC time>-<random>.parquet    columns: key, run, and the answer's own
+    _answers/model=<model path>/part-<UTC time>-<rows>r-<random>.parquet    columns: key, run, the answer's own
 
 A row's `key` hashes the model's identity (jobs.engines.identity: its weights' content or commit and every
 setting that changes answers) and the request's inputs (messages, prefill, candidates, sampling settings and
@@ -9,7 +9,8 @@ seed). The messages and the tokenizer (part of the identity) fix the prompt's to
 tokenizes to look an answer up. Failed answers are never kept: a rerun asks them again.
 
 Parts are only ever added, one per (cell, model) that asked something; `ragjudge cache prune` removes whole
-parts, by model or by age (read from the part's name, which works the same on S3 and a local disk).
+parts, by model or by age; both read the part's time and row count from its name, which a listing gives on S3
+as on a local disk, so neither downloads a part.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ class PartInfo:
     model: str  # the partition's folder value: the model's path, a hub id's "/" as "__"
     name: str  # between part- and .parquet
     created: float  # Unix time, from the name
+    rows: int | None  # answers in the part, from the name (None: a part named before names carried it)
 
     @property
     def relpath(self) -> str:
@@ -113,7 +115,7 @@ class AnswerStore:
                 for key, answer in answers.items() if not answer.get("error")]
         if rows:
             folder = f"model={partition_value(model)}"
-            relpath = f"{folder}/part-{time.strftime(_TIME, time.gmtime())}-{uuid.uuid4().hex[:8]}.parquet"
+            relpath = f"{folder}/part-{time.strftime(_TIME, time.gmtime())}-{len(rows)}r-{uuid.uuid4().hex[:8]}.parquet"
             self.cache.write_parquet(relpath, rows)
             with self._lock:
                 if folder in self._where:  # known to this store: the new part needs no reading back
@@ -126,13 +128,16 @@ class AnswerStore:
         for folder in self.cache.folders():
             if folder.startswith("model="):
                 for name, _ in self.cache.parquet_files(folder):
-                    stamp = name.split("-", 1)[0]
+                    stamp, *middle, _ = name.split("-")
                     created = calendar.timegm(time.strptime(stamp, _TIME))
-                    out.append(PartInfo(folder.removeprefix("model="), name, created))
+                    rows = int(middle[0][:-1]) if middle and middle[0].endswith("r") else None
+                    out.append(PartInfo(folder.removeprefix("model="), name, created, rows))
         return out
 
     def rows(self, part: PartInfo) -> int:
-        """How many answers a part holds (from its footer)."""
+        """How many answers a part holds: from its name, else from its footer."""
+        if part.rows is not None:
+            return part.rows
         data = self.cache.read_bytes(part.relpath)
         return 0 if data is None else pq.read_metadata(pa.BufferReader(data)).num_rows
 

@@ -18,6 +18,7 @@ from jobs.config import ModelConfig
 from jobs.engines import ENGINES
 from jobs.engines.identity import model_identity
 from jobs.store.answers import AnswerStore, answer_key
+from jobs.store.run_root import RunRoot
 
 
 @pytest.fixture
@@ -165,8 +166,6 @@ def test_cache_ls_and_prune_by_model_and_by_age(tmp_path, stub, monkeypatch, cap
 
 
 def _root(tmp_path):
-    from jobs.store.run_root import RunRoot
-
     return RunRoot(str(tmp_path), "_")
 
 
@@ -263,3 +262,17 @@ def test_a_swapped_judge_in_an_mtrag_generation_cell_re_asks_only_the_judges_req
                     judges={"critic": _judge("critic", "critic-2")}, cache=True)
     assert second.status == "done" and second.metrics["settings"] and sorted(v for _, v in asked) == judged
     assert all(name == "critic" for name, _ in asked)  # not one generation asked again
+
+
+def test_ls_counts_answers_from_part_names_without_reading_a_part(tmp_path, stub, monkeypatch, capsys):
+    stand_in_engine(monkeypatch)
+    run(tmp_path, stub(), model=_judge(path="one"), run_name="a", cache=True)
+    (part,) = AnswerStore(_root(tmp_path)).parts()
+    assert part.rows == 9 and part.name.split("-")[1] == "9r"
+    older = tmp_path / "_answers" / "model=one" / "part-20261125T000000Z-0123abcd.parquet"  # named before the count
+    older.write_bytes((tmp_path / "_answers" / part.relpath).read_bytes())
+    read: list[str] = []
+    monkeypatch.setattr(RunRoot, "read_bytes", lambda self, relpath: read.append(relpath) or older.read_bytes())
+    assert main(["cache", "ls", str(tmp_path)]) == 0
+    assert read == ["model=one/part-20261125T000000Z-0123abcd.parquet"]  # only the one without a count in its name
+    assert "     2       18  " in capsys.readouterr().out

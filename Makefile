@@ -4,13 +4,21 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 LOCK := requirements/cpu.lock
 
-.PHONY: demo test check perf lock clean
+.PHONY: demo test test-slow check perf lock clean
 
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
 
+# Unit tests on up to 4 processes, then the integration tests one at a time (they share one Ray cluster and
+# the demo's engines, and each fills the 2 cores itself). `slow` tests stay out: `make test-slow`.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -q -m "not integration and not slow" -n auto --maxprocesses 4
+	$(VENV)/bin/python -m pytest -m "integration and not slow"
+
+# What `make test` leaves out, each minutes of engine time on 2 CPU cores for a behaviour of a library
+# (Serve's replica autoscaling), not of ragjudge's code: run before a change to those paths.
+test-slow: $(STAMP)
+	$(VENV)/bin/python -m pytest -m slow
 
 # The fast inner loop: every test that starts no engine and no Ray cluster, on up to 4 processes (pytest-xdist;
 # each collects on its own, so more than 4 gains little at 900 tests). Serial on 2 cores: 148 s; on 2: 107 s.

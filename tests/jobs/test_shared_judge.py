@@ -63,6 +63,21 @@ def test_shared_verdict_logprobs_match_transformers(shared_run):
     assert stored[request["request_id"]]["candidate_logprobs"] == pytest.approx(expected, abs=2e-3)
 
 
+def test_the_deployment_scales_within_the_model_files_settings(shared_run):
+    """Serve's own record of the judge's deployment holds the model file's replica bounds and load target; the
+    replicas rising and falling within them is the next test (`make test-slow`: a second vLLM replica starting
+    under load costs minutes on 2 cores)."""
+    # Serve's client: no public getter of a deployment's config without the dashboard
+    from ray.serve.context import _get_global_client
+
+    app = serve_judge.app_name({"name": "shared_judge"})
+    details = _get_global_client().get_serve_details()["applications"][app]["deployments"][serve_judge.DEPLOYMENT]
+    scaling = details["deployment_config"]["autoscaling_config"]
+    assert (scaling["min_replicas"], scaling["max_replicas"], scaling["target_ongoing_requests"],
+            scaling["downscale_delay_s"], scaling["upscale_delay_s"]) == (1, 2, 2, 5.0, 1.0)
+
+
+@pytest.mark.slow
 def test_replicas_rise_under_load_and_fall_back_when_idle(shared_run):
     from ray import serve
     from ray.serve.llm.openai_api_models import CompletionRequest

@@ -16,11 +16,12 @@ def add(commands: Any) -> None:
     parser.add_argument("--gpu", default="H100-SXM", help="GPU name, for the printout")
     # Defaults: jobs.plan.estimate.GpuSpec (an H100-SXM; the sources in docs/plan_rag_rewardbench_45.md).
     parser.add_argument("--peak-tflops", type=float, help="dense bf16 peak of one GPU (default 989)")
-    parser.add_argument("--efficiency", type=float, help="share of peak reached (default 0.35)")
+    parser.add_argument("--efficiency", type=float,
+                        help="share of peak reached (default: measured on an H100, by model kind and size)")
     parser.add_argument("--start-s", type=float, help="engine start besides compilation and weights (default 50 s)")
     parser.add_argument("--compile-s", type=float,
                         help="vLLM's torch.compile and CUDA graph capture, skipped with enforce_eager (default 40 s)")
-    parser.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 2 GB/s)")
+    parser.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 1.38 GB/s, measured)")
     parser.add_argument("--download-mb-per-s", type=float,
                         help="rate hub weights download at into the Hugging Face cache (default 100 MB/s)")
     parser.add_argument("--node-gpus", type=int, default=8, help="GPUs per node (no tensor-parallel group spans two)")

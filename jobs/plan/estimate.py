@@ -2,9 +2,10 @@
 
 Forward-pass FLOPs are 2 x parameters x tokens (the usual dense-transformer estimate; attention's share is
 ignored, which undercounts long prompts by a few percent at these lengths). A cell's GPU-hours divide its
-FLOPs by the GPU's peak rate times an efficiency factor. Engines start once per model (model-major
-execution): each pays one start (a fixed time, plus vLLM's compilation unless the model file sets
-enforce_eager, plus bf16 weights at a load rate) on every GPU of its tensor-parallel group and then answers all of its model's cells; jobs.plan.placement places these engines on
+FLOPs by the GPU's peak rate times an efficiency factor (measured on an H100, by model kind and size).
+Engines start once per model (model-major execution): each pays one start (a fixed time, plus vLLM's
+compilation unless the model file sets enforce_eager, plus bf16 weights at a load rate) on every GPU of its
+tensor-parallel group and then answers all of its model's cells; jobs.plan.placement places these engines on
 nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbench_45.md. Tokens are
 counted with the model's tokenizer when it is on this machine, else estimated from characters
 (`chars_per_token`). hf:// data is counted when it is in the Hugging Face cache (never fetched for a plan).
@@ -13,6 +14,8 @@ Without the data, a benchmark's `plan_sample` gives the lengths, else its own
 """
 from __future__ import annotations
 
+import itertools
+import math
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,18 +42,43 @@ from jobs.sweep.pipeline import applies
 CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
 
 
+# MEASURED on one H100 80GB HBM3 (`python perf/gpu_prefill.py OUT.json` on the lent GPU machine, 2026-11-26,
+# docs/scale.md): the share of the 989 TFLOP/s bf16 peak that a prefill reaches, counted as this plan counts
+# (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on decoder layers of
+# each size, 4 prompts of Table 4's mean 2,242 tokens a batch. By kind (an implicit RM adds the vocabulary's
+# log-softmax) and size (params_b), interpolated on log(size) between the sizes measured and flat beyond them.
+# Generative judges take the discriminative curve: their prompts are prefill, their 17 tokens a request were
+# not measured.
+MEASURED_EFFICIENCY = {"discriminative": ((1.78, 0.553), (8.03, 0.617), (70.55, 0.633)),
+                       "implicit": ((1.78, 0.426), (8.03, 0.564), (70.55, 0.622))}
+
+
+def measured_efficiency(kind: str, params_b: float) -> float:
+    """MEASURED_EFFICIENCY for a model of this kind and size."""
+    points = MEASURED_EFFICIENCY["implicit" if kind == "implicit" else "discriminative"]
+    if params_b <= points[0][0]:
+        return points[0][1]
+    for (small, low), (large, high) in itertools.pairwise(points):
+        if params_b <= large:
+            return low + (high - low) * math.log(params_b / small) / math.log(large / small)
+    return points[-1][1]
+
+
 @dataclass
 class GpuSpec:
     name: str = "H100-SXM"
     peak_tflops: float = 989.0  # dense bf16
-    efficiency: float = 0.35  # share of peak a prefill-heavy batched workload reaches
+    efficiency: float | None = None  # share of peak reached; None: measured_efficiency, by model kind and size
     count: int = 8
     chars_per_token: float = 4.0
-    # ASSUMED, not measured here (no GPU run yet): an engine's start besides loading weights, from vLLM's own
-    # start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what this project measured on CPU.
+    # ASSUMED, not measured here (the lent GPU machine has no vLLM): an engine's start besides loading weights,
+    # from vLLM's own start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what was measured on CPU.
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
-    load_gb_per_s: float = 2.0  # weights read from disk or object storage
+    # MEASURED on the same H100 machine: an 8 GiB file read from its local disk with the page cache dropped
+    # (host to GPU ran at 55.1 GB/s pinned, 7.6 GB/s pageable, so the disk is the bound); a node's NVMe or an
+    # object store reads at its own rate (--load-gb-per-s).
+    load_gb_per_s: float = 1.38  # weights read from disk or object storage
     download_mb_per_s: float = 100.0  # weights fetched from the Hugging Face Hub into its cache (jobs.plan.downloads)
     node_gpus: int = 8  # GPUs per node; a tensor-parallel group stays on one node
 
@@ -135,7 +163,8 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
         flops, hours, start_s = 0.0, 0.0, 0.0
     else:
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
-        hours = flops / (gpu.peak_tflops * 1e12 * gpu.efficiency) / 3600
+        efficiency = gpu.efficiency or measured_efficiency(model.kind, model.params_b)
+        hours = flops / (gpu.peak_tflops * 1e12 * efficiency) / 3600
         start_s = start_seconds(model, gpu)
     on_cpu = not model.num_gpus and engine_of(model).server_names(model) and model.engine in CPU_START_S
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
@@ -230,7 +259,8 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     total = compute + starts
     api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.kind == "api")
     longest = plan.longest
-    lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({gpu.efficiency:.0%} of {gpu.peak_tflops:g} "
+    share = f"{gpu.efficiency:.0%}" if gpu.efficiency else "the share measured for each model's kind and size"
+    lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({share} of {gpu.peak_tflops:g} "
                  f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} "
                  f"starts, one per engine: {gpu.start_s:g} s, + {gpu.compile_s:g} s where vLLM compiles, + weights at "
                  f"{gpu.load_gb_per_s:g} GB/s) = "

@@ -199,3 +199,27 @@ def test_the_plan_says_what_each_hub_repository_costs_to_download_and_what_is_ca
     assert ("Download: 14.0 GB in 3 repositories not cached (1 cached, 0 of unknown size) at 50 MB/s: 0.08 h, not in "
             "the GPU-hours above (the first engine waits for its own weights).") in out
     assert "The downloads take longer than the makespan" in out  # 280 s against 5 tiny engines
+
+
+def test_without_an_efficiency_each_model_gets_the_one_measured_for_its_kind_and_size():
+    from jobs.plan.estimate import measured_efficiency
+
+    # the measured points themselves, flat beyond them, and halfway on log(size) between two of them
+    assert measured_efficiency("discriminative", 8.03) == 0.617 and measured_efficiency("implicit", 70.55) == 0.622
+    assert measured_efficiency("discriminative", 0.5) == 0.553 and measured_efficiency("implicit", 405) == 0.622
+    assert measured_efficiency("generative", 8.03) == 0.617  # prefill-bound judges: the scorers' curve
+    middle = (1.78 * 8.03) ** 0.5
+    assert measured_efficiency("implicit", middle) == pytest.approx((0.426 + 0.564) / 2)
+
+
+def test_the_plan_divides_each_cells_flops_by_its_models_measured_efficiency(tmp_path):
+    from jobs.plan.estimate import measured_efficiency
+
+    sweep = write_sweep(tmp_path, "sizes", [
+        '{name: small, path: "org/a", kind: implicit, params_b: 2.0}',
+        '{name: large, path: "org/b", kind: discriminative, params_b: 70.0}'])
+    gpu = GpuSpec(peak_tflops=1000.0)
+    for p in plan_sweep(load_sweep(sweep), gpu):
+        expected = measured_efficiency(p.kind, 2.0 if p.model == "small" else 70.0)
+        assert p.gpu_hours == pytest.approx(p.flops / (1e15 * expected) / 3600)
+    assert "the share measured for each model's kind and size" in format_plan(plan_sweep(load_sweep(sweep), gpu), gpu)

@@ -29,9 +29,9 @@ from workload import ROOT, add_workload_args, describe, make_pairs, run_pipeline
 BATCH = 8  # the loop's fixed batch (discriminative) and the pipeline's batch_size
 
 
-def model_entry(kind: str, path: str) -> dict:
+def model_entry(kind: str, path: str, max_model_len: int = 4096) -> dict:
     """The pipeline's model, which the `LLM` baseline's engine settings also come from."""
-    entry = {"name": f"perf_{kind}", "path": path, "kind": kind, "engine": "vllm", "max_model_len": 4096,
+    entry = {"name": f"perf_{kind}", "path": path, "kind": kind, "engine": "vllm", "max_model_len": max_model_len,
              "batch_size": BATCH, "enforce_eager": True}
     if kind == "implicit":  # as conf/models/smollm2_implicit.yaml: small prefix-cache blocks
         entry["engine_args"] = {"block_size": 32}
@@ -94,13 +94,13 @@ def loop(data: Path, kind: str, path: str) -> dict:
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def offline_llm(data: Path, kind: str, path: str) -> dict:
+def offline_llm(data: Path, kind: str, path: str, max_model_len: int = 4096) -> dict:
     """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
     from actors.vllm_stage import engine_settings
     from jobs.config import to_dict
     from jobs.loading import load_model
 
-    settings = to_dict(load_model(model_entry(kind, path), "perf"))
+    settings = to_dict(load_model(model_entry(kind, path, max_model_len), "perf"))
     task = "logprobs" if kind == "implicit" else "classify"
     engine_kwargs, runtime_env, _ = engine_settings(settings, path, task)
     os.environ.update((runtime_env or {}).get("env_vars", {}))
@@ -133,11 +133,12 @@ def offline_llm(data: Path, kind: str, path: str) -> dict:
             "peak_rss_mib": None}
 
 
-def child(which: str, data: Path, kind: str, path: str) -> dict:
+def child(which: str, data: Path, kind: str, path: str, max_model_len: int = 4096) -> dict:
     """A baseline in its own process, so its memory and its threads are its own."""
     result = data.parent / f"{which}.json"  # not stdout: vLLM logs there
     out = subprocess.run([sys.executable, __file__, "--only", which, "--data", str(data), "--kind", kind,
-                          "--model-path", path, "--out", str(result)], capture_output=True, text=True, cwd=ROOT)
+                          "--model-path", path, "--max-model-len", str(max_model_len), "--out", str(result)],
+                         check=False, capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         raise RuntimeError(f"baseline {which} failed:\n{out.stderr[-3000:]}")
     return json.loads(result.read_text())
@@ -152,10 +153,14 @@ def main() -> None:
     parser.add_argument("--data")
     parser.add_argument("--model-path")
     parser.add_argument("--out")
+    parser.add_argument("--max-model-len", type=int, default=4096, help=argparse.SUPPRESS)  # the LLM baseline's
     args = parser.parse_args()
     if args.only:
-        run = loop if args.only == "loop" else offline_llm
-        Path(args.out).write_text(json.dumps(run(Path(args.data), args.kind, args.model_path)))
+        if args.only == "loop":
+            result = loop(Path(args.data), args.kind, args.model_path)
+        else:
+            result = offline_llm(Path(args.data), args.kind, args.model_path, args.max_model_len)
+        Path(args.out).write_text(json.dumps(result))
         os._exit(0)  # vLLM's engine threads abort an orderly interpreter exit ("terminate called ...")
     from actors.model_store import resolve_model
 

@@ -61,26 +61,39 @@ def token_ids(data: Path, kind: str, path: str) -> list[tuple[list[int], int]]:
     return out
 
 
+# Whose memory a process is: the engines (our engine actors and vLLM's engine-core processes), the driver
+# (this process), and everything of Ray's (the rest of the total).
+ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM")
+
+
 class PeakMemory:
-    """Peak of the summed RSS of this process and every Ray or vLLM process (they are not our children)."""
+    """Peaks of summed RSS across this process and every Ray or vLLM process (they are not our children):
+    `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak."""
 
     def __init__(self):
         self.peak = 0
+        self.peaks = {"driver": 0, "engines": 0, "total": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self):
         while not self._stop.is_set():
-            total = 0
+            now = {"driver": 0, "engines": 0, "total": 0}
             for proc in psutil.process_iter(["pid", "cmdline"]):
                 try:
                     cmd = " ".join(proc.info["cmdline"] or [])
                     if proc.pid == os.getpid() or "ray::" in cmd or "EngineCore" in cmd or "raylet" in cmd \
                             or "gcs_server" in cmd or "default_worker" in cmd or "VLLM" in cmd:
-                        total += proc.memory_info().rss
+                        rss = proc.memory_info().rss
+                        now["total"] += rss
+                        if proc.pid == os.getpid():
+                            now["driver"] += rss
+                        elif any(name in cmd for name in ENGINE_PROCESSES):
+                            now["engines"] += rss
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
-            self.peak = max(self.peak, total)
+            self.peaks = {part: max(self.peaks[part], now[part]) for part in now}
+            self.peak = self.peaks["total"]
             self._stop.wait(0.2)
 
     def __enter__(self):
@@ -113,4 +126,5 @@ def run_pipeline(data: Path, folder: Path, model_yaml: str) -> dict:
     rows = RunRoot(str(folder / "results"), "perf").read_rows("predictions", "rag_rewardbench", name)
     return {"pairs": outcome.metrics["n"], "seconds_total": done - start, "seconds_cell": done - started,
             "engines": manifest.get("engines", []), "peak_rss_mib": memory.peak / 2**20,
+            "peak_rss_mib_by_part": {part: round(rss / 2**20) for part, rss in memory.peaks.items()},
             "correct": {r["item_id"]: r["correct"] for r in rows}}

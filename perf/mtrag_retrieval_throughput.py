@@ -131,7 +131,7 @@ def pipeline(folder: Path, model: str, domains: list[str]) -> dict:
     """Our cell on a local Ray: index build (Ray task / Ray Data encoder pool) and the search step."""
     from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
-    from jobs.sweep.pipeline import connect_ray, run_sweep
+    from jobs.sweep import connect_ray, run_sweep
 
     sweep_file = folder / "conf" / "sweeps" / "perf.yaml"
     sweep_file.parent.mkdir(parents=True, exist_ok=True)

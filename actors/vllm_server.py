@@ -2,9 +2,10 @@
 
 ray.data.llm's processors start their engine actors with a dataset and stop them with it; a sweep runs one
 dataset per cell and per round, so a 135M model paid ~70 s of start per cell and a 70B judge would pay
-minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks send it batches of prepared
-rows (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters), and since it is
-async, the batches of every cell are in the engine at once and continuous batching mixes them.
+minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks send it batches of request
+rows, which it prepares (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters)
+in a thread beside the engine, as vLLM's own AsyncLLM tokenizes in its front-end process; since it is async,
+the batches of every cell are in the engine at once and continuous batching mixes them.
 Rows come back in the shape vllm_stage.read_answer reads, so both paths share the reading. The task is the
 batch's own: model files that would build the same engine share it (jobs.engines.host.engine_name), so one
 generate engine answers an implicit RM's log-prob rows and a judge's rows side by side.
@@ -26,7 +27,8 @@ from typing import Any
 
 from actors.engine_ledger import report, this_node
 from actors.hardware import rank_threads
-from actors.vllm_stage import engine_settings
+from actors.vllm_stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
+from benchmarks.row_types import Answer
 
 RUNNERS = {"classify": {"runner": "pooling", "convert": "classify"}, "judge": {"runner": "generate"},
            "logprobs": {"runner": "generate"}}
@@ -61,10 +63,18 @@ class VllmServer:
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
         report(ledger, "started", key, model["name"], "vllm", time.time() - start, this_node(), start)
 
-    async def answer(self, rows: list[dict[str, Any]], task: str, model: str) -> list[dict[str, Any]]:
-        """Engine rows for prepared rows of `task`, in order; the batch's counts go to the ledger for `model`."""
+    async def answer(self, requests: list[dict[str, Any]], task: str, model: dict[str, Any], path: str,
+                     columns: tuple[str, ...] = ANSWER_COLUMNS, prefix: str = "", keep_messages: bool = False
+                     ) -> list[Answer]:
+        """Answers to request rows of `task`, in order, prepared with `model`'s settings for the weights at `path`
+        (the model file that sent them: files sharing this engine may template differently) and read as
+        vllm_stage.read_answer reads them (`columns`, `prefix`); the batch's counts go to the ledger for that
+        model. Read here, so an implicit RM's prompt log-probs (a dict per prompt token) never leave the actor."""
         if RUNNERS[task] != self.runner:
             raise ValueError(f"engine {self.key} runs {self.runner}, not task {task}")
+        # In a thread: the event loop goes on collecting the engine's outputs for the batches before this one.
+        rows = await asyncio.to_thread(
+            lambda: [prepare(row, model, path, task, keep_messages) for row in requests])
         reads_cache = task == "logprobs" and self.reads_cache
         if not self.in_flight:
             self.busy_since = time.time()
@@ -86,8 +96,9 @@ class VllmServer:
                   "cached_prompt_tokens": sum(out.num_cached_tokens or 0 for out in outputs),
                   "generated_tokens": sum(len(out.outputs[0].token_ids) for out in outputs
                                           if task != "classify")}
-        report(self.ledger, "add", self.key, model, "vllm", counts)
-        return [{**row, **self._columns(out, task)} for row, out in zip(rows, outputs)]
+        report(self.ledger, "add", self.key, model["name"], "vllm", counts)
+        return [read_answer({**row, **self._columns(out, task, int(row.get("response_start") or 0))}, task, columns,
+                            prefix) for row, out in zip(rows, outputs)]
 
     @staticmethod
     def _by_prompt(rows: list[dict[str, Any]], reads_cache: bool) -> list[list[int]]:
@@ -133,11 +144,15 @@ class VllmServer:
         return final
 
     @staticmethod
-    def _columns(out, task: str) -> dict[str, Any]:
+    def _columns(out, task: str, response_start: int) -> dict[str, Any]:
+        """The engine's output in read_answer's columns; prompt log-probs from the response on (those before it
+        are never read)."""
         if task == "classify":
             return {"embeddings": out.outputs.data.float().tolist()}
+        prompt = out.prompt_logprobs
         return {"generated_text": out.outputs[0].text, "logprobs": _logprob_dicts(out.outputs[0].logprobs),
-                "prompt_logprobs": _logprob_dicts(out.prompt_logprobs)}
+                "prompt_logprobs": None if prompt is None else
+                [None] * response_start + _logprob_dicts(prompt[response_start:])}
 
     def shutdown(self) -> None:
         self.engine.shutdown()

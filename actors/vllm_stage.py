@@ -1,9 +1,11 @@
 """Requests as vLLM takes them, and its answers as our rows: the Ray Data side of every vLLM engine.
 
 We template and tokenize ourselves (actors.templating) and hand the engine token ids with per-row sampling
-or pooling parameters: `prepare` runs in Ray Data tasks, `ask` sends a batch to the sweep's long-lived engine
-for the model (actors.vllm_server), `read_answer` turns its rows back into ours. A shared judge behind Ray
-Serve (actors.serve_judge) prepares and reads the same way. What each kind asks of the engine:
+or pooling parameters: `ask` runs in light Ray Data tasks and sends a batch of request rows to the sweep's
+long-lived engine for the model (actors.vllm_server), which `prepare`s them in its own process, where the
+tokenizer is loaded once for the sweep, and turns the engine's outputs back into our rows with `read_answer`.
+A shared judge behind Ray Serve (actors.serve_judge) prepares in its processor's tasks and reads the same way.
+What each kind asks of the engine:
 - discriminative: `classify` pooling with the activation off, so the score is the raw logit;
 - generative: a generation (greedy, or the request's own sampling: `temperature`, `top_p`, `seed`,
   `max_tokens`) and, for a request with a `prefill` and `candidates`, a second engine row sharing the engine:
@@ -135,10 +137,10 @@ def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix:
         columns: tuple[str, ...] = ANSWER_COLUMNS, keep_messages: bool = False):
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
     (actors.vllm_server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
-    model files and tasks."""
-    rows = [prepare(row, model, path, task, keep_messages) for row in batch.to_pylist()]
-    engine_rows = call_engine(server, "answer", rows, task, model["name"])
-    answers = [read_answer(row, task, columns, prefix) for row in engine_rows]
+    model files and tasks. The rows go as they are: the engine's process templates, tokenizes and reads them.
+    Templated here, every Ray Data worker process loaded transformers and the tokenizer for itself (13 s of CPU
+    each on 2 cores, 8 of them at once while the engine was starting: docs/scale.md)."""
+    answers = call_engine(server, "answer", batch.to_pylist(), task, model, path, columns, prefix, keep_messages)
     # Not Table.from_pylist: it takes the columns of the first row only, and a judge's text and verdict parts
     # answer in different columns.
     keys = list(dict.fromkeys(key for answer in answers for key in answer))

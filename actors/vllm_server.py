@@ -6,9 +6,10 @@ minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks s
 rows, which it prepares (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters)
 in a thread beside the engine, as vLLM's own AsyncLLM tokenizes in its front-end process; since it is async,
 the batches of every cell are in the engine at once and continuous batching mixes them.
-Rows come back in the shape vllm_stage.read_answer reads, so both paths share the reading. The task is the
-batch's own: model files that would build the same engine share it (jobs.engines.host.engine_name), so one
-generate engine answers an implicit RM's log-prob rows and a judge's rows side by side.
+It reads the engine's outputs with vllm_stage.read_answer, as the shared judge's path does, and returns
+answers, not engine rows. The task is the batch's own: model files that would build the same engine share it
+(jobs.engines.host.engine_name), so one generate engine answers an implicit RM's log-prob rows and a judge's
+rows side by side.
 
 An implicit RM's two responses share their prompt. vLLM computes prompt log-probs only for tokens it does not
 read from its prefix cache, so by default it reads none for such a request; we let it read the cache, send

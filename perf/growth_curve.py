@@ -78,8 +78,9 @@ def main() -> None:
                                           copies=None)
             data = fitting(make_pairs(folder, workload), kind, path)
             result = folder / "result.json"
-            subprocess.run([sys.executable, __file__, str(result), "--model", args.model, "--batch-size", str(args.batch_size), "--one", str(data),
-                            str(folder)], check=True, cwd=ROOT)
+            subprocess.run([sys.executable, __file__, str(result), "--model", args.model,
+                            "--batch-size", str(args.batch_size), "--one", str(data), str(folder)],
+                           check=True, cwd=ROOT)
             curve.append(json.loads(result.read_text()))
             print(json.dumps({k: v for k, v in curve[-1].items() if k != "correct"}), flush=True)
         if args.llm:

@@ -15,8 +15,9 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -m "not integration and not slow" -n auto --maxprocesses 4
 	$(VENV)/bin/python -m pytest -m "integration and not slow"
 
-# What `make test` leaves out, each minutes of engine time on 2 CPU cores for a behaviour of a library
-# (Serve's replica autoscaling), not of ragjudge's code: run before a change to those paths.
+# What `make test` leaves out, each minutes of engine time on 2 CPU cores: Serve's replica autoscaling (a
+# library's behaviour) and a node joining mid-sweep (both nodes share the same cores, so it cannot be quicker
+# here): run before a change to those paths (jobs/sweep/admission.py for the join).
 test-slow: $(STAMP)
 	$(VENV)/bin/python -m pytest -m slow
 

@@ -39,6 +39,7 @@ def test_losing_the_engines_node_mid_cell_restarts_it_elsewhere_and_changes_no_a
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # 204 s in CI on 2 cores (both engines on the same 2 cores); `make test-slow` runs it
 def test_a_node_that_joins_mid_sweep_takes_the_waiting_cells_engine(tmp_path):
     """Two models whose engines take 2 CPUs each on one worker of 3: the second cell waits for room. A node of 3
     CPUs joins once the first engine has started; the second engine can only be placed there. The same sweep on

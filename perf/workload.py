@@ -79,14 +79,27 @@ def _part(pid: int, cmd: str) -> str | None:
     return None
 
 
+def _private_rss() -> int:
+    """This process's resident bytes other than shared memory (/proc's RssAnon + RssFile)."""
+    fields = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                fields[key] = int(value.split()[0]) * 1024
+    return sum(fields.values())
+
+
 class PeakMemory:
     """Peaks of summed RSS across this process and every Ray or vLLM process (they are not our children):
     `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak;
+    `driver_private`, the driver's RSS less the shared-memory pages it maps (the object store's pages that
+    `ray.data.from_items` wrote requests into: the store's memory, capped by its size, not the driver's heap);
     and the CPU seconds each part (PARTS) has used, as a series of (time, {part: seconds}) for `cpu_between`.
     A worker that starts untitled and becomes an engine counts as one from then on."""
 
     def __init__(self):
-        self.peaks = {"driver": 0, "engines": 0, "total": 0}
+        self.peaks = {"driver": 0, "driver_private": 0, "engines": 0, "total": 0}
         self.cpu: list[tuple[float, dict[str, float]]] = []
         self._parts: dict[int, str] = {}
         self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen (kept after it ends)
@@ -95,7 +108,7 @@ class PeakMemory:
 
     def _watch(self):
         while not self._stop.is_set():
-            now = {"driver": 0, "engines": 0, "total": 0}
+            now = {"driver": 0, "driver_private": _private_rss(), "engines": 0, "total": 0}
             for proc in psutil.process_iter(["pid", "cmdline"]):
                 try:
                     part = _part(proc.pid, " ".join(proc.info["cmdline"] or []))

@@ -2,11 +2,13 @@
 host's VllmServer actors, fed by light Ray Data tasks), or one Ray Serve deployment for a `shared` judge."""
 from __future__ import annotations
 
-import dataclasses
+import ast
 import hashlib
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from actors import serve_judge
@@ -23,13 +25,24 @@ OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "e
 
 
 def engine_arguments() -> frozenset[str] | None:
-    """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not): the
-    engine then rejects an unknown name when it starts."""
-    try:
-        from vllm.engine.arg_utils import EngineArgs
-    except ImportError:
+    """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not), or
+    its EngineArgs is not where it was: the engine then rejects an unknown name when it starts.
+
+    Read from the dataclass's source, not imported: importing vLLM imports torch, which put 520 MiB and 12 s
+    of CPU into the driver of a sweep whose model file sets engine_args (SmolLM2, 783 MiB against 263)."""
+    spec = importlib.util.find_spec("vllm")  # a top-level package's spec: vllm/__init__.py is not run
+    if spec is None or not spec.submodule_search_locations:
         return None
-    return frozenset(f.name for f in dataclasses.fields(EngineArgs))
+    source = Path(spec.submodule_search_locations[0], "engine", "arg_utils.py")
+    if not source.is_file():
+        return None
+    found = [node for node in ast.parse(source.read_text()).body
+             if isinstance(node, ast.ClassDef) and node.name == "EngineArgs"]
+    if not found:
+        return None
+    return frozenset(line.target.id for line in found[0].body
+                     if isinstance(line, ast.AnnAssign) and isinstance(line.target, ast.Name)
+                     and "ClassVar" not in ast.unparse(line.annotation))
 
 
 class Vllm(Engine):

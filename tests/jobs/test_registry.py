@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -170,6 +172,27 @@ def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
     known = vllm_engine_arguments()
     for model in _on_vllm_gpus(registry):
         assert set(model.engine_args) <= known, model.name
+
+
+def test_engine_argument_names_are_read_without_importing_vllm_or_torch():
+    """A driver checking a model file's engine_args must not load vLLM (and with it torch) for the names."""
+    code = ("import sys; from jobs.engines.vllm import engine_arguments; names = engine_arguments(); "
+            "print(len(names), 'max_num_seqs' in names, 'not_an_arg' in names, "
+            "[m for m in ('vllm', 'torch') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    count, has_known, has_unknown, imported = done.stdout.split(" ", 3)
+    assert int(count) > 100 and has_known == "True" and has_unknown == "False" and imported.strip() == "[]"
+
+
+@pytest.mark.integration  # imports vLLM
+def test_engine_argument_names_are_the_fields_of_vllms_engine_args():
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    from jobs.engines.vllm import engine_arguments
+
+    assert engine_arguments() == {f.name for f in dataclasses.fields(EngineArgs)}
 
 
 def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):

@@ -3,6 +3,7 @@ host's VllmServer actors, fed by light Ray Data tasks), or one Ray Serve deploym
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import json
@@ -24,6 +25,7 @@ OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "e
                    "trust_remote_code", "tokenizer")
 
 
+@functools.cache  # one parse per process: a 45-model sweep's preflight asks once per vLLM model
 def engine_arguments() -> frozenset[str] | None:
     """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not), or
     its EngineArgs is not where it was: the engine then rejects an unknown name when it starts.

@@ -125,9 +125,6 @@ def test_this_machine_is_found_without_importing_an_engine():
     assert ("vllm" in machine.installed) == (machine.vllm_build is not None)
 
 
-# model_problems checks engine_args against vLLM's EngineArgs: this test imports vLLM (the only unit test that
-# did; about 2.5 s), as test_preflight.py's engine-args check does.
-@pytest.mark.integration
 def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache, monkeypatch):
     """The overnight sweep's 45 entries, on an 8-GPU node with each named repository cached (a stand-in config
     at the revision the file pins) and each API key set: nothing stands in the way of any of them."""

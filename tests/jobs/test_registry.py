@@ -164,8 +164,6 @@ def test_gpu_vllm_entries_carry_prefill_settings(registry):
             assert args["enable_chunked_prefill"] and args["enable_prefix_caching"], model.name
 
 
-# Imports vLLM to read its EngineArgs (about 2 s), as test_preflight.py's engine-args check does.
-@pytest.mark.integration
 def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
     from jobs.engines.vllm import engine_arguments as vllm_engine_arguments
 

@@ -7,8 +7,8 @@ Synthetic Table-4-shaped pairs (perf/workload.py; labelled synthetic, never a re
 subset (110 and 432 pairs) and all 1,485, those whose requests fit the engine's 8,192 tokens, each size through
 `ragjudge run`'s code in a fresh process, so its memory is its own. Per size: seconds per pair (the cell without
 its engine's start), and the peak RSS of the driver (also without the object store's pages it maps:
-`driver_private`), of the engines (their actors and vLLM's engine-core processes) and of all of Ray's
-processes together.
+`driver_private`), of the engines (their actors and vLLM's engine-core processes), of Ray Data's task workers,
+of Ray's own processes and of all of them together (also as PSS, `total_pss`, where shared pages count once).
 With --llm, vLLM's offline `LLM` scores the largest size's requests in a process of its own, with the same
 engine settings (perf/rag_rewardbench_throughput.py's baseline), for the pipeline's ratio to it.
 

@@ -92,14 +92,19 @@ def _private_rss() -> int:
 
 class PeakMemory:
     """Peaks of summed RSS across this process and every Ray or vLLM process (they are not our children):
-    `peak` of all of them together, `peaks` per part (driver, engines, total), each sampled at its own peak;
+    `peak` of all of them together, `peaks` per part (PARTS, and the total), each sampled at its own peak;
     `driver_private`, the driver's RSS less the shared-memory pages it maps (the object store's pages that
     `ray.data.from_items` wrote requests into: the store's memory, capped by its size, not the driver's heap);
-    and the CPU seconds each part (PARTS) has used, as a series of (time, {part: seconds}) for `cpu_between`.
-    A worker that starts untitled and becomes an engine counts as one from then on."""
+    `total_pss`, the processes' proportional set sizes summed, where a shared page (the object store's, a
+    library's) counts once however many processes map it, as summed RSS counts it again in each (sampled once
+    a second: reading smaps costs more than RSS); and the CPU seconds each part has used, as a series of (time,
+    {part: seconds}) for `cpu_between`. A worker that starts untitled and becomes an engine counts as one from
+    then on."""
+
+    PSS_EVERY = 5  # samples: PSS once a second
 
     def __init__(self):
-        self.peaks = {"driver": 0, "driver_private": 0, "engines": 0, "total": 0}
+        self.peaks = dict.fromkeys(("driver", "driver_private", "engines", "tasks", "ray", "total", "total_pss"), 0)
         self.cpu: list[tuple[float, dict[str, float]]] = []
         self._parts: dict[int, str] = {}
         self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen (kept after it ends)
@@ -107,8 +112,10 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self):
+        tick = 0
         while not self._stop.is_set():
-            now = {"driver": 0, "driver_private": _private_rss(), "engines": 0, "total": 0}
+            with_pss = tick % self.PSS_EVERY == 0
+            now = {**dict.fromkeys(self.peaks, 0), "driver_private": _private_rss()}
             for proc in psutil.process_iter(["pid", "cmdline"]):
                 try:
                     part = _part(proc.pid, " ".join(proc.info["cmdline"] or []))
@@ -119,16 +126,18 @@ class PeakMemory:
                     times = proc.cpu_times()
                     self._cpu[proc.pid] = times.user + times.system
                     rss = proc.memory_info().rss
+                    pss = proc.memory_full_info().pss if with_pss else 0
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
                 now["total"] += rss
-                if self._parts[proc.pid] in now:
-                    now[self._parts[proc.pid]] += rss
+                now["total_pss"] += pss
+                now[self._parts[proc.pid]] += rss
             self.peaks = {part: max(self.peaks[part], now[part]) for part in now}
             used = dict.fromkeys(PARTS, 0.0)
             for pid, seconds in self._cpu.items():
                 used[self._parts[pid]] += seconds
             self.cpu.append((time.time(), used))
+            tick += 1
             self._stop.wait(0.2)
 
     def cpu_between(self, start: float, end: float) -> dict[str, float]:

@@ -33,10 +33,10 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig
 from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
-from jobs.engines.identity import model_identity
 from jobs.loading import load_model
 from jobs.store import RunRoot
-from jobs.store.answers import AnswerStore, answer_key
+from jobs.store.answers import AnswerStore
+from jobs.sweep.answer_cache import Keys, asked_or_cached, keep_answers
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
 
@@ -137,27 +137,22 @@ def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows
     if not todo:
         return rows, {}
     model = rewriter_config(bench.rewriter(options))
-    asks = {r["item_id"]: bench.rewrite_request(r, options) for r in todo}
-    identity = model_identity(model)
-    keys = {r["item_id"]: answer_key(identity, asks[r["item_id"]]) for r in todo}
-    stored = store.find(model.path, keys.values()) if store else {}
-    pending = [r for r in todo if keys[r["item_id"]] not in stored]
-    log(f"rewrites with {model.name}: {len(todo) - len(pending)} cached, {len(pending)} to ask")
-    if pending:
-        requests = [{"request_id": r["item_id"], "item_id": r["item_id"], "subset": r["domain"], "variant": "rewrite",
-                     **asks[r["item_id"]]} for r in pending]
-        fresh = {keys[answer["item_id"]]: answer for answer in answer_requests(requests, model, log)}
-        if store:
-            store.add(model.path, root.run, fresh)
-        stored.update(fresh)
+    requests = [{"request_id": r["item_id"], "item_id": r["item_id"], "subset": r["domain"], "variant": "rewrite",
+                 **bench.rewrite_request(r, options)} for r in todo]
+    log(f"rewrites with {model.name}: {len(requests)} queries to rewrite")
+    keys: Keys = {}
+    answers = {answer["request_id"]: answer for answer in asked_or_cached(
+        store, model, requests, keys, lambda asked: answer_requests(asked, model, log), log)}
+    keep_answers(store, root.run, list(answers.values()), keys)
+    asked = sum(not answer.get("cached") for answer in answers.values())
     out, fallbacks, errors = [], 0, 0
     for r in rows:
         if r["query"] is None:
-            entry = stored.get(keys[r["item_id"]], {})
+            entry = answers.get(r["item_id"], {})
             r, fell_back = bench.rewritten(r, entry.get("text"))
             fallbacks, errors = fallbacks + fell_back, errors + bool(entry.get("error"))
         out.append(r)
-    return out, {"rewriter": model.name, "cache": store.uri if store else None, "asked": len(pending),
+    return out, {"rewriter": model.name, "cache": store.uri if store else None, "asked": asked,
                  "fallback_to_last_turn": fallbacks, "engine_errors": errors}
 
 

@@ -44,8 +44,9 @@ def test_rewrites_are_asked_once_cached_and_read_back(tmp_path):
     assert again == done and info["asked"] == 0
     uncached, info = rewrite_queries(second, bench, options, rows, logs.append)  # `ragjudge run --no-cache`
     assert uncached == done and info["asked"] == 3 and info["cache"] is None
-    assert logs == ["rewrites with echo: 0 cached, 3 to ask", "rewrites with echo: 3 cached, 0 to ask",
-                    "rewrites with echo: 0 cached, 3 to ask"]
+    assert logs == ["rewrites with echo: 3 queries to rewrite",
+                    "rewrites with echo: 3 queries to rewrite", "3 answers of echo from the answer store, 0 to ask",
+                    "rewrites with echo: 3 queries to rewrite"]
 
 
 def test_no_rewrite_no_rewriter(tmp_path):

@@ -8,7 +8,9 @@ what shells, Slurm and Kubernetes already read as "ended by that signal", and di
 failed cells, 1, a user's mistake, 2, and a busy run root, 3). Requests still at an engine are not stored: the
 rerun asks them, and them only, again. If all that takes longer than `storage.grace_s`, or a second signal
 comes, the driver exits at once with the same code (after the grace period it gives its lease back first; a
-lease left by a second signal is taken over at once by a rerun on this host, jobs.store.lease). Without a Stop
+lease left by a second signal is taken over at once by a rerun on this host, jobs.store.lease), and before
+that what the sweep asked to keep in any case (`Stop.at_give_up`: manifest.json's engine records), each given at
+most GIVE_UP_S. Without a Stop
 (Ray's own handler is the default while it starts), SIGTERM aborts the process, as it did before.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ from benchmarks.row_types import Answer
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 POLL_S = 0.2  # how often a cell waiting on its engine looks at the Stop
+GIVE_UP_S = 10.0  # past the grace period, the longest a hook of `Stop.at_give_up` may hold up the exit
 
 
 class Interrupted(Exception):
@@ -41,6 +44,12 @@ class Stop:
         self._event = threading.Event()
         self.signum: int | None = None
         self.at: float | None = None
+        self.give_up_hooks: list[Callable[[], None]] = []
+
+    def at_give_up(self, hook: Callable[[], None]) -> None:
+        """Run `hook` if the grace period runs out, before the process exits: what a run must record even then
+        (it may find the storage or the cluster hung, so it gets at most GIVE_UP_S)."""
+        self.give_up_hooks.append(hook)
 
     def request(self, signum: int) -> None:
         self.signum, self.at = signum, time.time()
@@ -85,6 +94,8 @@ def stop_on_signals(grace_s: float, before_exit: Callable[[], None]) -> Iterator
     def give_up() -> None:
         _say(f"{stop.signal_name}: still stopping after {grace_s:g} s (storage.grace_s); exiting now")
         try:
+            for hook in stop.give_up_hooks:
+                _bounded(hook, GIVE_UP_S)
             before_exit()
         finally:
             os._exit(stop.exit_code)
@@ -108,6 +119,21 @@ def stop_on_signals(grace_s: float, before_exit: Callable[[], None]) -> Iterator
             for signum, handler in previous.items():
                 if handler is not None:  # None: a handler installed outside Python, which cannot be put back
                     signal.signal(signum, handler)
+
+
+def _bounded(hook: Callable[[], None], seconds: float) -> None:
+    """Run `hook` in a thread of its own for at most `seconds`; an error or a hang is said, never raised."""
+    def run() -> None:
+        try:
+            hook()
+        except Exception as e:  # noqa: BLE001 - the process is exiting: say it and go on
+            _say(f"while exiting: {type(e).__name__}: {e}")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        _say(f"while exiting: {getattr(hook, '__name__', 'a hook')} still running after {seconds:g} s; left")
 
 
 _END = object()  # the engine's stream ended

@@ -105,6 +105,9 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
     engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None))
+    # Past the grace period of a stop the process exits without reaching `finally` below: the engines' starts
+    # and nodes are still recorded.
+    stop.at_give_up(lambda: manifest.set_engines(engines.accounting()))
     answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
     for pair in cells:
         engines.expect(users(pair))

@@ -1,9 +1,13 @@
 """jobs.sweep.interrupt.answered_parts without Ray: parts of answers as they stream in; a stop reaches a cell whose
-engine is silent, and the answers it holds come out as one last part. (Real signals to a real driver:
+engine is silent, and the answers it holds come out as one last part; past the grace period, the give-up hooks
+are bounded. (Real signals to a real driver:
 test_signals.py.)"""
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +49,31 @@ def test_an_engine_error_is_raised_in_the_cells_thread():
 
     with pytest.raises(RuntimeError, match="engine died"):
         list(answered_parts(failing(), 8, Stop()))
+
+
+GIVE_UP = """
+import os, signal, sys, time
+from jobs.sweep import interrupt
+interrupt.GIVE_UP_S = 1.0
+
+def hangs():
+    time.sleep(60)
+
+with interrupt.stop_on_signals(0.5, lambda: print("lease given back", flush=True)) as stop:
+    stop.at_give_up(lambda: print("engines recorded", flush=True))
+    stop.at_give_up(hangs)
+    stop.at_give_up(lambda: 1 / 0)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(60)  # a cell that never stops
+"""
+
+
+def test_past_the_grace_period_the_hooks_run_bounded_then_the_lease_is_given_back():
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", GIVE_UP], check=False, capture_output=True, text=True, timeout=50,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 143, out.stderr
+    assert out.stdout.splitlines() == ["engines recorded", "lease given back"], (out.stdout, out.stderr)
+    assert "hangs still running after 1 s; left" in out.stderr
+    assert "while exiting: ZeroDivisionError" in out.stderr
+    assert time.perf_counter() - start < 40  # neither the cell's 60 s nor the hung hook's

@@ -7,6 +7,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,9 @@ from jobs.config import ModelConfig, engine_task, to_dict
 from jobs.engines.base import Demand, Engine, Log, Servers, register, resolved
 from jobs.engines.rows import LIGHT, dataset_rows, merge_parts
 
+# vLLM's SchedulerConfig.DEFAULT_MAX_NUM_SEQS: the most requests an engine built from engine arguments (as
+# VllmServer builds it) runs at once, unless the model file's engine_args set max_num_seqs.
+ENGINE_MAX_NUM_SEQS = 128
 # vLLM arguments that ModelConfig holds under their own names; engine_args must not set them a second way.
 OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "enforce_eager", "revision",
                    "trust_remote_code", "tokenizer")
@@ -149,10 +153,20 @@ class Vllm(Engine):
             local, path = host.local(model, settings, path)  # hub weights: their snapshot, once fetched
             server = host.server(model, local, path, task)
             ds = ds.map_batches(ask, batch_size=model.batch_size, batch_format="pyarrow", **LIGHT,
+                                compute=ray.data.TaskPoolStrategy(size=tasks_in_flight(model)),
                                 fn_kwargs={"model": local, "path": path, "task": task, "server": server,
                                            "prefix": prefix, "columns": columns,
                                            "keep_messages": prefix == "" and bool(reference)})
         return merge_parts(dataset_rows(ds))
+
+
+def tasks_in_flight(model: ModelConfig) -> int:
+    """How many of a cell's Ray Data tasks may wait on its engine at once: the batches that fill what the
+    engine runs at once (max_num_seqs), and one more, ready as one comes back. More only hold memory, each in a
+    Ray worker process of its own (about 200 MiB): uncapped, a cell of 1,469 pairs in batches of 64 kept 8 of
+    them on 2 CPU cores, one of 110 pairs 4 (docs/scale.md)."""
+    seqs = int((model.engine_args or {}).get("max_num_seqs") or ENGINE_MAX_NUM_SEQS)
+    return math.ceil(seqs / model.batch_size) + 1
 
 
 def _shared(requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:

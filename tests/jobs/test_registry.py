@@ -193,6 +193,35 @@ def test_engine_argument_names_are_the_fields_of_vllms_engine_args():
     assert engine_arguments() == {f.name for f in dataclasses.fields(EngineArgs)}
 
 
+def test_a_cell_keeps_enough_batches_at_its_engine_to_fill_it_and_one_more():
+    from jobs.config import ModelConfig
+    from jobs.engines.vllm import tasks_in_flight
+
+    def model(batch_size: int, **engine_args) -> ModelConfig:
+        return ModelConfig(name="m", path="p", kind="implicit", engine="vllm", batch_size=batch_size,
+                           engine_args=engine_args)
+
+    assert tasks_in_flight(model(64)) == 3  # 128 / 64 + 1
+    assert tasks_in_flight(model(48)) == 4  # 128 / 48 is 2.67: 3 batches fill it, + 1
+    assert tasks_in_flight(model(8)) == 17
+    assert tasks_in_flight(model(64, max_num_seqs=256)) == 5
+
+
+@pytest.mark.integration  # imports vLLM
+def test_the_engines_default_max_num_seqs_is_vllms():
+    """VllmServer builds its engine from engine arguments: vLLM's scheduler default applies, unchanged by the
+    device's defaults for its LLM class and API server."""
+    import inspect
+
+    from vllm.config import SchedulerConfig
+    from vllm.engine.arg_utils import EngineArgs
+
+    from jobs.engines.vllm import ENGINE_MAX_NUM_SEQS
+
+    assert ENGINE_MAX_NUM_SEQS == SchedulerConfig.DEFAULT_MAX_NUM_SEQS
+    assert "ENGINE_CONTEXT" not in inspect.getsource(EngineArgs.get_batch_defaults)  # no device default for it
+
+
 def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):
     conf = _conf_with(tmp_path, "eager", "name: eager\npath: x/y\nkind: implicit\nengine: transformers\n"
                       "engine_args: {max_num_seqs: 4}\n")

@@ -1,5 +1,6 @@
 """Which Ray cluster a run joins (issue 28, item 7): a configured address that does not answer fails fast with
-one line naming it; no address starts a new local cluster even where a dead one left Ray's address file."""
+one line naming it; no address starts a new local cluster even where a dead one left Ray's address file. And
+the settings a sweep's driver gives itself once connected."""
 from __future__ import annotations
 
 import os
@@ -86,3 +87,14 @@ def test_no_address_starts_a_new_local_cluster_despite_a_dead_clusters_address_f
     timeout, said = done.stdout.strip().splitlines()[-2:]
     assert float(timeout) == 3600  # Ray Data's 30-minute no-progress limit, raised above an engine's restart wait
     assert said.startswith("Ray: started a local cluster (") and dead not in said, said
+
+
+def test_the_driver_takes_arrows_memory_from_the_system_allocator():
+    """Arrow's default pool kept a cell's freed blocks in the driver (docs/scale.md); a sweep's driver gives
+    them back."""
+    import pyarrow as pa
+
+    from jobs.sweep.cluster import configure_ray_data
+
+    configure_ray_data()
+    assert pa.default_memory_pool().backend_name == "system"

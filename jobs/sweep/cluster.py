@@ -11,6 +11,8 @@ import os
 import socket
 import time
 
+import pyarrow as pa
+
 from actors.engine_calls import RESTART_WAIT_S
 from jobs.config import SweepConfig
 
@@ -57,7 +59,6 @@ def configure_ray_data() -> None:
     cell's requests made into Ray Data blocks, its answers written as Parquet. Of a 1,469-pair cell, the
     driver kept 44 MiB this way, against 21 MiB with the system allocator, which gives large buffers back
     (docs/scale.md). Ray Data's workers keep their default."""
-    import pyarrow as pa
     import ray
 
     context = ray.data.DataContext.get_current()

@@ -9,9 +9,9 @@ failed cells, 1, a user's mistake, 2, and a busy run root, 3). Requests still at
 rerun asks them, and them only, again. If all that takes longer than `storage.grace_s`, or a second signal
 comes, the driver exits at once with the same code (after the grace period it gives its lease back first; a
 lease left by a second signal is taken over at once by a rerun on this host, jobs.store.lease), and before
-that what the sweep asked to keep in any case (`Stop.at_give_up`: manifest.json's engine records), each given at
-most GIVE_UP_S. Without a Stop
-(Ray's own handler is the default while it starts), SIGTERM aborts the process, as it did before.
+that what the sweep asked to keep in any case (`Stop.at_give_up`: manifest.json's engine records), each given
+at most GIVE_UP_S. Without a Stop (Ray's own handler is the default while it starts), SIGTERM aborts the
+process, as it did before.
 """
 from __future__ import annotations
 

@@ -105,9 +105,14 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
     engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None))
-    # Past the grace period of a stop the process exits without reaching `finally` below: the engines' starts
-    # and nodes are still recorded.
-    stop.at_give_up(lambda: manifest.set_engines(engines.accounting()))
+    def record_engines() -> None:
+        """Past the grace period of a stop the process exits without reaching `finally` below: the engines'
+        starts and nodes are still recorded. Not once they are closed: the closed host accounts for none, and
+        `finally` has written them."""
+        if entries := engines.accounting():
+            manifest.set_engines(entries)
+
+    stop.at_give_up(record_engines)
     answer_store = AnswerStore(root, log) if sweep.storage.answer_cache else None
     for pair in cells:
         engines.expect(users(pair))
@@ -142,6 +147,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         if engines.weights is not None:
             engines.weights.close()
         manifest.set_engines(engines.close())
+        stop.give_up_hooks.remove(record_engines)
         manifest.set_weights({m.name: weights_record(m) for m in [*sweep.models.values(), *judged]})
         progress.close()
 

@@ -77,3 +77,23 @@ def test_past_the_grace_period_the_hooks_run_bounded_then_the_lease_is_given_bac
     assert "hangs still running after 1 s; left" in out.stderr
     assert "while exiting: ZeroDivisionError" in out.stderr
     assert time.perf_counter() - start < 40  # neither the cell's 60 s nor the hung hook's
+
+
+def test_a_finished_sweep_leaves_no_give_up_hook_behind(tmp_path, monkeypatch):
+    """run_sweep's hook records the engines past the grace period; once the sweep has written them, a grace
+    period running out later (the report, Ray's shutdown) must not write the closed host's empty accounting
+    over them."""
+    from stand_in import stand_in_engine
+    from sweeps import write_sweep
+
+    from jobs.loading import load_sweep
+    from jobs.sweep import pipeline
+
+    stand_in_engine(monkeypatch)
+    monkeypatch.setattr(pipeline, "largest_gpu_node", lambda: 0.0)
+    monkeypatch.setattr(pipeline, "_cluster_capacity", lambda: {"CPU": 2.0, "GPU": 0.0})
+    echo = "{name: echo, path: none, kind: generative, engine: stand_in}"
+    sweep = load_sweep(write_sweep(tmp_path, "hooks", [echo]), [f"storage.root={tmp_path}"])
+    stop = Stop()
+    [outcome] = pipeline.run_sweep(sweep, log=lambda line: None, stop=stop)
+    assert outcome.status == "done" and stop.give_up_hooks == []

@@ -79,9 +79,11 @@ def cpu_engine_env(lib_dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
     work. The scheduler mostly waits on the model, so we reserve none; "auto" binds one OpenMP thread per
     physical core of the engine's CPU set. tcmalloc, where installed, is preloaded (scoring ran 1.18x as fast
     with it on 2 AVX2 cores, vLLM's own LLM on 44 implicit requests). Intel OpenMP (the intel-openmp wheel) is
-    not preloaded: it was slower there.
+    not preloaded: it was slower there. Either vLLM variable, set in the driver's environment, is passed on as
+    set: e.g. VLLM_CPU_OMP_THREADS_BIND=1 leaves core 0 to the driver and Ray (docs/scale.md measures that).
     """
-    env = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+    env = {name: os.environ.get(name, default) for name, default in
+           (("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"), ("VLLM_CPU_OMP_THREADS_BIND", "auto"))}
     if lib := tcmalloc(lib_dirs):
         env["LD_PRELOAD"] = ":".join(filter(None, [lib, os.environ.get("LD_PRELOAD")]))
     return env

@@ -35,8 +35,16 @@ def test_explicit_dtypes_are_kept_whatever_the_cpu():
         assert resolve_dtype(dtype, "cpu", cpu_flags(AVX2_ONLY)) == dtype
 
 
-def test_the_cpu_engine_reserves_no_core_and_binds_its_threads():
+def test_the_cpu_engine_reserves_no_core_and_binds_its_threads(monkeypatch):
+    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
     assert cpu_engine_env(lib_dirs=()) == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+
+
+def test_vllms_own_cpu_variables_set_by_the_user_are_passed_on_as_set(monkeypatch):
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1")
+    monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
+    assert cpu_engine_env(lib_dirs=()) == {"VLLM_CPU_NUM_OF_RESERVED_CPU": "1", "VLLM_CPU_OMP_THREADS_BIND": "1"}
 
 
 def test_tcmalloc_is_preloaded_where_installed_before_the_users_own_preloads(tmp_path, monkeypatch):

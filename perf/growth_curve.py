@@ -1,7 +1,7 @@
 """Per-pair time and peak memory as RAG-RewardBench grows to its real size (issue 28, item 5).
 
-    python perf/growth_curve.py OUT.json [--model tiny|smollm2] [--scale 1.0] [--sizes 5,20,all] [--llm]
-                                         [--batch-size 8]
+    python perf/growth_curve.py OUT.json [--model tiny|smollm2] [--scale 1.0] [--sizes 5,20,all]
+                                         [--llm [each]] [--batch-size 8]
 
 Synthetic Table-4-shaped pairs (perf/workload.py; labelled synthetic, never a result): 5 and 20 per Table 4
 subset (110 and 432 pairs) and all 1,485, those whose requests fit the engine's 8,192 tokens, each size through
@@ -10,7 +10,9 @@ its engine's start), and the peak RSS of the driver (also without the object sto
 `driver_private`), of the engines (their actors and vLLM's engine-core processes), of Ray Data's task workers,
 of Ray's own processes and of all of them together (also as PSS, `total_pss`, where shared pages count once).
 With --llm, vLLM's offline `LLM` scores the largest size's requests in a process of its own, with the same
-engine settings (perf/rag_rewardbench_throughput.py's baseline), for the pipeline's ratio to it.
+engine settings (perf/rag_rewardbench_throughput.py's baseline), for the pipeline's ratio to it; with
+`--llm each`, every size's, so that its engine processes' memory (its own process, vLLM's engine core and
+workers) gives the curve a baseline: what grows in vLLM's engine grows there too.
 
 Models: `tiny`, the built-in random classifier on vLLM as a discriminative RM, at Table 4's full lengths by
 default; `smollm2`, SmolLM2-135M as an implicit RM (on 2 CPU cores, use --scale 0.25 and smaller sizes).
@@ -53,13 +55,25 @@ def one_size(data: Path, folder: Path, kind: str, path: str, batch_size: int) ->
             "peak_rss_mib": ours["peak_rss_mib_by_part"], "cpu_s": ours["cpu_s"], "correct": ours["correct"]}
 
 
+def offline_llm(data: Path, kind: str, path: str, ours: dict) -> dict:
+    """vLLM's offline `LLM` on one size's requests in a process of its own: its seconds, its engine processes'
+    CPU while it scored and their peak memory."""
+    with PeakMemory() as processes:
+        llm = child("llm", data, kind, path, MAX_MODEL_LEN)
+    return {"pairs": ours["pairs"], "seconds_total": round(llm["seconds_total"], 1),
+            "seconds_scoring": round(llm["seconds_scoring"], 1), "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
+            "engine_cpu_s_scoring": processes.cpu_between(*llm["scoring_window"])["engines"],
+            "peak_rss_mib_engines": round(processes.peaks["engines"] / 2**20), "correct": llm["correct"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out")
     parser.add_argument("--model", choices=sorted(MODELS), default="tiny")
     parser.add_argument("--scale", type=float, default=1.0, help="Table 4 lengths x this factor")
     parser.add_argument("--sizes", default="5,20,all", help="pairs per Table 4 subset, `all` for every pair")
-    parser.add_argument("--llm", action="store_true", help="vLLM's offline LLM on the largest size, for the ratio")
+    parser.add_argument("--llm", nargs="?", const="last", choices=["last", "each"],
+                        help="vLLM's offline LLM on the largest size (or on each), for the ratio")
     parser.add_argument("--batch-size", type=int, default=BATCH, help="the pipeline's rows per Ray Data batch")
     parser.add_argument("--one", nargs=2, metavar=("DATA", "FOLDER"), help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args()
@@ -71,9 +85,10 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(one_size(Path(args.one[0]), Path(args.one[1]), kind, path,
                                                          args.batch_size)))
         return
-    curve, llm = [], None
+    curve, llms = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for size in args.sizes.split(","):
+        sizes = args.sizes.split(",")
+        for size in sizes:
             folder = Path(tmp, size)
             folder.mkdir()
             workload = argparse.Namespace(scale=args.scale, max_pairs=None if size == "all" else int(size),
@@ -85,10 +100,9 @@ def main() -> None:
                            check=True, cwd=ROOT)
             curve.append(json.loads(result.read_text()))
             print(json.dumps({k: v for k, v in curve[-1].items() if k != "correct"}), flush=True)
-        if args.llm:
-            with PeakMemory() as llm_processes:  # its engine's processes: the CPU they used while it scored
-                llm = child("llm", data, kind, path, MAX_MODEL_LEN)
-            llm["cpu_s"] = llm_processes.cpu_between(*llm["scoring_window"])["engines"]
+            if args.llm == "each" or (args.llm and size == sizes[-1]):
+                llms.append(offline_llm(data, kind, path, curve[-1]))
+                print(json.dumps({k: v for k, v in llms[-1].items() if k != "correct"}), flush=True)
     first, last = curve[0], curve[-1]
     report = {"model": args.model, "kind": kind, "scale": args.scale, "batch_size": args.batch_size,
               "curve": [{k: v for k, v in c.items() if k != "correct"} for c in curve],
@@ -96,16 +110,20 @@ def main() -> None:
               if len(curve) > 1 else None,
               "rss_ratio_last_to_first": {part: round(last["peak_rss_mib"][part] / first["peak_rss_mib"][part], 3)
                                           for part in last["peak_rss_mib"]}}
-    if llm:
-        agree = sum(llm["correct"][k] == last["correct"].get(k) for k in llm["correct"]) / len(llm["correct"])
-        report["llm"] = {"pairs": last["pairs"], "seconds_total": round(llm["seconds_total"], 1),
-                         "seconds_scoring": round(llm["seconds_scoring"], 1), "verdict_agreement": agree,
-                         "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
-                         "engine_cpu_s_scoring": llm["cpu_s"],
-                         "pipeline_speed_ratio_scoring": round(llm["seconds_scoring"] / last["seconds_scoring"], 3),
-                         "pipeline_speed_ratio_scoring_with_tokenizing": round(
-                             (llm["seconds_scoring"] + llm["seconds_tokenizing"]) / last["seconds_scoring"], 3),
-                         "pipeline_speed_ratio_total": round(llm["seconds_total"] / last["seconds_total"], 3)}
+    if llms:
+        llm = llms[-1]
+        report["llm"] = {key: value for key, value in llm.items() if key != "correct"}
+        report["llm"]["verdict_agreement"] = sum(
+            llm["correct"][k] == last["correct"].get(k) for k in llm["correct"]) / len(llm["correct"])
+        report["llm"].update({
+            "pipeline_speed_ratio_scoring": round(llm["seconds_scoring"] / last["seconds_scoring"], 3),
+            "pipeline_speed_ratio_scoring_with_tokenizing": round(
+                (llm["seconds_scoring"] + llm["seconds_tokenizing"]) / last["seconds_scoring"], 3),
+            "pipeline_speed_ratio_total": round(llm["seconds_total"] / last["seconds_total"], 3)})
+    if len(llms) > 1:
+        report["llm_curve"] = [{key: value for key, value in llm.items() if key != "correct"} for llm in llms]
+        report["llm_engines_rss_ratio_last_to_first"] = round(
+            llms[-1]["peak_rss_mib_engines"] / llms[0]["peak_rss_mib_engines"], 3)
     print(json.dumps(report, indent=2))
     Path(args.out).write_text(json.dumps(report, indent=2))
 

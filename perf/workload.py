@@ -61,10 +61,11 @@ def token_ids(data: Path, kind: str, path: str) -> list[tuple[list[int], int]]:
     return out
 
 
-# Whose a process is: the engines (our engine actors and vLLM's engine-core and worker processes), the driver
+# Whose a process is: the engines (our engine actors, vLLM's engine-core and worker processes, and the offline
+# `LLM` baseline's own process, which holds what our actor holds: the front end and its tokenizer), the driver
 # (this process), Ray Data's tasks (the workers that run them, idle between them), and Ray's own processes
 # (raylet, GCS and its system actors; not the log monitor, as in the figures measured before CPU was).
-ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM")
+ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM", "--only llm")
 TASK_TITLES = ("ray::IDLE", "ray::Map", "ray::FlatMap", "ray::Read", "default_worker")
 SYSTEM_PROCESSES = ("ray::", "raylet", "gcs_server")
 PARTS = ("driver", "engines", "tasks", "ray")

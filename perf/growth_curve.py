@@ -55,15 +55,20 @@ def one_size(data: Path, folder: Path, kind: str, path: str, batch_size: int) ->
             "peak_rss_mib": ours["peak_rss_mib_by_part"], "cpu_s": ours["cpu_s"], "correct": ours["correct"]}
 
 
-def offline_llm(data: Path, kind: str, path: str, ours: dict) -> dict:
-    """vLLM's offline `LLM` on one size's requests in a process of its own: its seconds, its engine processes'
-    CPU while it scored and their peak memory."""
+def llm_baseline(data: Path, kind: str, path: str) -> dict:
+    """vLLM's offline `LLM` on these requests in a process of its own: its seconds, its engine processes' CPU
+    while it scored and their peak memory, and its verdicts."""
     with PeakMemory() as processes:
         llm = child("llm", data, kind, path, MAX_MODEL_LEN)
-    return {"pairs": ours["pairs"], "seconds_total": round(llm["seconds_total"], 1),
-            "seconds_scoring": round(llm["seconds_scoring"], 1), "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
+    return {"seconds_total": round(llm["seconds_total"], 1), "seconds_scoring": round(llm["seconds_scoring"], 1),
+            "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
             "engine_cpu_s_scoring": processes.cpu_between(*llm["scoring_window"])["engines"],
             "peak_rss_mib_engines": round(processes.peaks["engines"] / 2**20), "correct": llm["correct"]}
+
+
+def shown(entry: dict) -> dict:
+    """A size's or a baseline's figures without its per-pair verdicts."""
+    return {key: value for key, value in entry.items() if key != "correct"}
 
 
 def main() -> None:
@@ -99,20 +104,20 @@ def main() -> None:
                             "--batch-size", str(args.batch_size), "--one", str(data), str(folder)],
                            check=True, cwd=ROOT)
             curve.append(json.loads(result.read_text()))
-            print(json.dumps({k: v for k, v in curve[-1].items() if k != "correct"}), flush=True)
+            print(json.dumps(shown(curve[-1])), flush=True)
             if args.llm == "each" or (args.llm and size == sizes[-1]):
-                llms.append(offline_llm(data, kind, path, curve[-1]))
-                print(json.dumps({k: v for k, v in llms[-1].items() if k != "correct"}), flush=True)
+                llms.append({"pairs": curve[-1]["pairs"], **llm_baseline(data, kind, path)})
+                print(json.dumps(shown(llms[-1])), flush=True)
     first, last = curve[0], curve[-1]
     report = {"model": args.model, "kind": kind, "scale": args.scale, "batch_size": args.batch_size,
-              "curve": [{k: v for k, v in c.items() if k != "correct"} for c in curve],
+              "curve": [shown(c) for c in curve],
               "per_pair_time_ratio_last_to_previous": round(last["ms_per_pair"] / curve[-2]["ms_per_pair"], 3)
               if len(curve) > 1 else None,
               "rss_ratio_last_to_first": {part: round(last["peak_rss_mib"][part] / first["peak_rss_mib"][part], 3)
                                           for part in last["peak_rss_mib"]}}
     if llms:
         llm = llms[-1]
-        report["llm"] = {key: value for key, value in llm.items() if key != "correct"}
+        report["llm"] = shown(llm)
         report["llm"]["verdict_agreement"] = sum(
             llm["correct"][k] == last["correct"].get(k) for k in llm["correct"]) / len(llm["correct"])
         report["llm"].update({
@@ -121,7 +126,7 @@ def main() -> None:
                 (llm["seconds_scoring"] + llm["seconds_tokenizing"]) / last["seconds_scoring"], 3),
             "pipeline_speed_ratio_total": round(llm["seconds_total"] / last["seconds_total"], 3)})
     if len(llms) > 1:
-        report["llm_curve"] = [{key: value for key, value in llm.items() if key != "correct"} for llm in llms]
+        report["llm_curve"] = [shown(llm) for llm in llms]
         report["llm_engines_rss_ratio_last_to_first"] = round(
             llms[-1]["peak_rss_mib_engines"] / llms[0]["peak_rss_mib_engines"], 3)
     print(json.dumps(report, indent=2))

@@ -20,9 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from growth_curve import MAX_MODEL_LEN, fitting
-from rag_rewardbench_throughput import child
-from workload import PeakMemory, make_pairs
+from growth_curve import fitting, llm_baseline
+from workload import make_pairs
 
 PERIOD_S = 0.01
 
@@ -54,13 +53,12 @@ def main() -> None:
             burner = multiprocessing.Process(target=burn, args=(duty, stop), daemon=True)
             if duty:
                 burner.start()
-            with PeakMemory() as processes:
-                llm = child("llm", data, "discriminative", path, MAX_MODEL_LEN)
+            llm = llm_baseline(data, "discriminative", path)
             stop.set()
             if duty:
                 burner.join()
-            cpu = processes.cpu_between(*llm["scoring_window"])["engines"]
-            runs.append({"duty": duty, "seconds_scoring": round(llm["seconds_scoring"], 1), "engine_cpu_s": cpu})
+            runs.append({"duty": duty, "seconds_scoring": llm["seconds_scoring"],
+                         "engine_cpu_s": llm["engine_cpu_s_scoring"]})
             print(json.dumps(runs[-1]), flush=True)
     quiet = runs[0]
     cores = os.cpu_count() or 1

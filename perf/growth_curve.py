@@ -52,7 +52,8 @@ def one_size(data: Path, folder: Path, kind: str, path: str, batch_size: int) ->
     return {"pairs": ours["pairs"], "seconds_total": round(ours["seconds_total"], 1),
             "seconds_engine_start": engine.get("start_s"), "seconds_scoring": round(scoring, 1),
             "ms_per_pair": round(1000 * scoring / ours["pairs"], 2), "prompt_tokens": engine.get("prompt_tokens"),
-            "peak_rss_mib": ours["peak_rss_mib_by_part"], "cpu_s": ours["cpu_s"], "correct": ours["correct"]}
+            "peak_rss_mib": ours["peak_rss_mib_by_part"], "processes_at_peak": ours["processes_at_peak"],
+            "cpu_s": ours["cpu_s"], "correct": ours["correct"]}
 
 
 def llm_baseline(data: Path, kind: str, path: str) -> dict:
@@ -63,7 +64,8 @@ def llm_baseline(data: Path, kind: str, path: str) -> dict:
     return {"seconds_total": round(llm["seconds_total"], 1), "seconds_scoring": round(llm["seconds_scoring"], 1),
             "seconds_tokenizing": round(llm["seconds_tokenizing"], 1),
             "engine_cpu_s_scoring": processes.cpu_between(*llm["scoring_window"])["engines"],
-            "peak_rss_mib_engines": round(processes.peaks["engines"] / 2**20), "correct": llm["correct"]}
+            "peak_rss_mib_engines": round(processes.peaks["engines"] / 2**20),
+            "engines_at_peak": processes.at_peak.get("engines", []), "correct": llm["correct"]}
 
 
 def shown(entry: dict) -> dict:

@@ -64,20 +64,30 @@ def token_ids(data: Path, kind: str, path: str) -> list[tuple[list[int], int]]:
 # Whose a process is: the engines (our engine actors, vLLM's engine-core and worker processes, and the offline
 # `LLM` baseline's own process, which holds what our actor holds: the front end and its tokenizer), the driver
 # (this process), Ray Data's tasks (the workers that run them, idle between them), and Ray's own processes
-# (raylet, GCS and its system actors; not the log monitor, as in the figures measured before CPU was).
+# (raylet, GCS and its system actors; not the log monitor, as in the figures measured before CPU was). The
+# raylet and the GCS go by their program's name: the raylet's arguments name `default_worker.py`, the command
+# it starts workers with, and were read as a task worker's before.
 ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM", "--only llm")
 TASK_TITLES = ("ray::IDLE", "ray::Map", "ray::FlatMap", "ray::Read", "default_worker")
-SYSTEM_PROCESSES = ("ray::", "raylet", "gcs_server")
+SYSTEM_PROGRAMS = ("raylet", "gcs_server")
 PARTS = ("driver", "engines", "tasks", "ray")
 
 
-def _part(pid: int, cmd: str) -> str | None:
+def _part(pid: int, argv: list[str]) -> str | None:
     if pid == os.getpid():
         return "driver"
-    for part, names in (("engines", ENGINE_PROCESSES), ("tasks", TASK_TITLES), ("ray", SYSTEM_PROCESSES)):
+    if argv and os.path.basename(argv[0]) in SYSTEM_PROGRAMS:
+        return "ray"
+    cmd = " ".join(argv)
+    for part, names in (("engines", ENGINE_PROCESSES), ("tasks", TASK_TITLES), ("ray", ("ray::",))):
         if any(name in cmd for name in names):
             return part
     return None
+
+
+def _title(argv: list[str]) -> str:
+    """A process as `ps` would name it, short: its program and first argument, without their folders."""
+    return " ".join(os.path.basename(arg.strip()) for arg in argv[:2]).strip()
 
 
 def _private_rss() -> int:
@@ -99,7 +109,8 @@ class PeakMemory:
     `total_pss`, the processes' proportional set sizes summed, where a shared page (the object store's, a
     library's) counts once however many processes map it, as summed RSS counts it again in each (sampled every
     5 s: reading smaps costs more than RSS); and the CPU seconds each part has used, as a series of (time,
-    {part: seconds}) for `cpu_between`. A worker that starts untitled and becomes an engine counts as one from
+    {part: seconds}) for `cpu_between`; `at_peak`, the processes a part's peak was made of (title, MiB), to say
+    what a part held when its figure looks wrong. A worker that starts untitled and becomes an engine counts as one from
     then on.
 
     The sampler is a thread of the driver, so it reads the driver's own memory from /proc/self; its CPU counts
@@ -112,8 +123,10 @@ class PeakMemory:
     def __init__(self):
         self.peaks = dict.fromkeys(("driver", "driver_private", "engines", "tasks", "ray", "total", "total_pss"), 0)
         self.cpu: list[tuple[float, dict[str, float]]] = []
+        self.at_peak: dict[str, list[tuple[str, int]]] = {}
         self._parts: dict[int, str] = {}
-        self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen (kept after it ends)
+        self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen
+        self._used = dict.fromkeys(PARTS, 0.0)  # each part's CPU seconds so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -123,15 +136,20 @@ class PeakMemory:
         while not self._stop.is_set():
             with_pss = tick % self.PSS_EVERY == 0
             now = {**dict.fromkeys(self.peaks, 0), "driver_private": _private_rss()}
+            members: dict[str, list[tuple[str, int]]] = {part: [] for part in PARTS}
             for proc in psutil.process_iter(["pid", "cmdline"]):
                 try:
-                    part = _part(proc.pid, " ".join(proc.info["cmdline"] or []))
+                    part = _part(proc.pid, proc.info["cmdline"] or [])
                     if part is None:
                         continue
                     if self._parts.get(proc.pid) != "engines":
                         self._parts[proc.pid] = part
                     times = proc.cpu_times()
-                    self._cpu[proc.pid] = times.user + times.system
+                    seconds = times.user + times.system
+                    # To the part the process is in now: a worker retitled later (an idle one taking a system
+                    # actor) keeps the seconds it used before in its old part, so no part's series falls.
+                    self._used[self._parts[proc.pid]] += seconds - self._cpu.get(proc.pid, 0.0)
+                    self._cpu[proc.pid] = seconds
                     rss = proc.memory_info().rss
                     pss = proc.memory_full_info().pss if with_pss else 0
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -139,11 +157,12 @@ class PeakMemory:
                 now["total"] += rss
                 now["total_pss"] += pss
                 now[self._parts[proc.pid]] += rss
+                members[self._parts[proc.pid]].append((_title(proc.info["cmdline"] or []), rss >> 20))
+            for part in PARTS:
+                if now[part] > self.peaks[part]:
+                    self.at_peak[part] = sorted(members[part], key=lambda member: -member[1])
             self.peaks = {part: max(self.peaks[part], now[part]) for part in now}
-            used = dict.fromkeys(PARTS, 0.0)
-            for pid, seconds in self._cpu.items():
-                used[self._parts[pid]] += seconds
-            self.cpu.append((time.time(), used))
+            self.cpu.append((time.time(), dict(self._used)))
             tick += 1
             self._stop.wait(0.2)
 
@@ -190,6 +209,7 @@ def run_pipeline(data: Path, folder: Path, model_yaml: str) -> dict:
     return {"pairs": outcome.metrics["n"], "seconds_total": done - start, "seconds_cell": done - started,
             "engines": manifest.get("engines", []), "peak_rss_mib": memory.peak / 2**20,
             "peak_rss_mib_by_part": {part: round(rss / 2**20) for part, rss in memory.peaks.items()},
+            "processes_at_peak": memory.at_peak,
             "cpu_s": _engine_windows(manifest.get("engines", []), memory, start),
             "correct": {r["item_id"]: r["correct"] for r in rows}}
 

@@ -66,8 +66,9 @@ def token_ids(data: Path, kind: str, path: str) -> list[tuple[list[int], int]]:
 # (this process), Ray Data's tasks (the workers that run them, idle between them), and Ray's own processes
 # (raylet, GCS and its system actors; not the log monitor, as in the figures measured before CPU was). The
 # raylet and the GCS go by their program's name: the raylet's arguments name `default_worker.py`, the command
-# it starts workers with, and were read as a task worker's before.
-ENGINE_PROCESSES = ("ray::VllmServer", "ray::ScorerServer", "EngineCore", "VLLM", "--only llm")
+# it starts workers with, and were read as a task worker's before. A named actor's title puts its name first
+# (`ray::NAME:VllmServer.__init__`), so the engine actor was one of Ray's until its first call.
+ENGINE_PROCESSES = ("VllmServer", "ScorerServer", "EngineCore", "VLLM", "--only llm")
 TASK_TITLES = ("ray::IDLE", "ray::Map", "ray::FlatMap", "ray::Read", "default_worker")
 SYSTEM_PROGRAMS = ("raylet", "gcs_server")
 PARTS = ("driver", "engines", "tasks", "ray")

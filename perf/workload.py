@@ -111,8 +111,8 @@ class PeakMemory:
     library's) counts once however many processes map it, as summed RSS counts it again in each (sampled every
     5 s: reading smaps costs more than RSS); and the CPU seconds each part has used, as a series of (time,
     {part: seconds}) for `cpu_between`; `at_peak`, the processes a part's peak was made of (title, MiB), to say
-    what a part held when its figure looks wrong. A worker that starts untitled and becomes an engine counts as one from
-    then on.
+    what a part held when its figure looks wrong. A worker that starts untitled and becomes an engine counts as
+    one from then on.
 
     The sampler is a thread of the driver, so it reads the driver's own memory from /proc/self; its CPU counts
     as the driver's. It runs at the lowest priority, so that on a machine whose cores the engine keeps busy it

@@ -125,8 +125,9 @@ class PeakMemory:
         self.peaks = dict.fromkeys(("driver", "driver_private", "engines", "tasks", "ray", "total", "total_pss"), 0)
         self.cpu: list[tuple[float, dict[str, float]]] = []
         self.at_peak: dict[str, list[tuple[str, int]]] = {}
-        self._parts: dict[int, str] = {}
-        self._cpu: dict[int, float] = {}  # each process's CPU seconds when last seen
+        # Keyed by (pid, start time): a pid the kernel gives again to a new process is another process.
+        self._parts: dict[tuple[int, float], str] = {}
+        self._cpu: dict[tuple[int, float], float] = {}  # each process's CPU seconds when last seen
         self._used = dict.fromkeys(PARTS, 0.0)  # each part's CPU seconds so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -138,27 +139,28 @@ class PeakMemory:
             with_pss = tick % self.PSS_EVERY == 0
             now = {**dict.fromkeys(self.peaks, 0), "driver_private": _private_rss()}
             members: dict[str, list[tuple[str, int]]] = {part: [] for part in PARTS}
-            for proc in psutil.process_iter(["pid", "cmdline"]):
+            for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
                 try:
                     part = _part(proc.pid, proc.info["cmdline"] or [])
                     if part is None:
                         continue
-                    if self._parts.get(proc.pid) != "engines":
-                        self._parts[proc.pid] = part
+                    key = (proc.pid, proc.info["create_time"])
+                    if self._parts.get(key) != "engines":
+                        self._parts[key] = part
                     times = proc.cpu_times()
                     seconds = times.user + times.system
                     # To the part the process is in now: a worker retitled later (an idle one taking a system
                     # actor) keeps the seconds it used before in its old part, so no part's series falls.
-                    self._used[self._parts[proc.pid]] += seconds - self._cpu.get(proc.pid, 0.0)
-                    self._cpu[proc.pid] = seconds
+                    self._used[self._parts[key]] += seconds - self._cpu.get(key, 0.0)
+                    self._cpu[key] = seconds
                     rss = proc.memory_info().rss
                     pss = proc.memory_full_info().pss if with_pss else 0
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
                 now["total"] += rss
                 now["total_pss"] += pss
-                now[self._parts[proc.pid]] += rss
-                members[self._parts[proc.pid]].append((_title(proc.info["cmdline"] or []), rss >> 20))
+                now[self._parts[key]] += rss
+                members[self._parts[key]].append((_title(proc.info["cmdline"] or []), rss >> 20))
             for part in PARTS:
                 if now[part] > self.peaks[part]:
                     self.at_peak[part] = sorted(members[part], key=lambda member: -member[1])

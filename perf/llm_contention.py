@@ -62,9 +62,9 @@ def main() -> None:
             print(json.dumps(runs[-1]), flush=True)
     quiet = runs[0]
     cores = os.cpu_count() or 1
+    used = quiet["engine_cpu_s"] / quiet["seconds_scoring"]  # the cores the quiet engine kept busy
     for run in runs:
         # the CPU-seconds the quiet engine needed, on the cores it used then less what the burner takes
-        used = quiet["engine_cpu_s"] / quiet["seconds_scoring"]
         run["seconds_scoring_fair"] = round(quiet["engine_cpu_s"] / min(used, cores - run["duty"]), 1)
         run["slowdown"] = round(run["seconds_scoring"] / quiet["seconds_scoring"], 3)
         run["fair_slowdown"] = round(run["seconds_scoring_fair"] / quiet["seconds_scoring"], 3)

@@ -140,18 +140,20 @@ class PeakMemory:
             now = {**dict.fromkeys(self.peaks, 0), "driver_private": _private_rss()}
             members: dict[str, list[tuple[str, int]]] = {part: [] for part in PARTS}
             for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
+                argv = proc.info["cmdline"] or []
+                key = (proc.pid, proc.info["create_time"])
+                part = _part(proc.pid, argv)
+                if part is None:
+                    continue
+                if self._parts.get(key) == "engines":
+                    part = "engines"
+                self._parts[key] = part
                 try:
-                    part = _part(proc.pid, proc.info["cmdline"] or [])
-                    if part is None:
-                        continue
-                    key = (proc.pid, proc.info["create_time"])
-                    if self._parts.get(key) != "engines":
-                        self._parts[key] = part
                     times = proc.cpu_times()
                     seconds = times.user + times.system
                     # To the part the process is in now: a worker retitled later (an idle one taking a system
                     # actor) keeps the seconds it used before in its old part, so no part's series falls.
-                    self._used[self._parts[key]] += seconds - self._cpu.get(key, 0.0)
+                    self._used[part] += seconds - self._cpu.get(key, 0.0)
                     self._cpu[key] = seconds
                     rss = proc.memory_info().rss
                     pss = proc.memory_full_info().pss if with_pss else 0
@@ -159,8 +161,8 @@ class PeakMemory:
                     continue
                 now["total"] += rss
                 now["total_pss"] += pss
-                now[self._parts[key]] += rss
-                members[self._parts[key]].append((_title(proc.info["cmdline"] or []), rss >> 20))
+                now[part] += rss
+                members[part].append((_title(argv), rss >> 20))
             for part in PARTS:
                 if now[part] > self.peaks[part]:
                     self.at_peak[part] = sorted(members[part], key=lambda member: -member[1])

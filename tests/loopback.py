@@ -151,6 +151,11 @@ class _Faulty(JsonHandler):
         """A 200 that says it is JSON and is not."""
         self._raw(200, "application/json", b"<html><body>upstream error</body></html>")
 
+    def echo_headers(self, body: dict) -> None:
+        """A 400 whose message quotes the request's headers, credentials included, as a debugging proxy or a
+        careless endpoint does: what the judge stores of it must hold no secret."""
+        self._reply(400, {"error": {"message": f"bad request; headers: {json.dumps(dict(self.headers))}"}})
+
     def _raw(self, status: int, content_type: str, data: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -168,5 +173,6 @@ def _status(code: int, retry_after_s: int | None = None) -> Callable[[_Faulty, d
 STEPS: dict[str, Callable[[_Faulty, dict], None]] = {
     "ok": _Faulty.ok, "hang": _Faulty.hang, "reset": _Faulty.reset, "close": _Faulty.close,
     "truncated": _Faulty.truncated, "html": _Faulty.html, "json garbage": _Faulty.json_garbage,
+    "echo headers": _Faulty.echo_headers,
     "400": _status(400), "500": _status(500), "503": _status(503), "429": _status(429, retry_after_s=1),
     "429 for an hour": _status(429, retry_after_s=3600)}  # a spent daily quota

@@ -14,6 +14,7 @@ from jobs.config.schema import (
     ModelConfig,
     StorageConfig,
     SweepConfig,
+    credential_variables,
     engine_task,
     ensemble_name,
     protocol_kind,
@@ -21,5 +22,5 @@ from jobs.config.schema import (
 )
 
 __all__ = ["ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
-           "ClusterConfig", "ConfigError", "EnsembleConfig", "ModelConfig", "StorageConfig", "SweepConfig", "engine_task",
-           "ensemble_name", "protocol_kind", "to_dict"]
+           "ClusterConfig", "ConfigError", "EnsembleConfig", "ModelConfig", "StorageConfig", "SweepConfig",
+           "credential_variables", "engine_task", "ensemble_name", "protocol_kind", "to_dict"]

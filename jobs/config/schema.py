@@ -113,6 +113,13 @@ class ModelConfig:
     retriever: dict[str, Any] = field(default_factory=dict)
 
 
+def credential_variables(model: ModelConfig) -> list[str]:
+    """The environment variables the model names for its credentials (every `*_env` setting: the key, and the
+    base URL, which may hold a user:password): their values are secrets wherever a run stores or prints text
+    (jobs.store.redaction), and their names are pasted into job scripts (jobs.cli.submit)."""
+    return [value for f in fields(ModelConfig) if f.name.endswith("_env") and (value := getattr(model, f.name))]
+
+
 @dataclass
 class BenchmarkConfig:
     """One benchmark: which module implements it and where its data is."""

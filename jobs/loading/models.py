@@ -9,10 +9,11 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from jobs.config import ConfigError, ModelConfig
+from jobs.config import ConfigError, ModelConfig, credential_variables
 from jobs.engines import engine_of
 from jobs.loading.checks import check_models
 from jobs.loading.files import PROJECT_CONF, load_yaml, reason, structured
+from jobs.store.redaction import declare_secret_variables
 
 
 def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Path] = (PROJECT_CONF,)
@@ -29,6 +30,7 @@ def load_model(spec: str | Mapping[str, Any], where: str, conf_dirs: Sequence[Pa
     except OmegaConfBaseException as e:
         raise ConfigError(f"{where}: key '{e.full_key}': {reason(e)}") from None
     check_models({model.name: model}, Path(where))
+    declare_secret_variables(credential_variables(model))  # a routed judge's key is as secret as a sweep model's
     return model
 
 

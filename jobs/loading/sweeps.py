@@ -12,9 +12,10 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, to_dict
+from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, credential_variables, to_dict
 from jobs.loading.checks import check_data, check_ensembles, check_models, check_options
 from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
+from jobs.store.redaction import declare_secret_variables
 
 
 def _compose_entries(entries: Any, folder: str, schema: type, sweep_file: Path, key: str,
@@ -94,6 +95,8 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         check_options(bench, str(source), name)
     check_models(sweep.models, sweep_file)
     check_ensembles(sweep.ensembles, sweep.models, sweep.benchmarks, sweep_file)
+    # Whatever the sweep does next (run, validate, submit), its models' credentials are secrets from here on.
+    declare_secret_variables(name for model in sweep.models.values() for name in credential_variables(model))
     return sweep
 
 

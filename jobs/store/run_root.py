@@ -206,10 +206,9 @@ class RunRoot:
         return self.uri(relpath)
 
     def write_parquet(self, relpath: str, rows: list[dict[str, Any]]) -> None:
-        """Store rows as one Parquet file, atomically, every string cell scrubbed of the environment's secrets."""
+        """Store rows as one Parquet file, atomically, every string cell scrubbed (jobs.store.redaction)."""
         secrets = secret_values()
-        self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows] if secrets
-                                                             else rows))
+        self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows]))
 
     def parquet_files(self, relpath: str) -> list[tuple[str, str]]:
         """(name between `part-` and `.parquet`, path) of each part file directly in a folder, by name."""

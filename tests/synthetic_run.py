@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.protocol import benchmark
@@ -82,11 +83,12 @@ def bianbench_rows(model: str, skill: float, items: int, seed: int, runs: int = 
 
 
 def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges_every: int = 3,
-              bianbench_judges: int = 0, seed: int = 0, data: str | None = None) -> RunRoot:
+              bianbench_judges: int = 0, seed: int = 0, data: str | None = None, names: Sequence[str] = ()
+              ) -> RunRoot:
     """Write a synthetic run: `models` RAG-RewardBench models (every `judges_every`-th a generative judge,
     the rest discriminative), optionally `bianbench_judges` of them also on a small Bi'anBench. `data`: a file
     of RAG-RewardBench pairs whose items the rows are of (`items` is then their number), named in the
-    manifest's config as a run's data is."""
+    manifest's config as a run's data is. `names`: the models' names, else synthetic-rm-NN."""
     root = RunRoot(root_uri, run)
     pairs = None
     if data:
@@ -97,7 +99,7 @@ def build_run(root_uri: str, run: str, models: int = 6, items: int = 120, judges
     model_config: dict[str, Any] = {}
     start = time.time()
     for m in range(models):
-        name = f"synthetic-rm-{m:02d}"
+        name = names[m] if names else f"synthetic-rm-{m:02d}"
         kind = "generative" if m % judges_every == judges_every - 1 else "discriminative"
         model_config[name] = {"name": name, "kind": kind, "engine": ENGINES[kind]}
         skill = 0.55 + 0.35 * rng.random()

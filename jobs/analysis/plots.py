@@ -1,6 +1,8 @@
 """The report's figures, drawn by matplotlib (Agg) and returned as inline SVG text: no network, no CDN, no
 image files beside the page. Text stays text in the SVG (svg.fonttype none), which keeps a 45-model page
-small and its labels searchable; ids and metadata are fixed so the same run gives the same page."""
+small and its labels searchable; ids and metadata are fixed so the same run gives the same page. Labels are
+names as written: no mathtext (a '$' in a model or subset name is a '$', not TeX that fails to parse) and no
+LaTeX, whatever the user's matplotlibrc says."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 
 STYLE = {"svg.fonttype": "none", "svg.hashsalt": "ragjudge", "font.size": 8, "font.family": "sans-serif",
-         "axes.spines.top": False, "axes.spines.right": False}
+         "axes.spines.top": False, "axes.spines.right": False, "text.parse_math": False, "text.usetex": False}
 ROW_INCHES = 0.2  # height of one model's row: 45 models stay readable without scrolling inside the figure
 
 

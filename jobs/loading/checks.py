@@ -20,6 +20,7 @@ from jobs.config import (
     ensemble_name,
 )
 from jobs.engines import ENGINES
+from jobs.loading.names import check_env_names, check_name
 
 UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stock classifier's raw logit
 
@@ -58,10 +59,14 @@ def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
 
 
 def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
-    """Each model's choices, its kind against its engine's, and settings only another engine reads."""
+    """Each model's name and environment variable names, its choices, its kind against its engine's, and
+    settings only another engine reads."""
     defaults = ModelConfig()  # a setting another engine owns is set when it differs from its default
     for name, model in models.items():
+        for label in dict.fromkeys((name, model.name)):  # the sweep's key, and the name an override may change
+            check_name(label, "model", "models", source)
         where = f"{source}: key 'models.{name}"
+        check_env_names(model, where)
         for key, allowed in choices().items():
             value = getattr(model, key)
             if value not in allowed and not (key in UNSET_ALLOWED and value is None):
@@ -100,6 +105,7 @@ def check_ensembles(ensembles: list[EnsembleConfig], models: Mapping[str, ModelC
         if missing := [b for b in ensemble.benchmarks if b not in benchmarks]:
             raise ConfigError(f"{where}.benchmarks': {', '.join(missing)} not a benchmark of the sweep")
         name = ensemble_name(ensemble)
+        check_name(name, "model", f"ensembles[{k}].name", source)
         if name in names:
             raise ConfigError(f"{where}.name': '{name}' is already a model or ensemble of the sweep")
         names.add(name)

@@ -15,6 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, credential_variables, to_dict
 from jobs.loading.checks import check_data, check_ensembles, check_models, check_options
 from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
+from jobs.loading.names import check_name
 from jobs.store.redaction import declare_secret_variables
 
 
@@ -88,6 +89,8 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
     sweep_root = own.parent if own else sweep_file.resolve().parent
     for name, bench in sweep.benchmarks.items():
         source = bench_sources.get(name, sweep_file).resolve()
+        for label in dict.fromkeys((name, bench.name)):
+            check_name(label, "benchmark", "benchmarks", source)
         root = source.parent.parent.parent if source != sweep_file.resolve() else sweep_root
         bench.data = [_from_root(root, p) for p in bench.data]
         bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)

@@ -29,7 +29,7 @@ import yaml
 
 from jobs.cli import main
 from jobs.cli.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
-from jobs.config import to_dict
+from jobs.config import ConfigError, to_dict
 from jobs.loading import PROJECT_CONF, load_sweep
 
 DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
@@ -561,3 +561,59 @@ def test_submit_to_slurm_runs_the_rendered_script(slurm, tmp_path, monkeypatch):
     assert "[done] rag_rewardbench x tiny" in log, log
     assert (root / "submit" / "metrics" / "benchmark=rag_rewardbench" / "model=tiny" / "metrics.json").exists()
     assert not _processes_under(f"/tmp/ray_ragjudge_{job_id}/"), "the job's Ray processes outlived it"
+
+
+# ---- (h) names and values pasted into the batch script and the RayJob stay one word, one scalar ----
+
+# Shell and YAML syntax a hostile sweep or command line might carry; `{pwned}` is a file only a run command makes.
+PAYLOADS = {"substitution": "U$(touch {pwned})", "backticks": "U`touch {pwned}`", "semicolon": "U; touch {pwned}",
+            "newline": "U\ntouch {pwned}", "quotes": "U'\"; touch {pwned}; echo \"'"}
+
+
+def _api_sweep(folder: Path, bench: str = "rag_rewardbench", model: str = "judge", **judge: str) -> Path:
+    """A sweep with one API judge, written by a YAML library so any name survives into it as it is."""
+    path = folder / "conf" / "sweeps" / "hostile.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({
+        "name": "hostile", "benchmarks": [{"name": bench, "module": "rag_rewardbench", "data": [str(DATA)]}],
+        "models": [{"name": model, "path": "gpt-4o-mini", "kind": "api", "engine": "http",
+                    "api_key_env": "RAGJUDGE_TEST_API_KEY", **judge}],
+        "storage": {"root": str(folder / "results"), "run": "hostile"}}))
+    return path
+
+
+@pytest.mark.parametrize("key", ["api_key_env", "api_base_env"])
+@pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
+def test_an_environment_variable_name_that_is_not_one_is_refused_at_load(tmp_path, capsys, key, payload):
+    pwned = tmp_path / "PWNED"
+    sweep_file = _api_sweep(tmp_path, **{key: payload.format(pwned=pwned)})
+    with pytest.raises(ConfigError) as error:
+        load_sweep(sweep_file)
+    message = str(error.value)
+    assert message.startswith(f"{sweep_file}: key 'models.judge.{key}': ") and "\n" not in message
+    assert "environment variable name" in message
+    for target in ("slurm", "k8s", "ray"):
+        assert main(["submit", str(sweep_file), "--to", target, "--dry-run"]) == 2
+        out, err = capsys.readouterr()
+        assert err.strip().splitlines() == [f"ragjudge: {message}"] and "for name in" not in out
+    assert not pwned.exists()
+
+
+def test_a_name_that_would_split_a_cell_key_or_a_line_is_refused_at_load(tmp_path):
+    """Cell keys are "benchmark/model", split at the first '/': a benchmark's name may hold none, a model's
+    may (hub ids); neither may hold a line break or another control character."""
+    refused = [({"bench": "rag/rewardbench"}, "key 'benchmarks': benchmark name 'rag/rewardbench'"),
+               ({"bench": "rag\nrewardbench"}, "key 'benchmarks': benchmark name 'rag\\nrewardbench'"),
+               ({"model": "judge\nkind: api"}, "key 'models': model name 'judge\\nkind: api'"),
+               ({"model": "judge\rx"}, "key 'models': model name 'judge\\rx'"),
+               ({"model": "judge\u2028x"}, "key 'models': model name 'judge\\u2028x'"),
+               ({"model": ""}, "key 'models': model name ''")]
+    for names, message in refused:
+        sweep_file = _api_sweep(tmp_path, **names)
+        with pytest.raises(ConfigError) as error:
+            load_sweep(sweep_file)
+        assert str(error.value).startswith(f"{sweep_file}: {message} ") and "\n" not in str(error.value)
+    # dots, spaces, unicode and a model's hub-style '/' are names still (partitions encode them: test_storage)
+    allowed = load_sweep(_api_sweep(tmp_path, bench="RAG Reward.Bench v1 ü", model="org/judge-é ..x"))
+    assert list(allowed.benchmarks) == ["RAG Reward.Bench v1 ü"] and list(allowed.models) == ["org/judge-é ..x"]
+

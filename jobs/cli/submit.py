@@ -10,12 +10,17 @@ Secrets never enter what is submitted: Slurm jobs inherit them from the submitti
 --export=ALL), KubeRay pods from a Kubernetes Secret by reference, Ray jobs from the cluster nodes' own
 environment. Rendered text is checked for the values of secret-bearing environment variables and refused if
 one appears (e.g. a key pasted into an override).
+
+Every value pasted into a template stays what it was: one shell word in the batch script (shlex.quote, one line
+where it lands in an #SBATCH directive), one YAML scalar in the RayJob (JSON strings are YAML), whose text is
+parsed back before it is sent.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import operator
 import os
 import re
 import shlex
@@ -29,14 +34,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs.config import ConfigError, SweepConfig
+import yaml
+
+from jobs.config import ConfigError, SweepConfig, credential_variables
 from jobs.loading import load_sweep, ship_sweep
+from jobs.loading.names import has_control
 from jobs.store import redact
 
 REPO = Path(__file__).resolve().parents[2]  # the project: what a Ray job ships as its working_dir
 DEPLOY = REPO / "deploy"
 TARGETS = ("ray", "slurm", "k8s")
 TEMPLATES = {"slurm": "slurm.sbatch", "k8s": "rayjob.yaml"}
+K8S_PROJECT = "/app"  # where the image holds the project, unless --project-dir says otherwise
 # Uploaded with the code otherwise (Ray also honours .gitignore); none of it is needed to run a sweep.
 WORKING_DIR_EXCLUDES = [".git", ".venv", "results", "*.egg-info", "__pycache__", ".pytest_cache"]
 
@@ -81,7 +90,7 @@ def secret_names(sweep: SweepConfig) -> list[str]:
     if sweep.storage.root.startswith("s3://"):
         names += ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
     for model in sweep.models.values():
-        names += [n for n in (getattr(model, "api_key_env", None), getattr(model, "api_base_env", None)) if n]
+        names += credential_variables(model)
     return sorted(set(names))
 
 
@@ -108,34 +117,59 @@ def signal_lead_s(sweep: SweepConfig) -> int:
     return math.ceil(sweep.storage.grace_s) + 60
 
 
-def _fields(sweep: SweepConfig, command: list[str], target: str, options: SubmitOptions) -> dict[str, str]:
-    names = secret_names(sweep)
-    shell = shlex.join(command)
-    if target == "slurm":
-        project = options.project_dir or str(REPO)
-        directives = []
-        if options.gpus_per_node:
-            directives.append(f"#SBATCH --gpus-per-node={options.gpus_per_node}")
-        if options.partition:
-            directives.append(f"#SBATCH --partition={options.partition}")
-        return {"job_name": _job_name(sweep), "nodes": str(options.nodes), "cpus_per_node": str(options.cpus(sweep)),
-                "time_limit": options.time_limit, "log_dir": shlex.quote(str(Path(project, "results", "slurm"))),
-                "extra_directives": "\n".join(directives), "project_dir": shlex.quote(project),
-                "secret_names": " ".join(names), "gpus_per_node": str(options.gpus_per_node),
-                "ray_port": str(options.ray_port), "ray": "ray", "python": shlex.quote(options.python),
-                "ray_temp_dir": "/tmp/ray_ragjudge_$SLURM_JOB_ID", "command": shell,
-                "ray_head_args": options.ray_head_args, "signal_lead_s": str(signal_lead_s(sweep))}
-    project = options.project_dir or "/app"
+def _numbers(**numbers: int) -> dict[str, str]:
+    """Integer fields as text; anything else (a string from a Python caller) is refused, not pasted."""
+    return {name: str(operator.index(value)) for name, value in numbers.items()}
+
+
+def _directive(value: str, what: str) -> str:
+    """A value for an #SBATCH line, as one shell word (sbatch reads its quotes there). A line break would end
+    the comment and make the rest a command of the batch shell, so it is refused."""
+    if has_control(value):
+        raise SubmitError(f"{what} {value!r} holds a line break or another control character, which would end "
+                          "its #SBATCH line")
+    return shlex.quote(value)
+
+
+def _slurm_fields(sweep: SweepConfig, shell: str, names: list[str], options: SubmitOptions) -> dict[str, str]:
+    project = options.project_dir or str(REPO)
+    directives = [f"#SBATCH --gpus-per-node={operator.index(options.gpus_per_node)}"] if options.gpus_per_node else []
+    if options.partition:
+        directives.append(f"#SBATCH --partition={_directive(options.partition, '--partition')}")
+    return {"job_name": _job_name(sweep), "time_limit": _directive(options.time_limit, "--time"),
+            "log_dir": _directive(str(Path(project, "results", "slurm")), "--project-dir's log folder"),
+            "extra_directives": "\n".join(directives), "project_dir": shlex.quote(project),
+            "secret_names": " ".join(map(shlex.quote, names)), "ray": "ray", "python": shlex.quote(options.python),
+            "ray_temp_dir": "/tmp/ray_ragjudge_$SLURM_JOB_ID", "command": shell,
+            "ray_head_args": shlex.join(shlex.split(options.ray_head_args)),
+            **_numbers(nodes=options.nodes, cpus_per_node=options.cpus(sweep), gpus_per_node=options.gpus_per_node,
+                       ray_port=options.ray_port, signal_lead_s=signal_lead_s(sweep))}
+
+
+def _k8s_fields(sweep: SweepConfig, entrypoint: str, names: list[str], options: SubmitOptions) -> dict[str, str]:
     import ray
 
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", sweep.name)[:63].strip("-_.") or "sweep"
     return {"job_name": _job_name(sweep), "namespace": json.dumps(options.namespace),
-            "sweep_label": json.dumps(re.sub(r"[^A-Za-z0-9_.-]+", "-", sweep.name)[:63].strip("-_.") or "sweep"),
-            "entrypoint": json.dumps(f"cd {shlex.quote(project)} && {shell}"), "ray_version": ray.__version__,
-            "image": json.dumps(options.image), "project_dir": json.dumps(project), "secret": json.dumps(options.secret),
-            "secret_names": " ".join(names) or "(none for this sweep)", "nodes": str(options.nodes),
-            "gpus_per_node": str(options.gpus_per_node), "cpus_per_node": str(options.cpus(sweep)),
-            "job_stop_wait_s": str(math.ceil(sweep.storage.grace_s) + 30),
-            "termination_grace_s": str(signal_lead_s(sweep))}
+            "sweep_label": json.dumps(label), "entrypoint": json.dumps(entrypoint),
+            "ray_version": json.dumps(ray.__version__), "image": json.dumps(options.image),
+            "project_dir": json.dumps(options.project_dir or K8S_PROJECT), "secret": json.dumps(options.secret),
+            "secret_names": ", ".join(map(json.dumps, names)) or "(none for this sweep)",  # in a comment: one line
+            **_numbers(nodes=options.nodes, gpus_per_node=options.gpus_per_node, cpus_per_node=options.cpus(sweep),
+                       job_stop_wait_s=math.ceil(sweep.storage.grace_s) + 30,
+                       termination_grace_s=signal_lead_s(sweep))}
+
+
+def _check_rayjob(text: str, entrypoint: str) -> None:
+    """The rendered RayJob parses back as one document whose entrypoint is the one built: a value that escaped
+    its scalar (a key of its own, a second document) fails here, loudly, instead of reaching the cluster."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        raise SubmitError(f"the rendered rayjob.yaml is not YAML: {str(e).splitlines()[0]}") from None
+    spec = documents[0].get("spec") if len(documents) == 1 and isinstance(documents[0], dict) else None
+    if not isinstance(spec, dict) or spec.get("entrypoint") != entrypoint:
+        raise SubmitError("the rendered rayjob.yaml does not parse back to one RayJob running the sweep's command")
 
 
 def _refuse_secrets(text: str, what: str) -> str:
@@ -153,8 +187,14 @@ def render(sweep_path: str | os.PathLike, overrides: list[str], target: str,
     options = options or SubmitOptions()
     sweep = load_sweep(sweep_path, overrides)
     command = sweep_command(sweep_path, list(overrides), options.python)
+    names = secret_names(sweep)
     template = _Template((DEPLOY / TEMPLATES[target]).read_text(encoding="utf-8"))
-    text = template.substitute(_fields(sweep, command, target, options))
+    if target == "slurm":
+        text = template.substitute(_slurm_fields(sweep, shlex.join(command), names, options))
+    else:
+        entrypoint = f"cd {shlex.quote(options.project_dir or K8S_PROJECT)} && {shlex.join(command)}"
+        text = template.substitute(_k8s_fields(sweep, entrypoint, names, options))
+        _check_rayjob(text, entrypoint)
     return _refuse_secrets(text, f"the rendered {TEMPLATES[target]}")
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -617,3 +618,83 @@ def test_a_name_that_would_split_a_cell_key_or_a_line_is_refused_at_load(tmp_pat
     allowed = load_sweep(_api_sweep(tmp_path, bench="RAG Reward.Bench v1 ü", model="org/judge-é ..x"))
     assert list(allowed.benchmarks) == ["RAG Reward.Bench v1 ü"] and list(allowed.models) == ["org/judge-é ..x"]
 
+
+def _for_loop_names(script: str) -> list[str]:
+    loop = re.search(r"^for name in (.*?); do$", script, re.DOTALL | re.MULTILINE)
+    assert loop, script
+    return shlex.split(loop.group(1))
+
+
+def test_the_batch_script_quotes_every_word_it_pastes(sweep_file, tmp_path, monkeypatch):
+    """Names and options reach the script as single shell words; running its secret-name loop runs nothing."""
+    pwned = tmp_path / "PWNED"
+    names = [p.format(pwned=pwned) for p in PAYLOADS.values()]
+    monkeypatch.setattr("jobs.cli.submit.secret_names", lambda sweep: names)  # past load's check: the quoting
+    word = PAYLOADS["substitution"].format(pwned=pwned)
+    options = SubmitOptions(nodes=1, gpus_per_node=2, partition=word, time_limit=f"1:00:00 {word}",
+                            python=word, project_dir=str(tmp_path / "my project" / word),
+                            ray_head_args=f"--dashboard-port=8266 --labels='{{\"x\": \"a b\"}}' {word}")
+    text = render(sweep_file, [], "slurm", options)
+    assert _for_loop_names(text) == names
+    directives = [shlex.split(line) for line in text.splitlines() if line.startswith("#SBATCH")]
+    assert ["#SBATCH", f"--partition={word}"] in directives
+    assert ["#SBATCH", f"--time=1:00:00 {word}"] in directives
+    assert ["#SBATCH", f"--output={tmp_path / 'my project' / word}/results/slurm/ragjudge-%j.out"] in directives
+    head = shlex.split(next(line for line in text.splitlines() if "--temp-dir=" in line))  # the head's flags
+    extra = head[head.index("--disable-usage-stats") + 1:head.index("--block")]
+    assert extra == ["--dashboard-port=8266", '--labels={"x": "a b"}', "U$(touch", f"{pwned})"]
+    assert f"cd {shlex.quote(str(tmp_path / 'my project' / word))}\n" in text
+    assert f"\n{shlex.quote(word)} - " in text  # the join check's python
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    loop = text[text.index("for name in"):text.index("done\n") + 5]
+    done = subprocess.run(["bash", "-c", loop], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert not pwned.exists(), done.stderr
+
+
+@pytest.mark.parametrize("option", ["partition", "time_limit", "project_dir"])
+def test_a_line_break_in_a_slurm_directive_is_refused(sweep_file, option):
+    with pytest.raises(SubmitError, match=r"line break"):
+        render(sweep_file, [], "slurm", SubmitOptions(**{option: "h100\necho pwned"}))
+
+
+def _key_paths(node, path="") -> set[str]:
+    if isinstance(node, dict):
+        return {p for key, value in node.items() for p in {f"{path}.{key}"} | _key_paths(value, f"{path}.{key}")}
+    if isinstance(node, list):
+        return {p for value in node for p in _key_paths(value, f"{path}[]")}
+    return set()
+
+
+def test_the_rayjob_keeps_every_pasted_value_a_scalar(sweep_file, tmp_path, monkeypatch):
+    """Hostile values, in the RayJob's fields and in the comment that names the secrets, parse back as the
+    same document with the same keys, each value what was given."""
+    plain = yaml.safe_load(render(sweep_file, [], "k8s"))
+    names = [p.format(pwned=tmp_path / "PWNED") for p in PAYLOADS.values()] + ["X\nmetadata: {name: evil}"]
+    monkeypatch.setattr("jobs.cli.submit.secret_names", lambda sweep: names)
+    hostile = "x\n  labels: {evil: 'yes'}\n# \"'"
+    options = SubmitOptions(namespace=hostile, image=hostile, secret=hostile, project_dir=f"/app {hostile}")
+    text = render(sweep_file, [], "k8s", options)
+    documents = list(yaml.safe_load_all(text))
+    assert len(documents) == 1 and _key_paths(documents[0]) == _key_paths(plain)
+    manifest = documents[0]
+    assert manifest["metadata"]["namespace"] == hostile and manifest["metadata"]["labels"] == plain["metadata"]["labels"]
+    head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["image"] == hostile and head["workingDir"] == f"/app {hostile}"
+    assert head["envFrom"] == [{"secretRef": {"name": hostile, "optional": True}}]
+    assert manifest["spec"]["entrypoint"].startswith(f"cd {shlex.quote(f'/app {hostile}')} && python -m jobs run")
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t + "---\nkind: Pod\n",  # a second document
+    lambda t: t.replace("entrypoint: @{entrypoint}", 'entrypoint: "sh -c evil"  # @{entrypoint}'),
+    lambda t: t.replace("entrypoint: @{entrypoint}", "entrypoint: [@{entrypoint}"),  # no longer YAML
+], ids=["two documents", "another entrypoint", "broken"])
+def test_a_rayjob_that_does_not_parse_back_to_what_was_built_is_refused(sweep_file, tmp_path, monkeypatch, edit):
+    deploy = tmp_path / "deploy"
+    shutil.copytree(REPO / "deploy", deploy)
+    (deploy / "rayjob.yaml").write_text(edit((REPO / "deploy" / "rayjob.yaml").read_text()))
+    monkeypatch.setattr("jobs.cli.submit.DEPLOY", deploy)
+    with pytest.raises(SubmitError, match="rayjob.yaml"):
+        render(sweep_file, [], "k8s")

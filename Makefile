@@ -10,21 +10,22 @@ demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
 
 # Unit tests on up to 4 processes, then the integration tests one at a time (they share one Ray cluster and
-# the demo's engines, and each fills the 2 cores itself). `slow` tests stay out: `make test-slow`.
+# the demo's engines, and each fills the 2 cores itself). `slow` tests stay out: `make test-slow`. `-rs` prints
+# each skip's reason; `.ci/run` fails on a skip that tests/allowed_skips.txt does not list.
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not integration and not slow" -n auto --maxprocesses 4
-	$(VENV)/bin/python -m pytest -m "integration and not slow"
+	$(VENV)/bin/python -m pytest -q -rs -m "not integration and not slow" -n auto --maxprocesses 4
+	$(VENV)/bin/python -m pytest -rs -m "integration and not slow"
 
 # What `make test` leaves out, each minutes of engine time on 2 CPU cores: Serve's replica autoscaling (a
 # library's behaviour) and a node joining mid-sweep (both nodes share the same cores, so it cannot be quicker
 # here): run before a change to those paths (jobs/sweep/admission.py for the join).
 test-slow: $(STAMP)
-	$(VENV)/bin/python -m pytest -m slow
+	$(VENV)/bin/python -m pytest -rs -m slow
 
 # The fast inner loop: every test that starts no engine and no Ray cluster, on up to 4 processes (pytest-xdist;
 # each collects on its own, so more than 4 gains little at 900 tests). Serial on 2 cores: 148 s; on 2: 107 s.
 check: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not integration" -n auto --maxprocesses 4
+	$(VENV)/bin/python -m pytest -q -rs -m "not integration" -n auto --maxprocesses 4
 
 perf: $(STAMP)
 	$(VENV)/bin/python perf/rag_rewardbench_throughput.py

@@ -135,12 +135,16 @@ _hypothesis_settings.register_profile("ragjudge", max_examples=200, deadline=Non
 _hypothesis_settings.load_profile("ragjudge")
 
 
+# ==== skips CI does not accept: tests/skip_allowlist.py, where RAGJUDGE_ALLOWED_SKIPS names the allowlist ====
+pytest_plugins = ["skip_allowlist"]
+
+
 # ==== the end of the session ====
-_session_status: list[int] = []
+_sessions: list[_storage_pytest.Session] = []
 
 
-def pytest_sessionfinish(session, exitstatus) -> None:
-    _session_status.append(int(exitstatus))
+def pytest_sessionfinish(session) -> None:
+    _sessions.append(session)  # its exitstatus is read at the end: a plugin's sessionfinish may change it
 
 
 @_storage_pytest.hookimpl(trylast=True)
@@ -155,7 +159,7 @@ def pytest_unconfigure(config) -> None:
     import os
     import sys
 
-    if _session_status and ("vllm" in sys.modules or "ray" in sys.modules):
+    if _sessions and ("vllm" in sys.modules or "ray" in sys.modules):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(_session_status[-1])
+        os._exit(int(_sessions[-1].exitstatus))

@@ -2,10 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from jobs.loading import load_sweep
-from jobs.plan import GpuSpec, format_downloads, format_plan, plan_downloads, plan_schedule, plan_sweep
+from jobs.plan import (
+    GpuSpec,
+    format_downloads,
+    format_plan,
+    plan_downloads,
+    plan_schedule,
+    plan_sweep,
+    unplanned,
+)
 
 
 def add(commands: Any) -> None:
@@ -38,4 +47,6 @@ def run(args: argparse.Namespace) -> int:
     print(format_plan(plans, gpu))
     print(format_downloads(plan_downloads(sweep.models.values()), gpu.download_mb_per_s,
                            plan_schedule(plans, gpu).makespan_s))
-    return 0
+    for plan in unplanned(plans):  # they would fail at run time too: said again where a script sees it
+        print(f"ragjudge plan: {plan.benchmark} x {plan.model}: {plan.problem}", file=sys.stderr)
+    return 1 if unplanned(plans) else 0

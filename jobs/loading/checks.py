@@ -17,6 +17,7 @@ from jobs.config import (
     ConfigError,
     EnsembleConfig,
     ModelConfig,
+    StorageConfig,
     ensemble_name,
 )
 from jobs.engines import ENGINES
@@ -46,16 +47,51 @@ def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
 
 
 def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
-    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here. The
-    error budget is a share of requests."""
+    """hf:// data paths are well formed (benchmarks.hub); they are fetched when a sweep runs, not here. `limit`
+    is a positive number of items; the error budget is a share of requests."""
     if not 0.0 <= bench.max_error_rate <= 1.0:
         raise ConfigError(f"{source}: key 'benchmarks.{name}.max_error_rate': {bench.max_error_rate} is not a share "
                           "of requests between 0 and 1")
+    if bench.limit is not None and bench.limit < 1:
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.limit': {bench.limit} is not a positive number of "
+                          "items; leave it out to read them all")
     for path in filter(is_hub, bench.data):
         try:
             check_url(path)
         except ValueError as e:
             raise ConfigError(f"{source}: key 'benchmarks.{name}.data': {e}") from None
+
+
+def check_data_present(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """A local data path exists, unless the benchmark gives `size` for `ragjudge plan` to go without it (`run`
+    then refuses it before Ray starts: require_data). Checked last: a wrong module or option is the first thing
+    to say of a benchmark whose data is not here either."""
+    if bench.size is None and (missing := missing_data(bench)):
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.data': {missing[0]} does not exist")
+
+
+def missing_data(bench: BenchmarkConfig) -> list[str]:
+    """The benchmark's local data paths that are not there (hf:// and object storage are read when a cell runs,
+    and fail it there, naming the path)."""
+    return [path for path in bench.data if "://" not in path and not Path(path).exists()]
+
+
+def require_data(benchmarks: Mapping[str, BenchmarkConfig]) -> None:
+    """Every local data path of the benchmarks is there: what `run` checks before a cluster starts, so a missing
+    path fails in a second, naming it, not after Ray and the first engine (`validate` falls back to bundled
+    samples, `plan` to `size`)."""
+    missing = [f"benchmarks.{name}.data: {path}" for name, bench in benchmarks.items() for path in missing_data(bench)]
+    if missing:
+        raise ConfigError(f"data not on this machine ({'; '.join(missing)}); fetch it or fix the path "
+                          "(`ragjudge plan` works without it where the benchmark sets `size`)")
+
+
+def check_storage(storage: StorageConfig, source: Path) -> None:
+    """`storage.run` is one folder name under the root: it names the run everywhere (paths, leases, reports)."""
+    run = storage.run.strip().strip("/")  # as RunRoot takes it: "run/" is the folder "run"
+    if not run or "/" in run or run in (".", "..") or any(ord(c) < 32 for c in run):
+        raise ConfigError(f"{source}: key 'storage.run': {storage.run!r} is not one folder name (no '/', not '.' "
+                          "or '..', no control characters)")
 
 
 def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:

@@ -13,7 +13,14 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, credential_variables, to_dict
-from jobs.loading.checks import check_data, check_ensembles, check_models, check_options
+from jobs.loading.checks import (
+    check_data,
+    check_data_present,
+    check_ensembles,
+    check_models,
+    check_options,
+    check_storage,
+)
 from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
 from jobs.loading.names import check_name
 from jobs.store.redaction import declare_secret_variables
@@ -97,7 +104,10 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         check_data(bench, str(source), name)
         check_options(bench, str(source), name)
     check_models(sweep.models, sweep_file)
+    check_storage(sweep.storage, sweep_file)
     check_ensembles(sweep.ensembles, sweep.models, sweep.benchmarks, sweep_file)
+    for name, bench in sweep.benchmarks.items():
+        check_data_present(bench, str(bench_sources.get(name, sweep_file).resolve()), name)
     # Whatever the sweep does next (run, validate, submit), its models' credentials are secrets from here on.
     declare_secret_variables(name for model in sweep.models.values() for name in credential_variables(model))
     return sweep

@@ -122,20 +122,39 @@ def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
     except HubDataMissing:
         data = []
     if data and all(os.path.exists(p) for p in data):
-        items = [i for i in load(replace(bench, data=data), spec) if not i.get("error")]
-        return items, 1.0, f"{bench.name}: {len(items)} items from the data"
+        loaded = load(replace(bench, data=data), spec)
+        items = [i for i in loaded if not i.get("error")]
+        unread = unreadable(loaded)
+        if not items:
+            raise ValueError(f"benchmarks.{bench.name}.data: no readable item in {', '.join(data)}"
+                             + (f" ({'; '.join(unread)})" if unread else " (no rows)"))
+        return items, 1.0, (f"{bench.name}: {len(items)} items from the data"
+                            + (f", leaving out {'; '.join(unread)}" if unread else ""))
+    absent = f"{bench.name}: data not on this machine ({', '.join(bench.data)}), "
     shaped = spec.plan_items() if bench.plan_sample is None else None
     if shaped is not None:
         items, what = shaped
         size = bench.size or len(items)
-        return items, size / len(items), f"{bench.name}: {size} items (size), lengths from {what}"
+        return items, size / len(items), f"{absent}{size} items (size), lengths from {what}"
     if bench.size is None or bench.plan_sample is None:
         raise ValueError(f"benchmarks.{bench.name}.data: {bench.data} is not on this machine; set `size` and "
                          "`plan_sample` to plan without it")
     sample = replace(bench, data=[bench.plan_sample], limit=None)
     items = [i for i in load(sample, spec) if not i.get("error")]
-    return items, bench.size / len(items), (f"{bench.name}: {bench.size} items (size), lengths from "
+    if not items:
+        raise ValueError(f"benchmarks.{bench.name}.plan_sample: no readable item in {bench.plan_sample}")
+    return items, bench.size / len(items), (f"{absent}{bench.size} items (size), lengths from "
                                             f"{len(items)} items of {os.path.basename(bench.plan_sample)}")
+
+
+def unreadable(items: list[Item]) -> list[str]:
+    """Per data file with rows that could not be read: how many, and the first one's problem."""
+    by_file: dict[str, list[str]] = {}
+    for item in items:
+        if item.get("error"):
+            by_file.setdefault(str(item.get("source") or "?"), []).append(str(item["error"]))
+    return [f"{len(problems)} unreadable row{'s' * (len(problems) > 1)} of {source}, first: {problems[0]}"
+            for source, problems in by_file.items()]
 
 
 def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
@@ -189,6 +208,16 @@ def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
     return {"implicit": 1, "discriminative": 0}[kind]
 
 
+# A retrieval cell's plan: nothing wrong with it, and nothing to count in tokens.
+NOT_IN_TOKENS = ("retrieval cells are not planned in tokens; the retrieval throughput scripts in perf/ measure "
+                 "index and query rates")
+
+
+def unplanned(plans: list[CellPlan]) -> list[CellPlan]:
+    """The cells that could not be planned for a reason that would fail them at run time too."""
+    return [p for p in plans if p.problem and p.problem != NOT_IN_TOKENS]
+
+
 def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
     """A plan per cell; a cell that cannot be planned carries its problem and the rest are planned."""
     plans = []
@@ -200,8 +229,7 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
                 continue  # the sweep skips this cell too
             if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding
                 plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
-                                      problem="retrieval cells are not planned in tokens; the retrieval "
-                                              "throughput scripts in perf/ measure index and query rates"))
+                                      problem=NOT_IN_TOKENS))
                 continue
             try:
                 if items is None:

@@ -33,6 +33,7 @@ def test_a_conf_folder_beside_the_sweep_comes_first_and_its_paths_are_its_own(tm
     _write(mine / "conf" / "models" / "tiny_classifier.yaml",
            "name: tiny_classifier\npath: /models/my-rm\nkind: discriminative\n")
     _write(mine / "conf" / "benchmarks" / "pairs.yaml", "name: pairs\nmodule: rag_rewardbench\ndata: [my/pairs.jsonl]\n")
+    _write(mine / "my" / "pairs.jsonl", "")  # a data path must exist where the sweep loads
     sweep = load_sweep(_write(mine / "sweep.yaml", (
         "name: mine\nbenchmarks: [pairs, bianbench_sample]\nmodels: [tiny_classifier, smollm2_judge]\n"
         "storage: {run: r}\n")))

@@ -86,13 +86,14 @@ def test_missing_data_without_a_plan_sample_takes_table4_lengths_from_synthetic_
     assert judge.prompt_tokens > table4 / 2  # both orders of prompt + chosen + rejected, and the judge prompt
 
 
-def test_a_cell_without_data_or_size_is_reported_not_raised(tmp_path):
-    # Bi'anBench has no synthetic shape of its own (plan_items is None), so it needs `size` and `plan_sample`.
+def test_a_cell_without_data_or_plan_sample_is_reported_not_raised(tmp_path):
+    # Bi'anBench has no synthetic shape of its own (plan_items is None), so it needs `size` and `plan_sample`;
+    # without `size` the missing path is refused when the sweep loads (tests/jobs/test_load_checks.py).
     path = tmp_path / "conf" / "sweeps" / "plan.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(f"""name: plan
 benchmarks:
-  - {{name: bianbench, module: bianbench, data: ["{tmp_path / 'absent'}"]}}
+  - {{name: bianbench, module: bianbench, data: ["{tmp_path / 'absent'}"], size: 100}}
 models:
   - {{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}}
 storage: {{run: plan}}

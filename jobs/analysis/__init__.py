@@ -9,10 +9,11 @@ from jobs.analysis.items import board_items, format_items, items_jsonl
 from jobs.analysis.leaderboard import leaderboard
 from jobs.analysis.reducers import aggregate, row_problem
 from jobs.analysis.report import load_report, report_text, write_report
+from jobs.analysis.report_view import Report
 from jobs.analysis.response_pairs import pair_problem
 from jobs.analysis.tokens import token_counter
 
-__all__ = ["ENSEMBLES", "VALIDATE", "Thresholds", "aggregate", "board_items", "compare_runs", "ensemble_config",
+__all__ = ["ENSEMBLES", "VALIDATE", "Report", "Thresholds", "aggregate", "board_items", "compare_runs", "ensemble_config",
            "ensemble_rows", "format_comparison", "format_items", "held_models", "items_jsonl", "leaderboard",
            "leaderboard_from_rows", "leaderboard_of", "load_report", "pair_problem", "report_text", "row_problem",
            "token_counter", "write_flips", "write_report"]

@@ -32,6 +32,10 @@ def leaderboard_of(views: list[BenchmarkView], paths: Mapping[str, str] | None =
                     entry["error_budget"] = view.over_budget[entry["model"]]
             add_bias(bench, view, families, paths, tokenizer)
             bench["items"] = items_summary(board_items(view, bench), [m["model"] for m in bench["models"]])
+    incomplete = [{"benchmark": v.name, "model": model, "problem": why} for v in views
+                  for model, why in v.incomplete.items()]
+    if incomplete:  # cells the manifest says are scored and whose rows are not whole: named, not dropped
+        board["incomplete"] = incomplete
     return board
 
 

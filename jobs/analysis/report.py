@@ -23,11 +23,18 @@ from jobs.analysis.items import board_items, items_jsonl
 from jobs.analysis.provenance import mixed_versions, model_provenance
 from jobs.analysis.reliability import COLUMNS
 from jobs.analysis.report_page import render_page
-from jobs.analysis.report_view import BenchmarkView, PaperTable, Report, engine_rows, error_notes
+from jobs.analysis.report_view import (
+    BenchmarkView,
+    PaperTable,
+    Report,
+    engine_rows,
+    error_notes,
+    incomplete_notes,
+)
 from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
-from jobs.store import SCORED, RunRoot, implicit_scores
+from jobs.store import SCORED, RunRoot, UnreadableFile, implicit_scores, predictions_stored
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
@@ -51,12 +58,33 @@ def report_text(metrics: list[dict[str, Any]]) -> str:
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 
-def _cell_rows(root: RunRoot, benchmark: str, model: str, count_tokens: Callable[[str], int] | None
-               ) -> tuple[list[dict[str, Any]], dict[str, ResponsePair]]:
-    """A cell's rows without the response texts, and its items' response pairs (read from those texts)."""
-    rows = root.read_rows("predictions", benchmark, model, columns=read_column)
+def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: dict[str, Any],
+               count_tokens: Callable[[str], int] | None
+               ) -> tuple[list[dict[str, Any]], dict[str, ResponsePair], str | None]:
+    """A cell's rows without the response texts, its items' response pairs (read from those texts), and why its
+    rows cannot be trusted (a part missing, unreadable or short of the rows its manifest.json `entry` records),
+    else None."""
+    try:
+        rows = root.read_rows("predictions", benchmark, model, columns=read_column)
+    except UnreadableFile as e:
+        return [], {}, str(e)
+    expected = predictions_stored(entry)
+    if len(rows) < expected:
+        where = root.uri(root.partition("predictions", benchmark, model))
+        return [], {}, (f"{where} holds {len(rows)} rows; manifest.json says the cell is {entry.get('status')} "
+                        f"with {expected}" if rows else f"{where}: no part; manifest.json says the cell is "
+                        f"{entry.get('status')} with {expected} rows")
     pairs = response_pairs(rows, count_tokens)
-    return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs
+    return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs, None
+
+
+def _cell_metrics(root: RunRoot, benchmark: str, model: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A cell's metrics.json, or why it cannot be read (missing, or not JSON)."""
+    try:
+        metrics = root.read_json(root.metrics_path(benchmark, model))
+    except UnreadableFile as e:
+        return None, str(e)
+    return metrics, None if metrics is not None else f"{root.uri(root.metrics_path(benchmark, model))}: missing"
 
 
 def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
@@ -78,13 +106,16 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
             views[benchmark] = BenchmarkView(benchmark, settings.get("module") or benchmark,
                                              resamples=int(settings.get("bootstrap_resamples", 1000)))
     with ThreadPoolExecutor(READERS) as pool:
-        metrics = list(pool.map(lambda cell: root.read_json(root.metrics_path(*cell)), done))
+        metrics = list(pool.map(lambda cell: _cell_metrics(root, *cell), done))
         count_tokens = token_counter(tokenizer) if tokenizer else None
-        rows = list(pool.map(lambda cell: _cell_rows(root, *cell, count_tokens), done))
-    for (benchmark, model), cell_metrics, (cell_rows, pairs) in zip(done, metrics, rows):
+        rows = list(pool.map(lambda cell: _cell_rows(root, *cell, cells["/".join(cell)], count_tokens), done))
+    for (benchmark, model), (cell_metrics, unread), (cell_rows, pairs, short) in zip(done, metrics, rows):
         view = views[benchmark]
         if cell_metrics is not None:
             view.metrics.append(cell_metrics)
+        if short or unread:  # marked in every view of the report, and the command exits non-zero
+            view.incomplete[model] = short or unread
+            continue
         add_rows(view, model, cell_rows)
         for item, pair in pairs.items():
             view.pairs.setdefault(item, pair)
@@ -144,6 +175,8 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
         board = boards.get(view.name)
         if board:
             out(leaderboard_text(view, board) + "\n")
+        for note in incomplete_notes(view):
+            out(f"{view.name}: {note}\n")
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")

@@ -22,6 +22,7 @@ from jobs.analysis.report_view import (
     Report,
     engine_rows,
     error_notes,
+    incomplete_notes,
     subset_matrix,
 )
 
@@ -32,6 +33,7 @@ td:first-child,th:first-child,td.l,th.l{text-align:left}th{background:#f4f4f4;wh
 div.scroll{overflow-x:auto}
 table.sortable th{cursor:pointer}table.sortable th:after{content:" \\2195";color:#aaa}
 svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}small,.note{color:#666}
+.incomplete{color:#b00020;font-weight:600}
 details{margin:.5em 0}h2{border-bottom:2px solid #1f4e79;padding-bottom:.2em;margin-top:2em}"""
 
 # Sorting: click a header to sort by it (numbers by data-v, else text); click again to reverse. Then the page
@@ -107,6 +109,7 @@ def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTabl
             parts.append(plots.position_plot(judges, f"{view.name}: position bias of the judges"))
         parts.append(bias_section(board))
         parts.append(items_section(view, board))
+    parts += [f"<p class='note incomplete'>{_e(note)}</p>" for note in incomplete_notes(view)]
     parts.append("<h3>Paper table</h3>")
     if paper.html:
         parts.append(paper.html)

@@ -35,6 +35,8 @@ class BenchmarkView:
     pairs: dict[str, ResponsePair] = field(default_factory=dict)  # item id -> its two responses (bias columns)
     ensembles: dict[str, dict[str, Any]] = field(default_factory=dict)  # virtual models: name -> members, rule
     over_budget: dict[str, str] = field(default_factory=dict)  # failed_errors cells: model -> why (manifest)
+    # cells the manifest says are scored whose stored rows are missing, unreadable or short: model -> why
+    incomplete: dict[str, str] = field(default_factory=dict)
     resamples: int = 1000
 
 
@@ -47,6 +49,11 @@ class Report:
     views: list[BenchmarkView]
     leaderboard: dict[str, Any]
 
+    @property
+    def problems(self) -> list[str]:
+        """One line per cell the report could not score although the manifest says it is scored."""
+        return [f"{view.name} x {model}: {why}" for view in self.views for model, why in view.incomplete.items()]
+
 
 def error_notes(view: BenchmarkView, board: dict[str, Any]) -> list[str]:
     """Footnotes of a leaderboard whose models' item sets differ because rows failed, and of the models whose
@@ -57,6 +64,12 @@ def error_notes(view: BenchmarkView, board: dict[str, Any]) -> list[str]:
     shown = {m["model"] for m in board["models"]}
     return notes + [f"{model} is over its error budget (failed_errors): {why}"
                     for model, why in view.over_budget.items() if model in shown]
+
+
+def incomplete_notes(view: BenchmarkView) -> list[str]:
+    """A line per model of the benchmark that is missing from its leaderboard because its stored rows are not
+    whole (the manifest says its cell is scored): the model is marked, not dropped in silence."""
+    return [f"{model}: NOT SCORED, its stored rows are not whole: {why}" for model, why in view.incomplete.items()]
 
 
 def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np.ndarray]:

@@ -7,13 +7,15 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from benchmarks.protocol import RetrievalBenchmark, benchmark
 from benchmarks.records import read_records
 from jobs.analysis import aggregate, leaderboard_from_rows, pair_problem, row_problem, token_counter
-from jobs.store import partition_value
+from jobs.store import MANIFEST, SCORED, open_run, partition_value, predictions_stored
+from jobs.store.layout import partition
 
 
 def add(commands: Any) -> None:
@@ -32,17 +34,23 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(spec, RetrievalBenchmark):  # a run of rankings scored against qrels, not judge verdicts
         return _retrieval(spec, args)
     rows: list[dict[str, Any]] = []
+    unread = 0
     for record in read_records(args.predictions):
         problem = record.problem if record.data is None else (row_problem(spec, record.data)
                                                               or pair_problem(record.data))
         if problem:  # named and left out; the good rows are still scored
             print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
+            unread += record.data is None  # a part or line that could not be read at all: the result lacks it
         else:
             rows.append(record.data)
+    lacking = _short_of_manifest(args.predictions, spec.name, rows)
+    for problem in lacking:
+        print(f"ragjudge aggregate: {problem}", file=sys.stderr)
+    status = 1 if unread or lacking else 0
     models = sorted({row.get("model") for row in rows} - {None})
     if len(models) <= 1:
         _write_metrics(aggregate(spec, rows), args.out)
-        return 0
+        return status
     # Several models: each its own metrics.json (DIR/model=M/, as a run stores them), then who beats whom.
     for model in models:
         out = args.out and str(Path(args.out, f"model={partition_value(model)}"))
@@ -53,7 +61,32 @@ def run(args: argparse.Namespace) -> int:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
         print(f"Leaderboard: {path}", file=sys.stderr)
-    return 0
+    return status
+
+
+def _short_of_manifest(predictions: str, module: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Where `predictions` lies in a run folder (its predictions table, or a benchmark's or a cell's partition
+    under it): one line per cell of this benchmark the run's manifest.json says is scored that has fewer rows
+    here than it recorded (or none). Outside a run: nothing to check against."""
+    folder = Path(predictions).resolve()
+    run = next((p for p in [folder, *folder.parents][:4] if (p / MANIFEST).is_file()), None)
+    if run is None:
+        return []
+    manifest = open_run(str(run)).read_json(MANIFEST) or {}
+    benchmarks = (manifest.get("config") or {}).get("benchmarks") or {}
+    counts = Counter(row.get("model") for row in rows)
+    lacking = []
+    for key, cell in sorted((manifest.get("cells") or {}).items()):
+        bench, _, model = key.partition("/")
+        under = (run / partition("predictions", bench, model)).is_relative_to(folder)
+        if cell.get("status") not in SCORED or (benchmarks.get(bench) or {}).get("module", bench) != module \
+                or not under:
+            continue
+        expected = predictions_stored(cell)
+        if counts[model] < expected:
+            lacking.append(f"{run / partition('predictions', bench, model)}: {counts[model]} readable rows of "
+                           f"model {model}; manifest.json says the cell is {cell['status']} with {expected}")
+    return lacking
 
 
 def _write_metrics(metrics: dict[str, Any], out: str | None) -> None:

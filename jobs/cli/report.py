@@ -1,11 +1,12 @@
-"""`ragjudge report ROOT/RUN`: the run's leaderboard printed, and its HTML report and leaderboard.json written."""
+"""`ragjudge report ROOT/RUN`: the run's leaderboard printed, and its HTML report and leaderboard.json written;
+exit 1 when a cell the manifest says is scored has stored rows that are missing, unreadable or short."""
 from __future__ import annotations
 
 import argparse
 import sys
 from typing import Any
 
-from jobs.analysis import write_report
+from jobs.analysis import Report, write_report
 from jobs.store import open_run
 
 
@@ -20,8 +21,17 @@ def add(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = open_run(args.run)
-    if write_report(root, tokenizer=args.tokenizer) is None:
+    report = write_report(root, tokenizer=args.tokenizer)
+    if report is None:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
     print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
-    return 0
+    return said_incomplete(report)
+
+
+def said_incomplete(report: Report) -> int:
+    """Each cell the report could not score although the manifest says it is scored, one line on stderr; the
+    exit status: 1 when there is one (a result missing a part), else 0."""
+    for problem in report.problems:
+        print(f"ragjudge report: {problem}", file=sys.stderr)
+    return 1 if report.problems else 0

@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from jobs.analysis import write_report
-from jobs.loading import load_sweep
+from jobs.cli.report import said_incomplete
+from jobs.loading import load_sweep, require_data
 from jobs.store import FAILED_ERRORS, Lease, LeaseHeld, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
@@ -29,6 +30,7 @@ def add(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     sweep = load_sweep(args.sweep, [*args.overrides, *(["storage.answer_cache=false"] if args.no_cache else [])])
+    require_data(sweep.benchmarks)  # before the lease and Ray: a missing path fails in a second
     try:  # before Ray starts: a second driver on the run is refused at once
         lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
         lease.acquire()
@@ -41,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
         with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
             outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop,
                                  retry_errors=args.retry_errors)
+            report = None
             if any(o.metrics for o in outcomes) and not stop.is_set():
                 print()
-                write_report(root)
+                report = write_report(root)
     finally:
         lease.release()
     print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
@@ -53,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if stop.is_set():
         print(f"ragjudge: stopped by {stop.signal_name}; the same command resumes the run", file=sys.stderr)
         return stop.exit_code
-    return 1 if unfinished else 0
+    incomplete = said_incomplete(report) if report else 0
+    return 1 if unfinished or incomplete else 0
 
 
 def _stop_on_lost_lease(holder: dict[str, Any]) -> None:

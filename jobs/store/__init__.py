@@ -2,12 +2,19 @@
 secret redaction, the driver's lease and manifest.json."""
 from jobs.store.backends import Backend, register
 from jobs.store.lease import LEASE, Lease, LeaseHeld, LeaseLost
-from jobs.store.manifest import FAILED_ERRORS, SCORED, CellBatch, Manifest, implicit_scores
+from jobs.store.manifest import (
+    FAILED_ERRORS,
+    MANIFEST,
+    SCORED,
+    CellBatch,
+    Manifest,
+    implicit_scores,
+    predictions_stored,
+)
 from jobs.store.redaction import redact
-from jobs.store.retry import StorageError, StorageFull, StorageUnreachable, retrying
+from jobs.store.retry import StorageError, StorageFull, StorageUnreachable, UnreadableFile, retrying
 from jobs.store.run_root import RunRoot, open_run, partition_value
 
-__all__ = ["FAILED_ERRORS", "LEASE", "SCORED", "Backend", "CellBatch", "Lease", "LeaseHeld", "LeaseLost", "Manifest", "RunRoot",
-           "StorageError", "StorageFull",
-           "StorageUnreachable", "implicit_scores", "open_run", "partition_value", "redact", "register",
-           "retrying"]
+__all__ = ["FAILED_ERRORS", "LEASE", "MANIFEST", "SCORED", "Backend", "CellBatch", "Lease", "LeaseHeld", "LeaseLost",
+           "Manifest", "RunRoot", "StorageError", "StorageFull", "StorageUnreachable", "UnreadableFile",
+           "implicit_scores", "open_run", "partition_value", "predictions_stored", "redact", "register", "retrying"]

@@ -11,7 +11,8 @@ A cell's status is running | done | failed | failed_errors (finished, its metric
 requests failed than its benchmark's `max_error_rate`: jobs.sweep.error_budget; the entry says how many and the
 most common error) | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with `signal` and
 `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is reported, never
-stored); each cell lists the attempts that wrote it (`attempts`), so a cell answered partly
+stored); each cell lists the attempts that wrote it (`attempts`) and, once scored, the rows it stored per table
+(`rows`, against which reports check the parts), so a cell answered partly
 before an upgrade and partly after is known (jobs.analysis.provenance). Cells run in threads of the driver, so every change is written under
 one lock.
 """
@@ -35,6 +36,12 @@ MANIFEST = "manifest.json"
 FAILED_ERRORS = "failed_errors"  # a cell over its error budget
 SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
 ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)
+
+
+def predictions_stored(cell: Mapping[str, Any]) -> int:
+    """The prediction rows a scored cell's entry says it stored (`rows`, written with the cell), which a report
+    checks the parts against; an entry from before it was recorded: at least one where it scored items."""
+    return int((cell.get("rows") or {}).get("predictions", 1 if cell.get("n") else 0))
 
 
 def implicit_score(kind: str | None, reference: str | None) -> str | None:

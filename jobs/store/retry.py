@@ -41,6 +41,10 @@ class StorageFull(StorageError):
     """No space is left on the device that holds the run."""
 
 
+class UnreadableFile(StorageError):
+    """A stored file is there but cannot be decoded (cut short, emptied, garbled); the message names it."""
+
+
 def _causes(error: BaseException) -> Iterator[BaseException]:
     """The error and what it was raised from (s3fs raises an OSError from botocore's ClientError)."""
     seen: list[BaseException] = []

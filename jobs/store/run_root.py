@@ -27,7 +27,7 @@ from jobs.store.backends import Backend, backend_for
 from jobs.store.layout import QUARANTINE, TABLES, Table, partition_value
 from jobs.store.parquet_rows import joined_rows, parquet_bytes
 from jobs.store.redaction import redact, scrub, secret_values
-from jobs.store.retry import T, retrying
+from jobs.store.retry import T, UnreadableFile, retrying
 
 __all__ = ["QUARANTINE", "TABLES", "RunRoot", "Table", "open_run", "partition_value", "redact"]
 
@@ -179,9 +179,15 @@ class RunRoot:
         self.write_text(relpath, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
     def read_json(self, relpath: str) -> Any | None:
-        """The stored JSON document, or None if there is none yet (a new run, an unfinished cell)."""
+        """The stored JSON document, or None if there is none yet (a new run, an unfinished cell);
+        UnreadableFile, naming it, if it is not JSON (cut short, emptied)."""
         data = self._read_bytes(self.path(relpath))
-        return None if data is None else json.loads(data)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            raise UnreadableFile(f"{self.uri(relpath)} cannot be read: {type(e).__name__}: {e}") from None
 
     # -- partitions of rows --------------------------------------------------------------------------------
     def write_rows(self, table: Table, benchmark: str, model: str, rows: list[dict[str, Any]],
@@ -252,10 +258,14 @@ class RunRoot:
         each part is still fetched whole, one retried GET (parts hold `flush_every` rows).
         """
         parts = []
-        for _, data in self._folder_bytes(relpath):
-            names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
-                                                  if columns(n)]
-            parts.append(pq.read_table(pa.BufferReader(data), columns=names))
+        for path, data in self._folder_bytes(relpath):
+            try:
+                names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
+                                                      if columns(n)]
+                parts.append(pq.read_table(pa.BufferReader(data), columns=names))
+            except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
+                raise UnreadableFile(f"{self.backend.uri_prefix}{path} cannot be read: {type(e).__name__}: "
+                                     f"{e}") from None
         return joined_rows(parts)
 
     def folders(self, relpath: str = "") -> list[str]:
@@ -299,11 +309,13 @@ class RunRoot:
                                      file_extensions=["parquet"])
 
     def write_cell(self, benchmark: str, model: str, predictions: list[dict[str, Any]],
-                   errors: list[dict[str, Any]]) -> None:
-        """A finished cell's item rows and bad rows, each replacing what an earlier attempt stored."""
+                   errors: list[dict[str, Any]]) -> dict[str, int]:
+        """A finished cell's item rows and bad rows, each replacing what an earlier attempt stored; returns how
+        many rows each table holds now, for manifest.json (a report checks the parts against it)."""
         for table, rows in (("predictions", predictions), ("errors", errors)):
             self.clear(table, benchmark, model)
             self.write_rows(table, benchmark, model, rows, part="0")
+        return {"predictions": len(predictions), "errors": len(errors)}
 
     def clear(self, table: Table, benchmark: str, model: str) -> None:
         """Remove a partition before it is rewritten, so stale parts never mix with new ones."""

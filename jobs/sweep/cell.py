@@ -132,12 +132,12 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         cell.manifest.set_cell(key, {"status": "running", **stamp, "started_at": round(start, 3)})
         if problems := list(problems):
             raise PreflightError("; ".join(problems))
-        metrics = evaluate(cell)
+        metrics, stored = evaluate(cell)
         root.write_json(metrics_path, metrics)
         over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
         status = FAILED_ERRORS if over else "done"
         cell.manifest.set_cell(key, {"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
-                                     "request_errors": metrics.get("request_errors"),
+                                     "request_errors": metrics.get("request_errors"), "rows": stored,
                                      **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
                                      "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                      "seconds": round(time.time() - start, 1)})
@@ -173,8 +173,9 @@ def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message
     return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _said(message))
 
 
-def evaluate(cell: Cell) -> dict[str, Any]:
-    """The cell's metrics, its rows stored on the way."""
+def evaluate(cell: Cell) -> tuple[dict[str, Any], dict[str, int]]:
+    """The cell's metrics, its rows stored on the way, and how many rows each table got (manifest.json keeps
+    them, and reports check the stored parts against them)."""
     spec = benchmark(cell.bench.module)
     if isinstance(spec, RetrievalBenchmark):  # rankings scored against qrels, not requests answered one by one
         return evaluate_retrieval(cell.root, cell.bench, cell.model, cell.log, cell.answer_store)
@@ -194,11 +195,11 @@ def evaluate(cell: Cell) -> dict[str, Any]:
            for item in items if item.get("error")]
     bad += [{"item_id": r["item_id"], "benchmark": cell.bench.name, "model": cell.model.name, "subset": r["subset"],
              "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]
-    cell.root.write_cell(cell.bench.name, cell.model.name, rows, bad)
+    stored = cell.root.write_cell(cell.bench.name, cell.model.name, rows, bad)
     metrics = aggregate(spec, rows, resamples=cell.bench.bootstrap_resamples)
     metrics.update(model=cell.model.name, kind=cell.model.kind, note=cell.model.note,
                    n_bad_rows=len(items) - len(good), config=cell.bench.name, request_errors=request_errors(answered))
-    return metrics
+    return metrics, stored
 
 
 def load(bench: BenchmarkConfig, spec: Benchmark) -> list[Item]:

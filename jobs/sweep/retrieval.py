@@ -165,9 +165,10 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
 
 
 def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print,
-                       answer_store: AnswerStore | None = None) -> dict[str, Any]:
-    """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json.
-    Rewrites go through `answer_store` (None: asked every time)."""
+                       answer_store: AnswerStore | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+    """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json and
+    the rows it stored per table (RunRoot.write_cell). Rewrites go through `answer_store` (None: asked every
+    time)."""
     bench = benchmark(bench_config.module)
     if not isinstance(bench, RetrievalBenchmark):
         raise TypeError(f"benchmark '{bench_config.name}': {bench.name} is not scored on rankings")
@@ -227,9 +228,9 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
 
     for row in predictions:
         row["model"] = model.name
-    root.write_cell(bench_config.name, model.name, predictions,
-                    [{"item_id": f"{bench_config.name}/problem/{i}", "subset": "", "error": p}
-                     for i, p in enumerate(problems)])
+    stored = root.write_cell(bench_config.name, model.name, predictions,
+                             [{"item_id": f"{bench_config.name}/problem/{i}", "subset": "", "error": p}
+                              for i, p in enumerate(problems)])
     search_seconds = searched - rewritten
     return {
         "benchmark": bench.name, "model": model.name, "kind": model.kind, "engine": model.engine,
@@ -239,4 +240,4 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
         "seconds": {"index": round(indexed - started, 3), "rewrite": round(rewritten - indexed, 3),
                     "search": round(search_seconds, 3)},
         "queries_per_s": round(len(rows) / search_seconds, 2) if rows and search_seconds > 0 else None,
-    }
+    }, stored

@@ -5,16 +5,21 @@ Each poll moves a batch one state on, through the provider's states: OpenAI vali
 finalizing -> completed, or validating -> failed, in_progress -> expired, in_progress -> cancelling ->
 cancelled; Anthropic in_progress -> ended, or in_progress -> canceling -> ended. `end` picks the ending:
 completed, failed, expired or cancelled. While `hold` is not set a batch stays in_progress (a provider still at
-work). Every request is answered "Choose 2", but those whose last message contains `errored` (an item the
-provider failed: HTTP 500 / api_error) and, in an expired or cancelled batch, those containing `late` (not run
-before the end); the result line of those containing `unreadable` is not JSON. The server counts what it was sent (`uploads`, `creates`, `polls` per batch id) and keeps
-each batch's requests, states served, and every header value it saw (`header_values`).
+work). Every request is answered as `answer_to` its custom_id says (a verdict and a prompt token count of its
+own, so an answer mapped to the wrong request shows), but those whose last message contains `errored` (an item
+the provider failed: HTTP 500 / api_error) and, in an expired or cancelled batch, those containing `late` (not
+run before the end); the result line of those containing `unreadable` is not JSON. Results come in a shuffled
+order, seeded by the batch id, as a provider's come in no promised order. The server counts what it was sent
+(`uploads`, `creates`, `polls` per batch id) and keeps each batch's requests, states served, and every header
+value it saw (`header_values`).
 """
 from __future__ import annotations
 
 import email.parser
+import hashlib
 import itertools
 import json
+import random
 import threading
 from collections import Counter
 from http.server import ThreadingHTTPServer
@@ -28,6 +33,20 @@ OPENAI_PATH = {"completed": ["validating", "in_progress", "finalizing", "complet
                "cancelled": ["validating", "in_progress", "cancelling", "cancelled"]}
 ANTHROPIC_PATH = {"completed": ["in_progress", "ended"], "expired": ["in_progress", "ended"],
                   "cancelled": ["in_progress", "canceling", "ended"]}
+
+
+def answer_to(custom_id: str) -> tuple[str, int]:
+    """The verdict and prompt token count the server answers request `custom_id` with: from its digest, so
+    they differ between requests and a test can compute them."""
+    digest = hashlib.sha256(custom_id.encode()).digest()
+    return f"Choose {1 + digest[0] % 2}", 10 + int.from_bytes(digest[1:3], "big") % 990
+
+
+def shuffled(lines: list, batch_id: str) -> list:
+    """The lines in an order of their own, the same for each fetch of the batch's results."""
+    lines = list(lines)
+    random.Random(batch_id).shuffle(lines)
+    return lines
 
 
 class BatchServer(ThreadingHTTPServer):
@@ -165,8 +184,11 @@ class _Handler(JsonHandler):
                     if outcome == "unreadable":
                         output.append("<html>upstream error</html>")
                     elif outcome == "ok":
-                        output.append({"id": f"r_{custom_id}", "custom_id": custom_id, "error": None, "response": {
-                            "status_code": 200, "body": chat_completion(body["model"], "Choose 2")}})
+                        text, tokens = answer_to(custom_id)
+                        answer = {**chat_completion(body["model"], text), "usage": {
+                            "prompt_tokens": tokens, "completion_tokens": 2, "total_tokens": tokens + 2}}
+                        output.append({"id": f"r_{custom_id}", "custom_id": custom_id, "error": None,
+                                       "response": {"status_code": 200, "body": answer}})
                     elif outcome == "errored":
                         errors.append({"id": f"r_{custom_id}", "custom_id": custom_id, "error": None, "response": {
                             "status_code": 500, "body": {"error": {"message": "scripted 500"}}}})
@@ -175,7 +197,7 @@ class _Handler(JsonHandler):
                         errors.append({"id": f"r_{custom_id}", "custom_id": custom_id, "response": None,
                                        "error": {"code": code, "message": "not run before the batch ended"}})
                 ids = []
-                for lines in (output, errors):
+                for lines in (shuffled(output, batch_id), shuffled(errors, batch_id)):
                     ids.append(server.new_id("file") if lines else None)
                     if lines:
                         server.files[ids[-1]] = "\n".join(
@@ -198,14 +220,15 @@ class _Handler(JsonHandler):
                 lines.append("<html>upstream error</html>")
                 continue
             if outcome == "ok":
+                text, tokens = answer_to(custom_id)
                 result = {"type": "succeeded", "message": {
                     "id": "msg", "type": "message", "role": "assistant", "model": params["model"],
-                    "content": [{"type": "text", "text": "Choose 2"}], "stop_reason": "end_turn",
-                    "usage": {"input_tokens": 7, "output_tokens": 2}}}
+                    "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                    "usage": {"input_tokens": tokens, "output_tokens": 2}}}
             elif outcome == "errored":
                 result = {"type": "errored", "error": {"type": "error", "error": {
                     "type": "api_error", "message": "scripted internal error"}}}
             else:
                 result = {"type": "expired" if server.end == "expired" else "canceled"}
             lines.append(json.dumps({"custom_id": custom_id, "result": result}))
-        return "\n".join(lines) + "\n"
+        return "\n".join(shuffled(lines, batch_id)) + "\n"

@@ -1,8 +1,10 @@
 """The batch engines (openai_batch, anthropic_batch) through a whole cell: a RAG-RewardBench cell of 6 items (12
 requests) runs as a sweep runs it (jobs.sweep.cell.run_cell, the engines' own code, the real openai client and
 httpx) against tests/batch_api.BatchServer on 127.0.0.1. Covered: upload, create, the states polled to the end, the
-results mapped back by custom_id, items the provider failed or did not run as error rows, a batch that failed
-validation, and a driver stopped while the batch runs: the rerun polls the same batch, created once."""
+results mapped back by custom_id (the server answers each request with a verdict and token count of its
+own, in a shuffled order: every answered row is checked against its request), items the provider failed or did
+not run as error rows, a batch that failed validation, and a driver stopped while the batch runs: the rerun
+polls the same batch, created once."""
 from __future__ import annotations
 
 import json
@@ -11,15 +13,20 @@ import threading
 import time
 
 import pytest
-from batch_api import ANTHROPIC_PATH, OPENAI_PATH, BatchServer
+from batch_api import ANTHROPIC_PATH, OPENAI_PATH, BatchServer, answer_to
 from stand_in import run
 from sweeps import SAMPLE
 
 from jobs.config import BenchmarkConfig, ModelConfig
+from jobs.engines.anthropic_batch import AnthropicBatches
 
 KEY = "sk-batch-test-5e1f0a9c77"
 ERRORED, LATE = "Hugh Hilton Goodwin", "Gun laws in Michigan"  # items 1 and 3 (both their requests)
 ENGINES = ["openai_batch", "anthropic_batch"]
+# The custom_id each engine sends for a request_id: OpenAI takes the request_id, Anthropic a digest of ids it
+# does not take (with '#').
+CUSTOM_ID = {"openai_batch": str,
+             "anthropic_batch": AnthropicBatches({"timeout_s": 1.0}, "http://127.0.0.1", "-").custom_id}
 
 
 def _model(engine: str, **settings) -> ModelConfig:
@@ -44,6 +51,16 @@ def _manifest(tmp_path) -> dict:
     return json.loads((tmp_path / "results" / "run" / "manifest.json").read_text())
 
 
+def _answered_as_asked(engine: str, answers: dict[str, dict]) -> None:
+    """Every row the batch answered holds the answer the server gave that row's own request
+    (batch_api.answer_to of its custom_id); the server returns results out of order, so an answer mapped to a
+    request by position fails here."""
+    answered = {rid: a for rid, a in answers.items() if not a["error"]}
+    assert answered
+    for rid, answer in answered.items():
+        assert (answer["text"], answer["n_tokens"]) == answer_to(CUSTOM_ID[engine](rid)), rid
+
+
 def _no_key_stored(tmp_path) -> None:
     stored = b"".join(p.read_bytes() for p in (tmp_path / "results").rglob("*") if p.is_file())
     assert stored and KEY.encode() not in stored
@@ -65,7 +82,7 @@ def test_a_batch_is_submitted_polled_to_its_end_and_mapped_back_with_failed_item
     detail = "scripted 500" if engine == "openai_batch" else "api_error: scripted internal error"
     assert set(failed.values()) == {f"api: HTTP 500 (model 'batch_judge'): {detail}"}
     assert all(answers[rid]["retryable"] for rid in failed)  # a provider's 500: `--retry-errors` asks again
-    assert all(a["text"] == "Choose 2" and a["n_tokens"] == 7 for a in answers.values() if not a["error"])
+    _answered_as_asked(engine, answers)
     assert sorted(r["item_id"][-1] for r in root.read_rows("errors", "rag_rewardbench", "batch_judge")) == ["1"]
     assert any(KEY in value for value in api.header_values)  # sent to the provider (its header), stored nowhere
     _no_key_stored(tmp_path)
@@ -81,6 +98,7 @@ def test_openai_batch_file_holds_chat_completion_bodies_keyed_by_request_id(tmp_
     assert line["method"] == "POST" and line["url"] == "/v1/chat/completions" and line["custom_id"] in answers
     assert line["body"]["model"] == "judge-model" and line["body"]["max_tokens"] == 5
     assert line["body"]["messages"][-1]["role"] == "user"
+    _answered_as_asked("openai_batch", answers)
 
 
 def test_anthropic_batch_params_are_a_messages_body_with_custom_ids_anthropic_takes(tmp_path, monkeypatch):
@@ -93,6 +111,7 @@ def test_anthropic_batch_params_are_a_messages_body_with_custom_ids_anthropic_ta
         assert params["model"] == "judge-model" and params["max_tokens"] == 5 and "seed" not in params
         assert all(m["role"] in ("user", "assistant") for m in params["messages"])
     assert len(answers) == 12 and not any(a["error"] for a in answers.values())
+    _answered_as_asked("anthropic_batch", answers)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -109,6 +128,7 @@ def test_requests_an_ended_batch_did_not_run_are_error_rows(engine, end, tmp_pat
     assert sorted(rid.split("#")[0][-1] for rid in failed) == ["3", "3"]
     assert set(failed.values()) == {f"api: batch {word} (model 'batch_judge')"}
     assert {answers[rid]["retryable"] for rid in failed} == {end == "expired"}  # a cancel is the user's choice
+    _answered_as_asked(engine, answers)
 
 
 def test_a_batch_that_failed_validation_fails_every_row_with_the_providers_reason(tmp_path, monkeypatch):
@@ -131,6 +151,7 @@ def test_a_results_line_that_is_not_json_is_counted_and_its_request_is_an_error_
     assert sorted(rid.split("#")[0][-1] for rid in failed) == ["1", "1"] and len(answers) == 12
     assert set(failed.values()) == {"api: the batch has no result for this request (model 'batch_judge')"}
     assert "2 lines of batch" in capsys.readouterr().out
+    _answered_as_asked(engine, answers)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -151,6 +172,7 @@ def test_a_rerun_polls_the_batch_a_stopped_run_submitted_instead_of_submitting_a
     assert len(answers) == 12 and not any(a["error"] for a in answers.values())
     assert not _manifest(tmp_path).get("batches")
     _no_key_stored(tmp_path)
+    _answered_as_asked(engine, answers)
 
 
 def test_a_batch_submitted_for_other_answers_is_not_polled_again(tmp_path, monkeypatch):
@@ -167,6 +189,7 @@ def test_a_batch_submitted_for_other_answers_is_not_polled_again(tmp_path, monke
     [old, new] = api.batches.values()
     assert {body["max_tokens"] for body in new["requests"].values()} == {8} != {
         body["max_tokens"] for body in old["requests"].values()}
+    _answered_as_asked("openai_batch", answers)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -182,6 +205,7 @@ def test_a_kept_batch_the_provider_no_longer_knows_is_submitted_again(engine, tm
     assert second.status == "done", second.message
     assert api.creates == 2 and len(answers) == 12 and not any(a["error"] for a in answers.values())
     assert f"the provider no longer knows batch {gone}" in capsys.readouterr().out
+    _answered_as_asked(engine, answers)
 
 
 def test_a_run_stopped_by_a_signal_while_its_batch_runs_is_resumed_by_polling_that_batch(tmp_path, monkeypatch):
@@ -215,6 +239,7 @@ def test_a_run_stopped_by_a_signal_while_its_batch_runs_is_resumed_by_polling_th
         _, second, answers = _run(tmp_path, monkeypatch, api, _model("openai_batch", batch_max_wait_s=3.0))
     assert second.status == "done", second.message
     assert api.creates == 1 and len(answers) == 12
+    _answered_as_asked("openai_batch", answers)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -231,3 +256,4 @@ def test_retry_errors_sends_a_new_batch_of_only_the_items_the_provider_failed(en
     answers = {a["request_id"]: a for a in root.read_rows("requests", "rag_rewardbench", "batch_judge")}
     assert len(answers) == 12  # rows of both runs; the newer answer of each request wins when read back
     assert second.metrics["n_errors"] == 0
+    _answered_as_asked(engine, answers)

@@ -79,12 +79,12 @@ def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: dict[str, Any],
 
 
 def _cell_metrics(root: RunRoot, benchmark: str, model: str) -> tuple[dict[str, Any] | None, str | None]:
-    """A cell's metrics.json, or why it cannot be read (missing, or not JSON)."""
+    """A cell's metrics.json (None where there is none: its paper table row is left out, its leaderboard row is
+    made from the predictions), or why it cannot be read."""
     try:
-        metrics = root.read_json(root.metrics_path(benchmark, model))
+        return root.read_json(root.metrics_path(benchmark, model)), None
     except UnreadableFile as e:
         return None, str(e)
-    return metrics, None if metrics is not None else f"{root.uri(root.metrics_path(benchmark, model))}: missing"
 
 
 def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:

@@ -1,6 +1,7 @@
 """What a sweep, a model and a benchmark are: the structured configs, the meaning of a model's kind, and what
 changing each setting does to stored work. Reading them from conf/ YAML is jobs.loading's."""
 from jobs.config.schema import (
+    CREDENTIAL_FIELDS,
     ENSEMBLE_RULES,
     KINDS,
     METRIC_SETTINGS,
@@ -21,6 +22,6 @@ from jobs.config.schema import (
     to_dict,
 )
 
-__all__ = ["ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
+__all__ = ["CREDENTIAL_FIELDS", "ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
            "ClusterConfig", "ConfigError", "EnsembleConfig", "ModelConfig", "StorageConfig", "SweepConfig",
            "credential_variables", "engine_task", "ensemble_name", "protocol_kind", "to_dict"]

@@ -113,11 +113,15 @@ class ModelConfig:
     retriever: dict[str, Any] = field(default_factory=dict)
 
 
+# The settings that name environment variables holding a model's credentials: the key, and the base URL, which
+# may hold a user:password. Their values are secrets wherever a run stores or prints text (jobs.store.redaction),
+# and their names are pasted into job scripts (jobs.cli.submit), so they are checked to be names (jobs.loading).
+CREDENTIAL_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name.endswith("_env"))
+
+
 def credential_variables(model: ModelConfig) -> list[str]:
-    """The environment variables the model names for its credentials (every `*_env` setting: the key, and the
-    base URL, which may hold a user:password): their values are secrets wherever a run stores or prints text
-    (jobs.store.redaction), and their names are pasted into job scripts (jobs.cli.submit)."""
-    return [value for f in fields(ModelConfig) if f.name.endswith("_env") and (value := getattr(model, f.name))]
+    """The environment variables the model names for its credentials (CREDENTIAL_FIELDS)."""
+    return [value for key in CREDENTIAL_FIELDS if (value := getattr(model, key))]
 
 
 @dataclass

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import fields
 from pathlib import Path
 
-from jobs.config import ConfigError, ModelConfig
+from jobs.config import CREDENTIAL_FIELDS, ConfigError, ModelConfig
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-ENV_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name.endswith("_env"))  # api_base_env, api_key_env
 LINE_BREAKING = ("Cc", "Zl", "Zp")  # control characters (newline, tab, escape...), line and paragraph separators
 
 
@@ -38,7 +36,7 @@ def check_name(name: str, what: str, key: str, source: str | Path) -> None:
 def check_env_names(model: ModelConfig, where: str) -> None:
     """Each `*_env` setting of the model names an environment variable, so it is one shell word and one line;
     `where` is "SOURCE: key 'models.NAME"."""
-    for key in ENV_FIELDS:
+    for key in CREDENTIAL_FIELDS:
         value = getattr(model, key)
         if value is not None and not ENV_NAME.fullmatch(value):
             raise ConfigError(f"{where}.{key}': {value!r} is not an environment variable name (letters, digits "

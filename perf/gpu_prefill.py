@@ -3,12 +3,13 @@ GpuSpec): the share of peak bf16 FLOP/s a prefill reaches, and how fast weights 
 
     python perf/gpu_prefill.py OUT.json [--peak-tflops 989]
 
-Plain PyTorch, no vLLM (its wheels do not fit on the lent GPU machine): decoder layers of the shapes of the
-sweep's model sizes (Llama-3.x 8B and 70B, Qwen2.5 1.5B), random bf16 weights, run as a reward model's scoring
-run is, a prefill of whole prompts: RAG-RewardBench's Table 4 mean of 2,242 tokens, 4 prompts a batch (vLLM's
-default 8,192-token prefill budget, rounded up). A few layers are timed and multiplied by the model's layer
-count (the layers are identical); the heads are timed apart: a scalar head (discriminative RM) and the full
-vocabulary's log-softmax (implicit RM). Rotary embeddings are left out: elementwise work, under 1% of a layer.
+Plain PyTorch, no vLLM (its wheels did not fit on the H100 machine it ran on): decoder layers of the shapes of
+the sweep's model sizes (Llama-3.x 8B and 70B, Qwen2.5 1.5B), random bf16 weights, run as a reward model's
+scoring run is, a prefill of whole prompts: RAG-RewardBench's Table 4 mean of 2,242 tokens, 4 prompts a batch
+(vLLM's default 8,192-token prefill budget, rounded up). A few layers are timed and multiplied by the model's
+layer count (the layers are identical); the heads are timed apart: a scalar head (discriminative RM) and the
+full vocabulary's log-softmax (implicit RM). Rotary embeddings are left out: elementwise work, under 1% of a
+layer.
 
 The efficiency is measured the way the plan counts: 2 x parameters (embeddings included, as `params_b` in
 conf/models) x tokens over the time, against the GPU's dense bf16 peak (989 TFLOP/s for an H100 SXM; the H200

@@ -42,13 +42,13 @@ from jobs.sweep.pipeline import applies
 CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
 
 
-# MEASURED on one H100 80GB HBM3 (`python perf/gpu_prefill.py OUT.json` on the lent GPU machine, 2026-11-26,
-# docs/scale.md): the share of the 989 TFLOP/s bf16 peak that a prefill reaches, counted as this plan counts
-# (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on decoder layers of
-# each size, 4 prompts of Table 4's mean 2,242 tokens a batch. By kind (an implicit RM adds the vocabulary's
-# log-softmax) and size (params_b), interpolated on log(size) between the sizes measured and flat beyond them.
-# Generative judges take the discriminative curve: their prompts are prefill, their 17 tokens a request were
-# not measured.
+# MEASURED on one NVIDIA H100 80GB HBM3 (`python perf/gpu_prefill.py OUT.json`, PyTorch 2.11.0+cu130,
+# 2026-11-26, docs/scale.md): the share of the 989 TFLOP/s bf16 peak that a prefill reaches, counted as this
+# plan counts (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on decoder
+# layers of each size, 4 prompts of Table 4's mean 2,242 tokens a batch. By kind (an implicit RM adds the
+# vocabulary's log-softmax) and size (params_b), interpolated on log(size) between the sizes measured and flat
+# beyond them. Generative judges take the discriminative curve: their prompts are prefill, their 17 tokens a
+# request were not measured.
 MEASURED_EFFICIENCY = {"discriminative": ((1.78, 0.553), (8.03, 0.617), (70.55, 0.633)),
                        "implicit": ((1.78, 0.426), (8.03, 0.564), (70.55, 0.622))}
 
@@ -71,7 +71,7 @@ class GpuSpec:
     efficiency: float | None = None  # share of peak reached; None: measured_efficiency, by model kind and size
     count: int = 8
     chars_per_token: float = 4.0
-    # ASSUMED, not measured here (the lent GPU machine has no vLLM): an engine's start besides loading weights,
+    # ASSUMED, not measured here (the H100 machine had no vLLM): an engine's start besides loading weights,
     # from vLLM's own start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what was measured on CPU.
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only

@@ -212,17 +212,36 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
     round of new requests (the benchmark's followup builds each round from the answers so far) until none is
     new. Each part of answers is stored as it arrives, so a resumed cell asks nothing twice, but with
     `cell.retry_errors` the requests whose stored answer failed retryably; a stored part that cannot be read is
-    moved to quarantine/ and its requests are asked again."""
+    moved to quarantine/ and its requests are asked again. Before the cell is done its parts are read back
+    once: a part damaged while the cell ran (chaos seed 2, issue 44) is quarantined and its requests asked
+    again, so a done cell's answers are all in parts that read."""
+    next_part = 0  # rows stored so far: the next part's name (the quarantined rows count, so no name is reused)
+    for _ in range(MAX_ROUNDS):
+        answered, next_part = _answer_rounds(cell, spec, options, items, next_part)
+        _, unreadable = cell.root.read_whole_rows("requests", cell.bench.name, cell.model.name)
+        if not unreadable:
+            return answered
+        _quarantined(cell, unreadable)
+    raise RuntimeError(f"{cell.key}: its stored parts were damaged again after {MAX_ROUNDS} reads")
+
+
+def _quarantined(cell: Cell, unreadable: list[dict[str, Any]]) -> None:
+    """Say and record the parts read_whole_rows moved to quarantine/."""
+    for part in unreadable:
+        cell.log(f"WARNING {cell.bench.name} x {cell.model.name}: {cell.root.uri(part['path'])} cannot be read "
+                 f"({part['reason']}); moved to {cell.root.uri(part['moved_to'])}, its requests are asked again")
+    if unreadable:
+        cell.manifest.add_quarantined(cell.key, unreadable)
+
+
+def _answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item], next_part: int
+                   ) -> tuple[list[Answer], int]:
     bench, model, root = cell.bench, cell.model, cell.root
     kind = protocol_kind(model)
     answers_hash = cell.manifest.cell(cell.key).get("answers_hash")  # run_cell's stamp: a batch's answers must match
     stored, unreadable = root.read_whole_rows("requests", bench.name, model.name)
-    for part in unreadable:
-        cell.log(f"WARNING {bench.name} x {model.name}: {root.uri(part['path'])} cannot be read "
-                 f"({part['reason']}); moved to {root.uri(part['moved_to'])}, its requests are asked again")
-    if unreadable:
-        cell.manifest.add_quarantined(cell.key, unreadable)
-    n_stored = len(stored)  # rows in parts: the next part's name
+    _quarantined(cell, unreadable)
+    n_stored = max(len(stored), next_part)  # rows in parts: the next part's name
     answered = newest_answers(stored)
     again = {rid for rid, row in answered.items() if asks_again(row)} if cell.retry_errors else set()
     done = set(answered) - again
@@ -269,7 +288,7 @@ def answer_rounds(cell: Cell, spec: Benchmark, options: Any, items: list[Item]) 
         if all(r["request_id"] in done for r in requests):
             cell.cached_answers = sum(bool(row.get("cached")) for row in answered.values())
             keep_answers(cell.answer_store, root.run, list(answered.values()), keys)
-            return list(answered.values())
+            return list(answered.values()), n_stored
     raise RuntimeError(f"{bench.name}: followup still asks for new requests after {MAX_ROUNDS} rounds")
 
 

@@ -101,3 +101,38 @@ def test_a_damaged_part_is_quarantined_and_only_its_requests_are_asked_again(roo
                    "requests again with the 6 unanswered; metrics equal an undamaged run's",
            requests_lost=12 - len(set(stored)), requests_duplicated=len(stored) - len(set(stored)),
            time_to_recover_s=round(seconds, 3))
+
+
+def test_a_part_damaged_while_its_cell_runs_is_quarantined_before_the_cell_is_done(tmp_path, monkeypatch):
+    """Chaos seed 2 (tests/chaos.py, issue 44): a requests part overwritten with garbage while its cell was still
+    answering was never read again; the cell ended `done` with the part unreadable outside quarantine/ and its
+    requests in no readable part. The cell reads its parts back before it is done: the damaged one is moved to
+    quarantine/ and its requests asked again."""
+    root_uri = str(tmp_path / "results")
+    observer = RunRoot(root_uri, "run")
+    asked: list[str] = []
+    damaged: list[str] = []
+
+    def damages_the_first_part(request, model):
+        if len(asked) == 4:  # mid-cell: once the first part is stored, garbage over it (a torn copy, bit rot)
+            deadline = time.monotonic() + 30
+            while not (parts := observer.list_parts("requests", BENCH.name, "judge")):
+                assert time.monotonic() < deadline, "no part stored"
+                time.sleep(0.01)
+            first = f"{observer.partition('requests', BENCH.name, 'judge')}/part-{parts[0]}.parquet"
+            with observer.filesystem.open_output_stream(observer.path(first)) as out:
+                out.write(b"garbage, not a parquet file")
+            damaged.append(first)
+        asked.append(request["request_id"])
+        return verdict(request, model)
+
+    stand_in_engine(monkeypatch, damages_the_first_part)
+    root, outcome = run(root_uri, BENCH)
+    assert damaged and outcome.status == "done", outcome.message
+    rows, unreadable = root.read_whole_rows("requests", BENCH.name, "judge")
+    assert unreadable == [], unreadable  # nothing left to quarantine: it was moved before the cell was done
+    ids = [row["request_id"] for row in rows]
+    assert len(ids) == 12 == len(set(ids))  # every request in a readable part, once
+    assert len(asked) == 14  # the damaged part's 2 requests asked again
+    [moved] = root.read_json("manifest.json")["quarantined"]
+    assert moved["path"] == damaged[0] and moved["moved_to"] == f"quarantine/{damaged[0]}"

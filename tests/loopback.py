@@ -68,12 +68,16 @@ class ScriptedApi(ThreadingHTTPServer):
     `script` maps a text to the steps answering the requests whose last message contains it, one step per
     request in turn, the last one repeated (["reset", "ok"]: a reset, then answers); other requests are
     answered. Steps are the names in STEPS. `seen` counts the requests per script key ("" for the others).
+    `burst(step, n)` answers the next n requests with `step` whatever they ask, switched on while a run goes on
+    (a rate limit, an outage); `steps` counts the requests answered per step; `delay_s` holds each request.
     """
 
-    def __init__(self, script: dict[str, list[str]], hang_s: float = 60.0):
+    def __init__(self, script: dict[str, list[str]], hang_s: float = 60.0, delay_s: float = 0.0):
         super().__init__(("127.0.0.1", 0), _Faulty)
-        self.script, self.hang_s = script, hang_s
+        self.script, self.hang_s, self.delay_s = script, hang_s, delay_s
         self.seen: Counter[str] = Counter()
+        self.bursts: list[str] = []  # steps answering the next requests, whatever they ask (burst())
+        self.steps: Counter[str] = Counter()  # requests answered per step
         self.given_up = 0  # hanging requests the client closed before the server gave up on them
         self.lock = threading.Lock()
         self.released = threading.Event()  # ends the hanging steps when the server stops
@@ -82,13 +86,21 @@ class ScriptedApi(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
+    def burst(self, step: str, n: int) -> None:
+        """Answer the next `n` requests, whichever they are, with `step` (e.g. "429", "500"): a rate limit or an
+        outage of the endpoint while a run goes on, switched on at run time."""
+        with self.lock:
+            self.bursts.extend([step] * n)
+
     def next_step(self, prompt: str) -> str:
         key = next((key for key in self.script if key in prompt), "")
         with self.lock:
             n = self.seen[key]
             self.seen[key] += 1
-        steps = self.script.get(key, ["ok"])
-        return steps[min(n, len(steps) - 1)]
+            steps = self.script.get(key, ["ok"])
+            step = self.bursts.pop(0) if self.bursts else steps[min(n, len(steps) - 1)]
+            self.steps[step] += 1
+        return step
 
     def __enter__(self) -> Self:
         serve(self)
@@ -105,6 +117,8 @@ class _Faulty(JsonHandler):
 
     def do_POST(self) -> None:  # http.server's method name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.server.delay_s:
+            time.sleep(self.server.delay_s)
         STEPS[self.server.next_step(body["messages"][-1]["content"])](self, body)
 
     def ok(self, body: dict) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from actors.engine_ledger import report, this_node
 from actors.hardware import rank_threads
+from actors.vllm_ranks import WORKER_EXTENSION
 from actors.vllm_stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
 from benchmarks.row_types import Answer
 
@@ -58,8 +59,8 @@ class VllmServer:
                                                                    sorted(os.sched_getaffinity(0)))
         # whether prompt log-prob rows read the prefix cache (a judge's rows read it inside vLLM, as usual)
         self.reads_cache = bool(engine_kwargs.get("enable_prefix_caching"))
-        self.engine = vllm.AsyncLLMEngine.from_engine_args(
-            vllm.AsyncEngineArgs(model=path, **engine_kwargs, **self.runner))
+        self.engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(
+            model=path, **{"worker_extension_cls": WORKER_EXTENSION, **engine_kwargs}, **self.runner))
         self.ids = itertools.count()
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
         report(ledger, "started", key, model["name"], "vllm", time.time() - start, this_node(), start)
@@ -154,6 +155,11 @@ class VllmServer:
         return {"generated_text": out.outputs[0].text, "logprobs": _logprob_dicts(out.outputs[0].logprobs),
                 "prompt_logprobs": None if prompt is None else
                 [None] * response_start + _logprob_dicts(prompt[response_start:])}
+
+    async def ranks(self) -> list[dict[str, int]]:
+        """Each rank's rank, world size, process id and weights held (actors.vllm_ranks), in rank order: the only
+        sign that a tensor-parallel engine ran as several processes, each holding part of the weights."""
+        return await self.engine.collective_rpc("rank_report")
 
     def shutdown(self) -> None:
         self.engine.shutdown()

@@ -1,13 +1,18 @@
 """Tensor parallel through the placement-group code (issue 28, item 4), on vLLM's CPU build: one CPU bundle per
 rank, STRICT_PACK, the engine actor inside the group and its two rank processes on the group's CPUs. Its
-scores equal the demo's single-rank classifier on the same pairs."""
+scores equal the demo's single-rank classifier on the same pairs, which one rank would also give: the engine's
+ranks (VllmServer.ranks) say that two processes ran, each holding half of the weights."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from sweeps import write_sweep
 
+from actors.model_store import TINY_CLASSIFIER, resolve_model
 from jobs.config import to_dict
 from jobs.engines import engine_of
+from jobs.engines.host import EngineHost
 from jobs.loading import load_sweep
 from jobs.store.run_root import open_run
 from jobs.sweep.pipeline import run_sweep
@@ -30,11 +35,33 @@ def test_the_placement_group_has_a_cpu_bundle_per_rank_on_one_node(ray_session, 
         ray.util.remove_placement_group(group)
 
 
-def test_two_ranks_on_cpu_score_as_one(demo, tmp_path):
+def _checkpoint_weights(folder: str) -> int:
+    """The weights in a checkpoint's safetensors files: what a single rank holds."""
+    from safetensors.torch import load_file
+
+    return sum(t.numel() for file in Path(folder).glob("*.safetensors") for t in load_file(file).values())
+
+
+def test_two_ranks_on_cpu_score_as_one(ray_session, demo, tmp_path, monkeypatch):
+    ray, stop, ranks = ray_session, EngineHost._stop, []
+
+    def read_ranks_then_stop(host: EngineHost, name: str) -> None:
+        """The engine's ranks, asked while it still runs: the host stops it at the end of the sweep."""
+        if name in host._servers:
+            ranks.extend(ray.get(host._servers[name][0].ranks.remote()))
+        stop(host, name)
+
+    monkeypatch.setattr(EngineHost, "_stop", read_ranks_then_stop)
     _, demo_run, _ = demo
     sweep = load_sweep(write_sweep(tmp_path, "tp", [TP2], f'root: "{tmp_path / "results"}"'))
     [outcome] = run_sweep(sweep, log=lambda line: None)
     assert outcome.status == "done", outcome.message
+    assert [r["rank"] for r in ranks] == [0, 1] and {r["world_size"] for r in ranks} == {2}, ranks
+    assert len({r["pid"] for r in ranks}) == 2, ranks  # two rank processes
+    weights = _checkpoint_weights(resolve_model(TINY_CLASSIFIER))
+    for rank in ranks:  # half the embeddings and layers each; the norms and the 128-weight head on both
+        assert rank["weights"] == pytest.approx(weights / 2, rel=0.01), (rank, weights)
+    print(f"tensor parallel: ranks {ranks}, one rank's weights {weights}")
     run = open_run(str(tmp_path / "results" / "tp"))
     one = {r["request_id"]: r["score"] for r in demo_run.read_rows("requests", "rag_rewardbench", "tiny_classifier")}
     two = {r["request_id"]: r["score"] for r in run.read_rows("requests", "rag_rewardbench", "tiny_tp2")}

@@ -129,21 +129,37 @@ class VllmServer:
     async def _ask(self, row: dict[str, Any], task: str, read_cache: bool):
         import vllm
         from vllm.inputs import TokensPrompt
+        from vllm.v1.engine.exceptions import EngineDeadError
 
         prompt = TokensPrompt(prompt_token_ids=[int(t) for t in row["tokenized_prompt"]])
         request_id = f"{self.key}-{next(self.ids)}"
-        if task == "classify":
-            stream = self.engine.encode(prompt, vllm.PoolingParams(task="classify", **row["pooling_params"]),
-                                        request_id)
-        else:
-            params = dict(row["sampling_params"])
-            if task == "logprobs":
-                params["skip_reading_prefix_cache"] = not read_cache
-            stream = self.engine.generate(prompt, vllm.SamplingParams(**params), request_id)
         final = None
-        async for final in stream:
-            pass
+        try:
+            if task == "classify":
+                stream = self.engine.encode(prompt, vllm.PoolingParams(task="classify", **row["pooling_params"]),
+                                            request_id)
+            else:
+                params = dict(row["sampling_params"])
+                if task == "logprobs":
+                    params["skip_reading_prefix_cache"] = not read_cache
+                stream = self.engine.generate(prompt, vllm.SamplingParams(**params), request_id)
+            async for final in stream:
+                pass
+        except EngineDeadError:
+            self._leave("vLLM's engine process died")
         return final
+
+    def _leave(self, why: str) -> None:
+        """End this actor's process as a crash does, so that Ray starts it again (max_restarts: a new engine,
+        counted as a start in the ledger) and retries the calls it held there (max_task_retries). An engine
+        whose EngineCore process died (a CUDA out-of-memory error or an illegal memory access on a GPU, the OOM
+        killer on a CPU) answers every later call with EngineDeadError and never recovers in place; an
+        exception would fail the calling Ray Data task and abort the cell's dataset instead."""
+        print(f"ragjudge: engine {self.key}: {why}; leaving so that Ray starts it again", flush=True)
+        try:
+            self.engine.shutdown()  # the rank workers of a tensor-parallel engine, if they outlived the core
+        finally:
+            os._exit(1)
 
     @staticmethod
     def _columns(out, task: str, response_start: int) -> dict[str, Any]:

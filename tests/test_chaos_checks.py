@@ -1,0 +1,28 @@
+"""The chaos harness's own checks (tests/chaos_checks.py) on hand-made seeds: a bound that is too tight fails a
+seed whose run was whole, one too loose lets a real duplicate through."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import chaos_checks as checks
+
+
+def _seed(*faults: tuple[str, dict]) -> SimpleNamespace:
+    return SimpleNamespace(failures=[], schedule=[SimpleNamespace(kind=kind, fired_at_s=1.0, detail=detail)
+                                                  for kind, detail in faults])
+
+
+def test_a_sigterm_may_leave_every_running_cells_api_requests_unstored():
+    # quick seed 3 under load: SIGTERM with the API judge's cells running, 164 answered, 144 stored. Each of the
+    # 3 benchmarks' cells has its own actor with 4 tasks of 4 requests out: 3 x 16 = 48, not one cell's 16.
+    seed = _seed(("driver_term", {"driver": 0}))
+    assert checks.bound(seed, "api_judge") == 48
+    counted = {"api_judge": {"asked": 164, "stored": 144, "duplicates": 20, "bound": 48}}
+    assert checks.duplicates_bounded(counted) == []
+
+
+def test_duplicates_beyond_the_faults_bound_are_a_problem():
+    seed = _seed(("engine_kill", {"model": "tiny_tf2"}))  # a fault on another model: nothing of the API's
+    assert checks.bound(seed, "api_judge") == 0
+    [problem] = checks.duplicates_bounded({"api_judge": {"asked": 145, "stored": 144, "duplicates": 1, "bound": 0}})
+    assert problem.startswith("duplicates api_judge: 1 requests answered and not stored")

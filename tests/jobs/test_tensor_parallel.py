@@ -48,7 +48,7 @@ def test_two_ranks_on_cpu_score_as_one(ray_session, demo, tmp_path, monkeypatch)
     def read_ranks_then_stop(host: EngineHost, name: str) -> None:
         """The engine's ranks, asked while it still runs: the host stops it at the end of the sweep."""
         if name in host._servers:
-            ranks.extend(ray.get(host._servers[name][0].ranks.remote()))
+            ranks.extend(ray.get(host._servers[name][0].ranks.remote(), timeout=120))
         stop(host, name)
 
     monkeypatch.setattr(EngineHost, "_stop", read_ranks_then_stop)

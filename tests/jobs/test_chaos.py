@@ -9,7 +9,10 @@ from chaos import run_seed
 
 from scripts.chaos import seed_line
 
+# `make test` runs this file beside the other integration tests (Makefile: test-seeds): the seeds start their
+# own clusters and share nothing with the session's Ray.
 pytestmark = pytest.mark.integration
+QUICK_SEED_S = 600  # one quick seed's process at most (each took 64 to 240 s, the slowest beside other tests)
 
 SEEDS = (1, 2, 3)  # between them: an S3 outage, a node removed, a second driver, SIGTERM, a corrupted part,
 # an engine killed, API bursts
@@ -20,9 +23,10 @@ def runs(tmp_path_factory):
     return tmp_path_factory.mktemp("chaos")
 
 
+@pytest.mark.timeout(2 * QUICK_SEED_S + 120)  # the first seed runs the clean run before its own
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_chaos_seed_keeps_every_invariant(runs, seed):
-    said = run_seed(seed, runs, "quick")
+    said = run_seed(seed, runs, "quick", QUICK_SEED_S)
     print(seed_line(said))
     assert said.get("injected"), said
     assert not said.get("problems"), "\n".join(said["problems"])

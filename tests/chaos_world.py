@@ -83,6 +83,7 @@ def write_sweep(folder: Path) -> Path:
     from benchmarks.mtrag.common import write_jsonl
     from benchmarks.rag_rewardbench import synthetic
 
+    folder = folder.resolve()  # the sweep names its data by these paths: relative, they would be read from conf/
     folder.mkdir(parents=True, exist_ok=True)
     synthetic_path, short_path = folder / "synthetic.jsonl", folder / "short.jsonl"
     write_jsonl(str(synthetic_path), list(synthetic.generate(scale=0.25, max_pairs=2)))

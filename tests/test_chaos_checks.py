@@ -2,6 +2,7 @@
 seed whose run was whole, one too loose lets a real duplicate through."""
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import chaos_checks as checks
@@ -26,3 +27,16 @@ def test_duplicates_beyond_the_faults_bound_are_a_problem():
     assert checks.bound(seed, "api_judge") == 0
     [problem] = checks.duplicates_bounded({"api_judge": {"asked": 145, "stored": 144, "duplicates": 1, "bound": 0}})
     assert problem.startswith("duplicates api_judge: 1 requests answered and not stored")
+
+
+def test_a_sweep_written_under_a_relative_folder_names_data_that_exists(tmp_path, monkeypatch):
+    # `scripts/chaos.py results/chaos.json` (a relative path, as `make chaos` gives it): every run's driver
+    # stopped at once on "rr_synthetic.data: .../work/results/.../work/synthetic.jsonl does not exist".
+    import chaos_world as world
+    from omegaconf import OmegaConf
+
+    monkeypatch.chdir(tmp_path)
+    sweep = OmegaConf.load(world.write_sweep(Path("results") / "seed-1-work"))
+    for benchmark in sweep.benchmarks:
+        [data] = benchmark.data
+        assert Path(data).is_absolute() and Path(data).is_file(), (benchmark.name, data)

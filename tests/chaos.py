@@ -65,7 +65,8 @@ def draw_schedule(seed: int, kinds: tuple[str, ...] = KINDS) -> list[Fault]:
         kind = rng.choice(kinds)
         if kind in ("driver_kill", "driver_term") and sum(f.kind in ("driver_kill", "driver_term") for f in faults) >= 2:
             continue
-        fault = Fault(kind, at=round(rng.uniform(0.05, 0.9), 3), pick=round(rng.random(), 3))
+        # a pick is a rank in [0, 1): rounded, 0.9995 and above would be 1.0, past the last target (seed 15)
+        fault = Fault(kind, at=round(rng.uniform(0.05, 0.9), 3), pick=min(round(rng.random(), 3), 0.999))
         if kind == "s3_outage":
             fault.duration_s = round(rng.uniform(3.0, 20.0), 1)
         if kind == "api_burst":

@@ -40,3 +40,13 @@ def test_a_sweep_written_under_a_relative_folder_names_data_that_exists(tmp_path
     for benchmark in sweep.benchmarks:
         [data] = benchmark.data
         assert Path(data).is_absolute() and Path(data).is_file(), (benchmark.name, data)
+
+
+def test_every_drawn_pick_is_a_rank_below_one():
+    # full seed 15 drew node_remove with pick 0.9995+ rounded to 1.0: choices[int(1.0 * 2)], an IndexError that
+    # ended the harness.
+    import chaos
+
+    picks = {seed: [f.pick for f in chaos.draw_schedule(seed, chaos.kinds_of("full"))] for seed in range(1, 201)}
+    assert all(0 <= pick < 1 for seed_picks in picks.values() for pick in seed_picks), picks[15]
+    assert picks[15][-1] == 0.999

@@ -147,7 +147,8 @@ def kinds_of(sweep: str) -> tuple[str, ...]:
 def run_seed(seed: int | None, folder: Path, sweep: str = "full", timeout_s: float = SEED_TIMEOUT_S
              ) -> dict[str, Any]:
     """One seed (None: the clean run) of `sweep` in a process of its own; the clean run first where `folder`
-    has none."""
+    has none. The harness runs in the checkout's root, so every path it is given is absolute."""
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     clean = folder / f"clean-{sweep}.json"
     if seed is not None and not clean.exists():

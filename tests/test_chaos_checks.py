@@ -50,3 +50,29 @@ def test_every_drawn_pick_is_a_rank_below_one():
     picks = {seed: [f.pick for f in chaos.draw_schedule(seed, chaos.kinds_of("full"))] for seed in range(1, 201)}
     assert all(0 <= pick < 1 for seed_picks in picks.values() for pick in seed_picks), picks[15]
     assert picks[15][-1] == 0.999
+
+
+def test_a_seed_run_from_another_folder_hands_its_harness_absolute_paths(tmp_path, monkeypatch):
+    # The harness process runs in the checkout's root: a relative output path given from another folder would
+    # be written there and looked for here, and the seed would fail as "the harness exited 0".
+    import subprocess
+
+    import chaos
+
+    commands = []
+
+    class Harness:
+        returncode = 0
+
+        def __init__(self, command, **_):
+            commands.append(command)
+
+        def communicate(self, timeout=None):
+            return "", None
+
+    monkeypatch.setattr(subprocess, "Popen", Harness)
+    monkeypatch.chdir(tmp_path)
+    chaos.run_seed(7, Path("runs"), "quick", 1)
+    [clean_run] = commands  # the clean run found no output, so the seed stopped there
+    out = Path(clean_run[2])
+    assert out.is_absolute() and out.parent == tmp_path / "runs", clean_run

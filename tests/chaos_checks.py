@@ -94,7 +94,7 @@ def same_metrics(stored: dict[str, Any], clean: dict[str, Any]) -> list[str]:
 
 
 # A part damaged this close to its cell's end may have been damaged after the cell read its parts back for the
-# last time (jobs/sweep/cell.py answer_rounds), the same as damage after the cell is done: nothing reads a done
+# last time (jobs/flow/rounds.py answer_rounds), the same as damage after the cell is done: nothing reads a done
 # cell's requests again, so no run can see it (quick seed 2 on a quiet machine: corrupted while the manifest still
 # said `running`, read back clean a moment before). Such a part is left out of the invariants, and said.
 LATE_S = 5.0

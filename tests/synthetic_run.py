@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.protocol import benchmark
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 from jobs.store.run_root import RunRoot
 
 RRB_CATEGORIES = ("helpful", "reason", "citation", "harmless", "abstain", "conflict")

@@ -20,7 +20,7 @@ LOAD_DEMO = """
 import json
 from benchmarks.options import typed_options
 from benchmarks.protocol import RetrievalBenchmark, benchmark
-from jobs.sweep.cell import load
+from jobs.flow import read_items
 from jobs.loading import load_sweep
 
 sweep = load_sweep("conf/sweeps/demo.yaml")
@@ -37,7 +37,7 @@ for name, bench in sweep.benchmarks.items():
             n += len(rows) * bool(corpus) * bool(qrels)
             bad += len(corpus_problems) + len(qrels_problems) + len(problems)
     else:
-        items = load(bench, spec)
+        items = list(read_items(spec, bench.data, bench.limit))
         n, bad = sum(not i.get("error") for i in items), sum(bool(i.get("error")) for i in items)
     out[name] = {"n": n, "bad": bad, "data": bench.data}
 print(json.dumps(out))

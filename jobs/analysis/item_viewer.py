@@ -19,11 +19,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from itertools import islice
 from typing import Any
 
-from benchmarks import protocol
 from jobs.analysis.report_view import BenchmarkView, Report
+from jobs.flow import JudgedFlow, flow_of, walk
 from jobs.store import RunRoot
 
 FOLDER = "report/viewer"
@@ -130,11 +129,10 @@ def read_items(config: Mapping[str, Any], module: str) -> tuple[dict[str, Any], 
     if not paths:
         return {}, "the run's manifest names no data for this benchmark"
     try:
-        spec = protocol.benchmark(module)
-        if not isinstance(spec, protocol.Benchmark):
+        flow = flow_of(module)
+        if not isinstance(flow, JudgedFlow):
             return {}, f"{module} is not judged item by item"
-        limit = config.get("limit")
-        items = [item for path in paths for item in islice(spec.load_items(path), limit)]
+        items = list(walk.read_items(flow.spec, paths, config.get("limit")))
     except Exception as e:  # noqa: BLE001  (data moved or unreadable: the viewer says so, the report goes on)
         return {}, f"the data could not be read ({', '.join(paths)}): {type(e).__name__}: {e}"
     return {item["item_id"]: item for item in items if not item.get("error")}, None

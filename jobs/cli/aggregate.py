@@ -11,9 +11,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.protocol import RetrievalBenchmark, benchmark
 from benchmarks.records import read_records
-from jobs.analysis import aggregate, leaderboard_from_rows, pair_problem, row_problem, token_counter
+from jobs.analysis import leaderboard_from_rows, pair_problem, token_counter
+from jobs.flow import RankedFlow, flow_of
+from jobs.flow.reducers import aggregate, row_problem
 from jobs.store import MANIFEST, SCORED, open_run, partition_value, predictions_stored
 from jobs.store.layout import partition
 
@@ -30,9 +31,10 @@ def add(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = benchmark(args.benchmark)
-    if isinstance(spec, RetrievalBenchmark):  # a run of rankings scored against qrels, not judge verdicts
-        return _retrieval(spec, args)
+    flow = flow_of(args.benchmark)
+    if isinstance(flow, RankedFlow):  # a run of rankings scored against qrels, not judge verdicts
+        return _retrieval(flow.spec, args)
+    spec = flow.spec
     rows: list[dict[str, Any]] = []
     unread = 0
     for record in read_records(args.predictions):

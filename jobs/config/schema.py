@@ -28,7 +28,7 @@ class Kind:
 KINDS = {"discriminative": Kind("discriminative", "classify"), "generative": Kind("generative", "judge"),
          "implicit": Kind("implicit", "logprobs"),
          "api": Kind("generative", "judge"),  # a generative judge that happens to be remote
-         "retriever": Kind("retriever", None)}  # indexes and searches (jobs.sweep.retrieval)
+         "retriever": Kind("retriever", None)}  # indexes and searches (jobs.flow.ranked)
 
 
 class ConfigError(ValueError):
@@ -141,7 +141,7 @@ class BenchmarkConfig:
     plan_sample: Optional[str] = field(default=None, metadata=PLAN)
     bootstrap_resamples: int = field(default=1000, metadata=METRICS)
     # A cell whose failed requests exceed this share of its requests ends `failed_errors`, its metrics written
-    # (jobs.sweep.error_budget); `ragjudge run --retry-errors` asks the retryable ones again.
+    # (jobs.flow.error_budget); `ragjudge run --retry-errors` asks the retryable ones again.
     max_error_rate: float = field(default=0.02, metadata=METRICS)
     # The benchmark's options as written (prompts, sampling, runs...); load_sweep types them through the
     # benchmark's Options dataclass, so a missing or wrong key fails with its name before anything runs.

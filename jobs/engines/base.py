@@ -145,7 +145,7 @@ def resolved(model: ModelConfig) -> dict[str, Any]:
 
 
 class Retriever(Engine):
-    """An engine that indexes corpora and searches them (jobs.sweep.retrieval runs it) instead of answering
+    """An engine that indexes corpora and searches them (jobs.flow.ranked runs it) instead of answering
     requests."""
 
     kinds = frozenset({"retriever"})

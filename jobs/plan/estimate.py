@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from actors.model_store import resolve_model
@@ -29,9 +29,9 @@ from benchmarks.row_types import Item
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
 from jobs.engines.host import engine_name
+from jobs.flow import JudgedFlow, first_requests, flow_of, read_items
 from jobs.plan.placement import EngineJob, Schedule, schedule
 from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
-from jobs.sweep.cell import load
 from jobs.sweep.pipeline import applies
 
 # MEASURED, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray placing
@@ -122,7 +122,7 @@ def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
     except HubDataMissing:
         data = []
     if data and all(os.path.exists(p) for p in data):
-        loaded = load(replace(bench, data=data), spec)
+        loaded = list(read_items(spec, data, bench.limit))
         items = [i for i in loaded if not i.get("error")]
         unread = unreadable(loaded)
         if not items:
@@ -139,8 +139,7 @@ def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
     if bench.size is None or bench.plan_sample is None:
         raise ValueError(f"benchmarks.{bench.name}.data: {bench.data} is not on this machine; set `size` and "
                          "`plan_sample` to plan without it")
-    sample = replace(bench, data=[bench.plan_sample], limit=None)
-    items = [i for i in load(sample, spec) if not i.get("error")]
+    items = [i for i in read_items(spec, [bench.plan_sample]) if not i.get("error")]
     if not items:
         raise ValueError(f"benchmarks.{bench.name}.plan_sample: no readable item in {bench.plan_sample}")
     return items, bench.size / len(items), (f"{absent}{bench.size} items (size), lengths from "
@@ -164,7 +163,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     options = typed_options(spec.Options, bench.options)
     kind = protocol_kind(model)
     items, scale, items_from = items or _items(bench, spec)
-    requests = [r for item in items for r in spec.expand(item, kind, options)]
+    requests = first_requests(spec, items, kind, options)
     tpl = _local_templater(model) if model.kind != "api" else None
     if tpl is not None:
         ids = tpl.opened if kind == "generative" else tpl.closed
@@ -222,19 +221,19 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
     """A plan per cell; a cell that cannot be planned carries its problem and the rest are planned."""
     plans = []
     for bench in sweep.benchmarks.values():
-        spec = benchmark(bench.module)
+        flow = flow_of(bench.module)
         items: Items | Exception | None = None  # loaded (or failed) once for all of this benchmark's cells
         for model in sweep.models.values():
             if not applies(bench, model):
                 continue  # the sweep skips this cell too
-            if not isinstance(spec, Benchmark):  # no prompts or generated tokens: its cost is encoding
+            if not isinstance(flow, JudgedFlow):  # no prompts or generated tokens: its cost is encoding
                 plans.append(CellPlan(bench.name, model.name, model.kind, 0, 0, 0, 0.0, 0.0, "", "",
                                       problem=NOT_IN_TOKENS))
                 continue
             try:
                 if items is None:
                     try:
-                        items = _items(bench, spec)
+                        items = _items(bench, flow.spec)
                     except (ValueError, OSError) as exc:
                         items = exc
                 if isinstance(items, Exception):

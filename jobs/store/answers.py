@@ -68,7 +68,7 @@ class AnswerStore:
         self._where: dict[str, dict[str, str]] = {}  # model folder -> key -> the part's relpath that holds it
         self._indexed: set[str] = set()  # relpaths read into _where
         self._lock = threading.Lock()  # cells run in threads
-        self.identities: dict[str, str] = {}  # model settings (JSON) -> identity digest, by jobs.sweep.answer_cache
+        self.identities: dict[str, str] = {}  # model settings (JSON) -> identity digest, by jobs.flow.answer_cache
 
     def find(self, model: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot

@@ -8,7 +8,7 @@ quarantine/ (`quarantined`, kept across attempts), and the provider batches that
 whose answers are not all stored yet (`batches`, per cell and route, kept across attempts: a rerun polls them).
 
 A cell's status is running | done | failed | failed_errors (finished, its metrics written, but more of its
-requests failed than its benchmark's `max_error_rate`: jobs.sweep.error_budget; the entry says how many and the
+requests failed than its benchmark's `max_error_rate`: jobs.flow.error_budget; the entry says how many and the
 most common error) | interrupted (SIGTERM or SIGINT stopped it, jobs.sweep.interrupt: with `signal` and
 `interrupted_at`; a cell whose model kind the benchmark has no protocol for is `skipped`: it is reported, never
 stored); each cell lists the attempts that wrote it (`attempts`) and, once scored, the rows it stored per table

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchmarks.hub import HubDataMissing, is_hub, local_path
 from benchmarks.options import OptionsError, typed_options
-from benchmarks.protocol import Benchmark, benchmark
+from benchmarks.protocol import benchmark
 from jobs.analysis import VALIDATE, held_models
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
@@ -30,6 +30,7 @@ from jobs.engines import (
     unmade_problems,
     weights_record,
 )
+from jobs.flow import flow_of
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
@@ -174,11 +175,9 @@ def local_data(sweep: SweepConfig, manifest: Manifest
 
 def encoder_model(bench: BenchmarkConfig) -> str | None:
     """The model of the benchmark's encoder stage (BERTScore), or None when it has none."""
-    spec = benchmark(bench.module)
-    if not isinstance(spec, Benchmark):
-        return None
+    flow = flow_of(bench.module)
     try:
-        encoder = spec.text_pair_encoder(typed_options(spec.Options, bench.options))
+        encoder = flow.encoder(typed_options(flow.spec.Options, bench.options))
     except OptionsError:  # the benchmark's cells fail with it, naming the key
         return None
     return encoder["model"] if encoder else None
@@ -211,8 +210,8 @@ def route_models(bench: BenchmarkConfig, sweep: SweepConfig) -> tuple[dict[str, 
     """The judges a benchmark routes requests to (its routes()), each a model of the sweep or else a model
     file of the sweep's conf folders, and the problems of those that cannot judge (unknown, or not a
     generative judge)."""
-    spec = benchmark(bench.module)
-    names = spec.routes(typed_options(spec.Options, bench.options)) if isinstance(spec, Benchmark) else []
+    flow = flow_of(bench.module)
+    names = flow.routes(typed_options(flow.spec.Options, bench.options))
     found, problems = {}, []
     for name in names:
         judge = sweep.models.get(name) or _registered(name, sweep)

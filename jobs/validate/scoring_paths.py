@@ -26,7 +26,7 @@ from actors.scorers import RequestScorer
 from actors.templating import templater
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
-from benchmarks.protocol import BENCHMARKS, Benchmark, RetrievalBenchmark, benchmark
+from benchmarks.protocol import BENCHMARKS, Benchmark
 from benchmarks.row_types import Answer, Item, Request, Row
 from jobs.analysis.agreement import (
     VALIDATE,
@@ -37,7 +37,7 @@ from jobs.analysis.agreement import (
     verdict,
     verdict_rows,
 )
-from jobs.config import ConfigError, ModelConfig, SweepConfig
+from jobs.config import ConfigError, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
     answer_requests,
@@ -48,9 +48,9 @@ from jobs.engines import (
     resolved,
     unmade_problems,
 )
+from jobs.flow import JudgedFlow, first_requests, flow_of, item_rows, read_items
 from jobs.store import RunRoot
 from jobs.sweep import connect_ray
-from jobs.sweep.cell import answers_by_item
 
 SCORED = ("discriminative", "implicit", "generative")  # kinds with a verdict on a pair
 Log = Callable[[str], None]
@@ -67,17 +67,19 @@ class Sample:
     skipped: int  # bad rows passed over on the way to the items
 
 
-def validates(spec: Benchmark | RetrievalBenchmark) -> bool:
-    """Whether a benchmark has validation items (its hook answers None, whatever the items, when it has none)."""
-    return isinstance(spec, Benchmark) and spec.validation_items([], 0) is not None
-
-
 def validation_benchmarks(sweep: SweepConfig) -> list[str]:
     """The benchmark modules validation scores models on: the sweep's with validation items, in sweep order,
     else every registered one with a bundled validation sample."""
     own = [module for module in dict.fromkeys(b.module for b in sweep.benchmarks.values())
-           if validates(benchmark(module))]
-    return own or [name for name in BENCHMARKS if validates(spec := benchmark(name)) and spec.validation_sample()]
+           if flow_of(module).validates()]
+    return own or [name for name in BENCHMARKS
+                   if isinstance(flow := flow_of(name), JudgedFlow) and flow.validates() and flow.spec.validation_sample()]
+
+
+def _judged(module: str) -> Benchmark:
+    flow = flow_of(module)
+    assert isinstance(flow, JudgedFlow), f"{module} has no validation items"  # validation_benchmarks chose it
+    return flow.spec
 
 
 def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
@@ -88,7 +90,7 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
         raise ConfigError(f"--pairs must be at least 1, not {n}")
     samples = []
     for module in validation_benchmarks(sweep):
-        spec = benchmark(module)
+        spec = _judged(module)
         benches = [b for b in sweep.benchmarks.values() if b.module == module]
         options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
         paths = [local_path(path) for bench in benches for path in bench.data] or [
@@ -98,7 +100,7 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
         for path in paths:
             if len(items) == n:
                 break
-            found, bad = spec.validation_items(spec.load_items(path), n - len(items))
+            found, bad = spec.validation_items(read_items(spec, [path]), n - len(items))
             items, skipped = items + found, skipped + bad
         if not items:
             raise ConfigError(f"no well-formed {spec.name} item to validate on in {', '.join(paths) or 'no data'}"
@@ -113,10 +115,8 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
 def sample_rows(sample: Sample, answers: list[Answer], kind: str) -> list[Row]:
     """One path's verdict rows (jobs.analysis.agreement.verdict_rows) for a sample's items: their benchmark
     combines each item's answers, reading a judge's verdict from log-probs, and reads its verdict and scores."""
-    spec, by_item = sample.spec, answers_by_item(answers)
-    combined = [spec.combine(item, by_item[item["item_id"]], kind, sample.options, verdict="logprob")
-                for item in sample.items]
-    rows = [row for out in combined for row in (out if isinstance(out, list) else [out])]
+    spec = sample.spec
+    rows = item_rows(spec, sample.items, answers, kind, sample.options, verdict="logprob")
     return verdict_rows(rows, lambda row: spec.validation_verdict(row, kind), spec.row_key)
 
 
@@ -200,10 +200,11 @@ def score_paths(model: ModelConfig, requests: list[Request], host: EngineHost, l
 def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresholds, host: EngineHost, log: Log
                    ) -> dict[str, Any]:
     """One model's entry of validate.json, from the samples of the benchmarks with a protocol for its kind."""
-    samples = [sample for sample in samples if model.kind in sample.spec.kinds]
+    kind = protocol_kind(model)  # as its cells expand and combine
+    samples = [sample for sample in samples if kind in sample.spec.kinds]
     # The verdict is read from log-probs: one generated token is enough, and much faster than a text verdict.
-    requests = [{**r, "max_tokens": 1} if model.kind == "generative" else r
-                for s in samples for item in s.items for r in s.spec.expand(item, model.kind, s.options)]
+    requests = [{**r, "max_tokens": 1} if kind == "generative" else r
+                for s in samples for r in first_requests(s.spec, s.items, kind, s.options)]
     entry: dict[str, Any] = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
                              "tokenizer": tokenizer_facts(model)}
     start = time.perf_counter()
@@ -211,7 +212,7 @@ def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresh
         answers, reference_problem = score_paths(model, requests, host, log)
     except Exception as e:  # noqa: BLE001 - a model whose engine fails is held, with the reason
         return {**entry, "status": "held", "reason": f"engine failed: {type(e).__name__}: {e}"}
-    rows = {path: [row for sample in samples for row in sample_rows(sample, path_answers, model.kind)]
+    rows = {path: [row for sample in samples for row in sample_rows(sample, path_answers, kind)]
             for path, path_answers in answers.items()}
     names = list(rows)
     comparisons = {f"{names[0]} vs {names[1]}": compare(rows[names[0]], rows[names[1]])}

@@ -18,9 +18,9 @@ from benchmarks.mtrag.retrieval.data import qrels_path
 from benchmarks.options import typed_options
 from jobs.cli import main
 from jobs.config import ConfigError
+from jobs.flow.ranked import index_folder, index_spec
 from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
-from jobs.sweep.retrieval import index_folder, index_spec
 
 MR = MtragRetrieval()
 # ---- BM25

@@ -1,7 +1,7 @@
-"""jobs.sweep.error_budget: a cell's request error counts, its budget and when --retry-errors reopens it."""
+"""jobs.flow.error_budget: a cell's request error counts, its budget and when --retry-errors reopens it."""
 from __future__ import annotations
 
-from jobs.sweep.error_budget import asks_again, over_budget, reopens, request_errors
+from jobs.flow.error_budget import asks_again, over_budget, reopens, request_errors
 
 E503 = "api: HTTP 503 (model 'x', 3 tries): Error code: 503 - busy"
 E400 = "api: HTTP 400 (model 'x', 1 try): Error code: 400 - bad"

@@ -15,7 +15,7 @@ from benchmarks.bianbench import BianBench, parse_reasoning, parse_verdict
 from benchmarks.options import typed_options
 from benchmarks.utility import UtilityJudgments, parsing
 from benchmarks.utility import metrics as utility_metrics
-from jobs.sweep.cell import load
+from jobs.flow import read_items
 
 pytestmark = pytest.mark.integration
 JUDGE = "smollm2_judge"
@@ -24,7 +24,8 @@ ut = UtilityJudgments()
 
 
 def _items(module, sweep, name):
-    return load(sweep.benchmarks[name], module)  # the first `limit` items of each path, as the cell read them
+    bench = sweep.benchmarks[name]
+    return list(read_items(module, bench.data, bench.limit))  # the first `limit` items of each path, as the cell read them
 
 
 def _bian_options(sweep):

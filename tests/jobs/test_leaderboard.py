@@ -8,12 +8,12 @@ from synthetic_run import bianbench_rows, rag_rewardbench_rows
 from benchmarks.protocol import benchmark
 from jobs.analysis.board import leaderboard_from_rows, leaderboard_of
 from jobs.analysis.leaderboard import benchmark_leaderboard, item_outcomes, leaderboard
-from jobs.analysis.reducers import aggregate
 from jobs.analysis.report import leaderboard_text
 from jobs.analysis.report_page import render_page
 from jobs.analysis.report_view import BenchmarkView, PaperTable, Report
 from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main
+from jobs.flow.reducers import aggregate
 
 NUMBER = {"type": "number"}
 INTEGER = {"type": "integer"}

@@ -1,4 +1,4 @@
-"""The retrieval flow's rewrite step (jobs.sweep.retrieval.rewrite_queries) on the stand-in engine: no Ray, no
+"""The retrieval flow's rewrite step (jobs.flow.ranked.rewrite_queries) on the stand-in engine: no Ray, no
 weights. The benchmark leaves llm_rewrite queries None; the flow asks its rewriter once, keeps the answers in
 the answer store beside the runs and reads them back through the benchmark."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
 from jobs.config import ConfigError
 from jobs.engines.stand_in import stand_in_reply
+from jobs.flow.ranked import rewrite_queries, rewriter_config
 from jobs.store.answers import ANSWERS, AnswerStore
 from jobs.store.run_root import RunRoot
-from jobs.sweep.retrieval import rewrite_queries, rewriter_config
 
 STAND_IN = {"name": "echo", "path": "none", "kind": "generative", "engine": "stand_in"}
 

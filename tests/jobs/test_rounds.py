@@ -11,6 +11,7 @@ import rounds_stub
 from stand_in import run, stand_in_engine
 
 from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
+from jobs.flow.rounds import MAX_ROUNDS
 from jobs.loading import conf_folders
 from jobs.sweep import cell as cells
 from jobs.sweep.pipeline import route_models
@@ -50,7 +51,7 @@ def test_a_resumed_cell_asks_nothing_twice(tmp_path, stub, engine):
 
 def test_a_followup_that_never_settles_is_stopped(tmp_path, stub, engine):
     _, outcome = run(tmp_path, stub(endless=True))
-    assert outcome.status == "failed" and f"after {cells.MAX_ROUNDS} rounds" in outcome.message
+    assert outcome.status == "failed" and f"after {MAX_ROUNDS} rounds" in outcome.message
 
 
 def test_requests_routed_to_a_judge_are_answered_by_that_judge_and_stored_in_the_cell(tmp_path, stub,

@@ -7,7 +7,7 @@ import pytest
 from bianbench_cases import BIAN, DEFAULT, answer, write_jsonl
 
 from benchmarks.bianbench import PAPER_SUBSETS, TABLE2_TASKS, TASKS
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 
 def test_measures_need_only_correct():

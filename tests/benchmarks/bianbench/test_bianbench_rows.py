@@ -4,7 +4,7 @@ import pytest
 from bianbench_cases import BIAN, DEFAULT, SAMPLE, answer, options
 
 from benchmarks.bianbench import ensemble
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 
 def test_combine_one_row_per_run_with_text_and_logprob_verdicts():

@@ -13,7 +13,7 @@ from rouge_score import rouge_scorer
 
 from benchmarks.mtrag.generation.options import prompts as prompts_in_force
 from benchmarks.mtrag.generation.passages import selected
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from mtrag_tasks import OPTS, answer, g, item_of, task
 
 from benchmarks.mtrag.generation.rows import add_bert_scores
 from benchmarks.stats import bootstrap_ci
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 
 def row(item_id, answerability, turn_group, collection, question_type, multi_turn, setting="reference", **values):

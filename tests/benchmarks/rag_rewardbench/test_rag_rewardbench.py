@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import rag_rewardbench as rb
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 SAMPLE = "data/rag_rewardbench_appendix_d.jsonl"
 

@@ -13,7 +13,7 @@ import pytest
 from benchmarks import rag_rewardbench as rb
 from benchmarks.mtrag.common import write_jsonl
 from benchmarks.rag_rewardbench import synthetic
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 ROOT = Path(__file__).resolve().parents[3]
 # Table 4 as printed (Appendix A): category totals and the sizes and lengths of a few rows, typed in again

@@ -9,7 +9,7 @@ from utility_cases import BENCH, REAL, opts
 from benchmarks.utility import gtu
 from benchmarks.utility import metrics as um
 from benchmarks.utility.prompts import answer_prompt
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 OPTIONS = opts(k=3)
 CONDITIONS = {"pointwise": "pointwise/utility/q_first/reasoning", "pairwise": "pairwise/utility/q_first/none",

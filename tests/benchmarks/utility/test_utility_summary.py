@@ -7,7 +7,7 @@ import pytest
 from test_utility_rows import toy_rows
 from utility_cases import BENCH, write_jsonl
 
-from jobs.analysis.reducers import aggregate
+from jobs.flow.reducers import aggregate
 
 
 def hand_rows():

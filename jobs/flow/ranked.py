@@ -33,10 +33,10 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig
 from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
+from jobs.flow.answer_cache import Keys, asked_or_cached, keep_answers
 from jobs.loading import load_model
 from jobs.store import RunRoot
 from jobs.store.answers import AnswerStore
-from jobs.sweep.answer_cache import Keys, asked_or_cached, keep_answers
 
 INDEX_CACHE = "_indexes"  # ROOT/_indexes: a sibling of the runs, shared by every run under the root
 

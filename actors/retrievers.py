@@ -2,7 +2,7 @@
 Data stages that encode passages and answer queries.
 
 An index is built once per (corpus file, retriever settings) and stored as named byte blobs (`files()`), so
-jobs.sweep.retrieval can cache it in the run root on a local disk or S3 and any worker can load it back (`load`).
+jobs.flow.ranked can cache it in the run root on a local disk or S3 and any worker can load it back (`load`).
 Dense search is an exact inner product (numpy) up to a size threshold and an HNSW graph (faiss) above it.
 
 Every ranking is cut the way trec_eval orders one (benchmarks.mtrag.retrieval.scoring.trec_order: float32 score

@@ -147,7 +147,7 @@ class SearchSettings:
 
 
 class RetrievalBenchmark(_Contract):
-    """A benchmark scored on rankings. jobs.sweep.retrieval runs the flow:
+    """A benchmark scored on rankings. jobs.flow.ranked runs the flow:
 
     1. one index per domain in `domains`, over the passages of `corpus` (how deep, how exact: search_settings);
     2. the query rows of each domain (`queries`); a row whose `query` is None is first asked of the `rewriter`

@@ -1,4 +1,4 @@
-"""Text pairs per second of the BERTScore encoder stage (jobs.sweep.text_pairs: bert-score in a Ray Data actor pool)
+"""Text pairs per second of the BERTScore encoder stage (jobs.flow.text_pairs: bert-score in a Ray Data actor pool)
 vs. plain bert-score in one process, on the same pairs, in one run; and how far their numbers differ.
 
 Pairs: MTRAG-UN's reference tasks (data/mtrag/generation/mtragun_reference.jsonl.gz), each task's
@@ -45,7 +45,7 @@ def baseline(pairs: list[dict[str, str]]) -> tuple[float, dict[str, float]]:
 
 
 def ours(pairs: list[dict[str, str]], actors: int, cpus: int) -> tuple[float, dict[str, float]]:
-    from jobs.sweep.text_pairs import score_pairs
+    from jobs.flow.text_pairs import score_pairs
 
     start = time.perf_counter()
     scores = score_pairs(pairs, {**ENCODER, "actors": actors, "num_cpus": cpus})

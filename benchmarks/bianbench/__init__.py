@@ -2,7 +2,7 @@
 
 The registry loads `BianBench`; the names below are what tests and users (e.g. the judge ensemble) need.
 `measures`, `group_key`, `row_key`, `summarize` and `table_text` are also here as functions so that callers
-that still take a benchmark module (jobs.analysis.reducers.aggregate through `ragjudge aggregate`) keep working.
+that still take a benchmark module (jobs.flow.reducers.aggregate through `ragjudge aggregate`) keep working.
 """
 from benchmarks.bianbench.benchmark import BianBench
 from benchmarks.bianbench.fields import BENCHMARK, KINDS, LABELS, LANGUAGES, SPLITS, TASKS, task_name

@@ -22,14 +22,32 @@ def asks_again(answer: Mapping[str, Any]) -> bool:
     return retryable(answer.get("error")) if stored is None else bool(stored)
 
 
+class RequestErrors:
+    """A cell's request error counts, added to shard by shard: {requests, failed, retryable, top_error,
+    top_error_count} of its answers (one per request); the top error is the most common error without its
+    details (jobs.engines.errors.headline), the first seen of those tied."""
+
+    def __init__(self) -> None:
+        self.requests = self.retryable = 0
+        self.errors: Counter[str] = Counter()
+
+    def add(self, answers: Iterable[Mapping[str, Any]]) -> RequestErrors:
+        for answer in answers:
+            self.requests += 1
+            if answer.get("error"):
+                self.errors[headline(str(answer["error"]))] += 1
+                self.retryable += asks_again(answer)
+        return self
+
+    def counts(self) -> dict[str, Any]:
+        top = self.errors.most_common(1)
+        return {"requests": self.requests, "failed": self.errors.total(), "retryable": self.retryable,
+                "top_error": top[0][0] if top else None, "top_error_count": top[0][1] if top else 0}
+
+
 def request_errors(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """{requests, failed, retryable, top_error, top_error_count} of a cell's answers (one per request); the top
-    error is the most common error without its details (jobs.engines.errors.headline)."""
-    answers = list(answers)
-    failed = [a for a in answers if a.get("error")]
-    top = Counter(headline(str(a["error"])) for a in failed).most_common(1)
-    return {"requests": len(answers), "failed": len(failed), "retryable": sum(asks_again(a) for a in failed),
-            "top_error": top[0][0] if top else None, "top_error_count": top[0][1] if top else 0}
+    """RequestErrors' counts of one list of answers."""
+    return RequestErrors().add(answers).counts()
 
 
 def over_budget(counts: Mapping[str, Any] | None, max_error_rate: float) -> str | None:

@@ -8,22 +8,35 @@ indexed, queries searched, rankings scored against qrels (jobs.flow.ranked).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
-from jobs.flow.reducers import aggregate
 from jobs.config import BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines import PreflightError, engine_of, retryable
-from jobs.flow.error_budget import request_errors
+from jobs.flow.error_budget import RequestErrors
 from jobs.flow.ranked import evaluate_retrieval
 from jobs.flow.recorder import CellRecorder
+from jobs.flow.reducers import SubsetReducer
 from jobs.flow.rounds import Answerer, RoundsProgress, UnknownJudges, answer_rounds
 from jobs.flow.text_pairs import encoder_settings, with_text_pair_scores
-from jobs.flow.walk import item_rows, read_items
+from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
+
+# Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
+# 66 KB a full-length one: docs/scale.md); its reducer keeps a few numbers per row. Fixed, not a setting: a
+# shard's stored answers are named by its number (jobs.flow.recorder), so a resumed cell must cut its items
+# where the first attempt did.
+SHARD_ITEMS = 10_000
+
+
+class ShardedAnswerer(Protocol):
+    """A cell's answerer, one for each shard of its items."""
+
+    def shard(self, index: int) -> Answerer: ...
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,7 @@ class CellJob:
 
     bench: BenchmarkConfig
     model: ModelConfig
-    answerer: Answerer
+    answerer: ShardedAnswerer
     recorder: CellRecorder
     log: Callable[[str], None] = print
     answer_store: AnswerStore | None = None  # a ranked cell's query rewrites go through it too
@@ -41,6 +54,22 @@ class CellJob:
 
     def say(self, line: str) -> None:
         self.log(f"{self.bench.name} x {self.model.name}: {line}")
+
+
+class _LaterShard:
+    """The sweep's progress for a shard after the first: its requests add to the cell's total."""
+
+    def __init__(self, progress: RoundsProgress):
+        self.progress = progress
+
+    def cell_started(self, total: int, done: int) -> None:
+        self.progress.more_requests(total - done)
+
+    def more_requests(self, n: int) -> None:
+        self.progress.more_requests(n)
+
+    def advanced(self, n: int) -> None:
+        self.progress.advanced(n)
 
 
 class Flow(ABC):
@@ -69,35 +98,56 @@ class JudgedFlow(Flow):
     judged: ClassVar[bool] = True
 
     def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
+        """The items are read twice: once to check them all before any engine starts, then shard by shard
+        (SHARD_ITEMS), each shard answered, combined, recorded and folded into the metrics' reducer before
+        the next is read, so the driver holds one shard's items, requests, answers and rows at a time."""
         spec, bench, model = self.spec, job.bench, job.model
         options = typed_options(spec.Options, bench.options)
-        items = list(read_items(spec, bench.data, bench.limit))
-        good = [item for item in items if not item.get("error")]
-        if problems := spec.check_items(good, options):  # e.g. a (task, language) without a prompt
-            raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(problems))
+        self._check(job, options)
         encoder = encoder_settings(spec, options, bench.name)
         kind = protocol_kind(model)
-        try:
-            answered = answer_rounds(spec, options, kind, good, job.answerer, job.recorder,
-                                     retry_errors=job.retry_errors, say=job.say, progress=job.progress)
-        except UnknownJudges as e:
-            raise PreflightError(f"benchmark '{bench.name}': {e}") from None
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
         verdict = (model.verdict if engine_of(model).prefills else "text") if kind == "generative" else None
-        rows = item_rows(spec, good, answered, kind, options, verdict)
-        if encoder is not None:
-            rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
-        for row in rows:
-            row["model"] = model.name
-        bad = [{**item, "model": model.name, "correct": None, "retryable": False}
-               for item in items if item.get("error")]
-        bad += [{"item_id": r["item_id"], "benchmark": bench.name, "model": model.name, "subset": r["subset"],
-                 "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]
-        stored = job.recorder.record_rows(rows, bad)
-        metrics = aggregate(spec, rows, resamples=bench.bootstrap_resamples)
-        metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=len(items) - len(good),
-                       config=bench.name, request_errors=request_errors(answered))
-        return metrics, stored
+        reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
+        state, errors, stored = reducer.init(), RequestErrors(), Counter(predictions=0, errors=0)
+        n_bad = 0
+        job.recorder.clear_rows()
+        for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
+            good = [item for item in items if not item.get("error")]
+            progress = (job.progress if shard == 0 or job.progress is None else _LaterShard(job.progress))
+            try:
+                answered = answer_rounds(spec, options, kind, good, job.answerer.shard(shard),
+                                         job.recorder.shard(shard), retry_errors=job.retry_errors, say=job.say,
+                                         progress=progress)
+            except UnknownJudges as e:
+                raise PreflightError(f"benchmark '{bench.name}': {e}") from None
+            rows = item_rows(spec, good, answered, kind, options, verdict)
+            if encoder is not None:
+                rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
+            for row in rows:
+                row["model"] = model.name
+                reducer.accumulate(state, row)
+            bad = [{**item, "model": model.name, "correct": None, "retryable": False}
+                   for item in items if item.get("error")]
+            bad += [{"item_id": r["item_id"], "benchmark": bench.name, "model": model.name, "subset": r["subset"],
+                     "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]
+            job.recorder.record_rows(shard, rows, bad)
+            stored.update(predictions=len(rows), errors=len(bad))
+            errors.add(answered)
+            n_bad += len(items) - len(good)
+        metrics = spec.summarize(reducer.finalize(state), resamples=bench.bootstrap_resamples)
+        metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=n_bad, config=bench.name,
+                       request_errors=errors.counts())
+        return metrics, dict(stored)
+
+    def _check(self, job: CellJob, options: Any) -> None:
+        """Problems of the items under these options that would fail every request (e.g. a (task, language)
+        without a prompt), over every shard, before any engine starts."""
+        problems: dict[str, None] = {}  # in the order found, each once
+        for items in in_shards(read_items(self.spec, job.bench.data, job.bench.limit), SHARD_ITEMS):
+            problems.update(dict.fromkeys(self.spec.check_items([i for i in items if not i.get("error")], options)))
+        if problems:
+            raise PreflightError(f"benchmark '{job.bench.name}': " + "; ".join(problems))
 
     def routes(self, options: Any) -> list[str]:
         return self.spec.routes(options)

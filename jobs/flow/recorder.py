@@ -1,9 +1,13 @@
-"""A cell's records on its run's storage: answers in parts as they arrive, then item rows, bad rows and metrics.
+"""A cell's records on its run's storage: answers in parts as they arrive, then item rows, bad rows and metrics,
+shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITEMS).
 
-Part names are deterministic (`<attempt>-<rows stored before it>`: every part of a cell sorts in the order it
-was stored, and a quarantined part's rows still count, so no name is used twice); a part that does not read is
-moved to quarantine/, said and listed in manifest.json. Every write goes through the `RunRoot`, so the run's
-fence, retries and redaction hold for all of them.
+Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
+a shard reads back only its own parts, in the order they were stored, and a quarantined part's rows still
+count, so no name is used twice. Parts named before shards existed (`<attempt>-<rows>`, every cell then one
+shard) are shard 0's, and sort before its new ones. A shard's item rows and bad rows are one part each,
+`<shard>` (zero-padded: they read back in shard order). A part that does not read is moved to quarantine/, said
+and listed in manifest.json. Every write goes through the `RunRoot`, so the run's fence, retries and redaction
+hold for all of them.
 """
 from __future__ import annotations
 
@@ -15,44 +19,68 @@ from jobs.store import Manifest, RunRoot
 
 
 class CellRecorder:
-    """The recorder (jobs.flow.rounds.Recorder) of one (benchmark, model) cell of a run."""
+    """The records of one (benchmark, model) cell of a run; `shard(k)` is the recorder of its answers
+    (jobs.flow.rounds.Recorder) for the k-th shard of its items."""
 
     def __init__(self, root: RunRoot, manifest: Manifest, benchmark: str, model: str,
                  say: Callable[[str], None] = print):
         self.root, self.manifest, self.benchmark, self.model, self.say = root, manifest, benchmark, model, say
-        self.next_part = 0  # rows stored so far, quarantined ones included: the next part's name
 
     @property
     def key(self) -> str:
         return f"{self.benchmark}/{self.model}"
 
-    def stored_answers(self) -> list[Answer]:
-        stored, unreadable = self.root.read_whole_rows("requests", self.benchmark, self.model)
-        self._quarantined(unreadable)
-        self.next_part = max(len(stored), self.next_part)
-        return stored
+    def shard(self, index: int) -> ShardAnswers:
+        return ShardAnswers(self, index)
 
-    def record_answers(self, part: list[Answer]) -> None:
-        self.root.write_rows("requests", self.benchmark, self.model, part,
-                             part=f"{self.manifest.attempts:04d}-{self.next_part:07d}")
-        self.next_part += len(part)
+    def clear_rows(self) -> None:
+        """Forget an earlier attempt's item rows and bad rows: this attempt writes them all anew."""
+        for table in ("predictions", "errors"):
+            self.root.clear(table, self.benchmark, self.model)
 
-    def parts_read_back(self) -> bool:
-        _, unreadable = self.root.read_whole_rows("requests", self.benchmark, self.model)
-        self._quarantined(unreadable)
-        return not unreadable
-
-    def record_rows(self, rows: list[Row], bad: list[dict[str, Any]]) -> dict[str, int]:
-        """The cell's item rows and bad rows, replacing an earlier attempt's; how many rows each table holds."""
-        return self.root.write_cell(self.benchmark, self.model, rows, bad)
+    def record_rows(self, shard: int, rows: list[Row], bad: list[dict[str, Any]]) -> None:
+        """A shard's item rows and bad rows (none written for none)."""
+        for table, these in (("predictions", rows), ("errors", bad)):
+            self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")
 
     def record_metrics(self, metrics: dict[str, Any]) -> None:
         self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
 
-    def _quarantined(self, unreadable: list[dict[str, Any]]) -> None:
+    def quarantined(self, unreadable: list[dict[str, Any]]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
         for part in unreadable:
             self.say(f"WARNING {self.benchmark} x {self.model}: {self.root.uri(part['path'])} cannot be read "
                      f"({part['reason']}); moved to {self.root.uri(part['moved_to'])}, its requests are asked again")
         if unreadable:
             self.manifest.add_quarantined(self.key, unreadable)
+
+
+class ShardAnswers:
+    """One shard's answers (jobs.flow.rounds.Recorder): its parts, read back and added to."""
+
+    def __init__(self, cell: CellRecorder, index: int):
+        self.cell, self.index = cell, index
+        self.prefix = f"s{index:05d}-"
+        self.next_part = 0  # the shard's rows stored so far, quarantined ones included: the next part's name
+
+    def _mine(self, name: str) -> bool:
+        return name.startswith(self.prefix) or self.index == 0 and name[:1].isdigit()
+
+    def stored_answers(self) -> list[Answer]:
+        cell = self.cell
+        stored, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, self._mine)
+        cell.quarantined(unreadable)
+        self.next_part = max(len(stored), self.next_part)
+        return stored
+
+    def record_answers(self, part: list[Answer]) -> None:
+        cell = self.cell
+        cell.root.write_rows("requests", cell.benchmark, cell.model, part,
+                             part=f"{self.prefix}{cell.manifest.attempts:04d}-{self.next_part:07d}")
+        self.next_part += len(part)
+
+    def parts_read_back(self) -> bool:
+        cell = self.cell
+        _, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, self._mine)
+        cell.quarantined(unreadable)
+        return not unreadable

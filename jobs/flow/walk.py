@@ -21,6 +21,14 @@ def read_items(spec: Benchmark, data: Sequence[str], limit: int | None = None) -
         yield from islice(spec.load_items(path), limit)
 
 
+def in_shards(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    """Consecutive lists of `size` items (the last shorter), read as they are needed (itertools.batched is
+    Python 3.12's; the project runs on 3.11)."""
+    iterator = iter(items)
+    while shard := list(islice(iterator, size)):
+        yield shard
+
+
 def first_requests(spec: Benchmark, items: Iterable[Item], kind: str, options: Any) -> list[Request]:
     """The first round: each item's requests, adjacent so they share a batch and a prefix cache."""
     return [request for item in items for request in spec.expand(item, kind, options)]

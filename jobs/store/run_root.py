@@ -229,13 +229,17 @@ class RunRoot:
     def _part_files(self, table: str, benchmark: str, model: str) -> list[tuple[str, str]]:
         return self.parquet_files(self.partition(table, benchmark, model))
 
-    def _part_bytes(self, table: str, benchmark: str, model: str) -> Iterator[tuple[str, bytes]]:
-        return self._folder_bytes(self.partition(table, benchmark, model))
+    def _part_bytes(self, table: str, benchmark: str, model: str, names: Callable[[str], bool] | None = None
+                    ) -> Iterator[tuple[str, bytes]]:
+        return self._folder_bytes(self.partition(table, benchmark, model), names)
 
-    def _folder_bytes(self, relpath: str) -> Iterator[tuple[str, bytes]]:
-        """(path, bytes) of each part of a folder in part-name order, each fetched whole: a storage error
-        raises here, apart from decoding (a part removed since it was listed is skipped)."""
-        for _, path in self.parquet_files(relpath):
+    def _folder_bytes(self, relpath: str, names: Callable[[str], bool] | None = None) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of each part of a folder in part-name order (those whose name `names` takes, when
+        given), each fetched whole: a storage error raises here, apart from decoding (a part removed since it
+        was listed is skipped)."""
+        for name, path in self.parquet_files(relpath):
+            if names is not None and not names(name):
+                continue
             data = self._read_bytes(path)
             if data is not None:
                 yield path, data
@@ -274,9 +278,10 @@ class RunRoot:
         return sorted(path.rsplit("/", 1)[-1] for path in
                       self.retrying("list", folder, partial(self.backend.folders, folder)))
 
-    def read_whole_rows(self, table: Table, benchmark: str, model: str
+    def read_whole_rows(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None
                         ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The rows of a partition's readable parts, and the parts that are not (cut short, emptied, garbled).
+        """The rows of a partition's readable parts (those whose part name `names` takes, when given), and the
+        parts that are not (cut short, emptied, garbled).
 
         Resume must not fail on one bad part, nor trust it: each is moved to `quarantine/<its relative
         path>` (kept for a post-mortem, out of every table's reads) and named as {path, moved_to, bytes, reason},
@@ -284,7 +289,7 @@ class RunRoot:
         storage error (a network failure) still raises instead of moving a good part aside.
         """
         parts, moved = [], []
-        for path, data in self._part_bytes(table, benchmark, model):
+        for path, data in self._part_bytes(table, benchmark, model, names):
             try:
                 parts.append(pq.read_table(pa.BufferReader(data)))
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad

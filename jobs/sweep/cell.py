@@ -171,14 +171,26 @@ def evaluate(cell: Cell) -> tuple[dict[str, Any], dict[str, int]]:
 
 
 class CellAnswerer:
-    """The sweep's answerer (jobs.flow.rounds.Answerer): a route's requests go to its model's engine (started
-    by the sweep's host, or by the round when it has none) unless the answer store holds their answers, and
-    come back in parts of `flush_every` as they stream in; a stop (SIGTERM, SIGINT) ends the stream after one
-    last part. A batch engine's submitted batch is kept in manifest.json until its route's answers are stored."""
+    """The sweep's answerer of a cell, one `shard(k)` per shard of its items (jobs.flow.flows)."""
 
     def __init__(self, cell: Cell):
         self.cell = cell
-        self.judges = list(cell.judges)
+        self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
+
+    def shard(self, index: int) -> ShardAnswerer:
+        return ShardAnswerer(self, index)
+
+
+class ShardAnswerer:
+    """The sweep's answerer (jobs.flow.rounds.Answerer) of one shard: a route's requests go to its model's
+    engine (started by the sweep's host, or by the round when it has none) unless the answer store holds their
+    answers, and come back in parts of `flush_every` as they stream in; a stop (SIGTERM, SIGINT) ends the
+    stream after one last part. A batch engine's submitted batch is kept in manifest.json, one per route and
+    shard, until its answers are stored."""
+
+    def __init__(self, cell_answerer: CellAnswerer, index: int):
+        self.cell_answerer, self.cell, self.index = cell_answerer, cell_answerer.cell, index
+        self.judges = list(self.cell.judges)
         self.keys: Keys = {}  # request id -> (its answerer's path, its answer's key in the answer store)
 
     def _model(self, route: str | None) -> ModelConfig:
@@ -186,7 +198,8 @@ class CellAnswerer:
 
     def _batch(self, route: str | None) -> CellBatch:
         cell = self.cell  # run_cell's stamp: a batch's answers must match
-        return CellBatch(cell.manifest, cell.key, route or "self", cell.manifest.cell(cell.key).get("answers_hash"))
+        slot = (route or "self") + (f"@s{self.index}" if self.index else "")
+        return CellBatch(cell.manifest, cell.key, slot, cell.manifest.cell(cell.key).get("answers_hash"))
 
     def ask(self, route: str | None, requests: list[Request]) -> Iterator[list[Answer]]:
         cell, model = self.cell, self._model(route)
@@ -205,7 +218,8 @@ class CellAnswerer:
         self._batch(route).clear()  # the route's answers are all stored: a batch engine's batch is done with
 
     def all_answered(self, answered: list[Answer]) -> None:
-        self.cell.cached_answers = sum(bool(row.get("cached")) for row in answered)
+        self.cell_answerer.cached[self.index] = sum(bool(row.get("cached")) for row in answered)
+        self.cell.cached_answers = sum(self.cell_answerer.cached.values())
         keep_answers(self.cell.answer_store, self.cell.root.run, answered, self.keys)
 
 

@@ -24,7 +24,8 @@ from typing import Any, ClassVar
 # The rows crossing the layers, declared in benchmarks.row_types and named here with the contract.
 from benchmarks.row_types import Answer, Item, Query, Request, Row
 
-Groups = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> group -> [(row key, value)], sorted by key
+# measure -> group -> [(row key, value)], sorted by key (jobs.flow.reducers hands a compact sequence, not a list)
+Groups = dict[str, dict[str, Sequence[tuple[str, float]]]]
 
 
 class _Contract(ABC):

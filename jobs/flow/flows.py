@@ -124,9 +124,11 @@ class JudgedFlow(Flow):
             rows = item_rows(spec, good, answered, kind, options, verdict)
             if encoder is not None:
                 rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
+            shard_state = reducer.init()
             for row in rows:
                 row["model"] = model.name
-                reducer.accumulate(state, row)
+                reducer.accumulate(shard_state, row)
+            reducer.merge(state, shard_state)
             bad = [{**item, "model": model.name, "correct": None, "retryable": False}
                    for item in items if item.get("error")]
             bad += [{"item_id": r["item_id"], "benchmark": bench.name, "model": model.name, "subset": r["subset"],

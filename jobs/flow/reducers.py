@@ -7,20 +7,84 @@ group. The group is the benchmark's `group_key(row)` (the row's `subset` unless 
 split/task/subset); the key that identifies one value is its `row_key(row)` (the `item_id`, or e.g. item and
 run when each item is judged several times). Keys are kept beside the values because the
 bootstrap resamples items and must see them in a canonical order, whatever order the shards finished in.
+
+The state is compact (a key string per row, shared by its measures, and 16 bytes a value), since a cell's
+driver keeps it for every row while it holds only one shard's rows (jobs.flow.flows).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Row
 
-State = dict[str, dict[str, list[tuple[str, float]]]]  # measure -> subset -> [(item_id, value)]
+
+class Column:
+    """One measure's values in one group, as accumulated: each row's key (the same string object for every
+    measure of the row) and its value in a float array, about 16 bytes a value beside the key, where a list of
+    (key, value) tuples took about 80."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values = array("d")
+
+    def add(self, key: str, value: float) -> None:
+        self.keys.append(key)
+        self.values.append(value)
+
+    def extend(self, other: Column) -> None:
+        self.keys.extend(other.keys)
+        self.values.extend(other.values)
+
+    def pairs(self) -> Pairs:
+        """Sorted by key, one value per key, the last one added (a resumed run that saw an item twice counts
+        it once)."""
+        last = {key: i for i, key in enumerate(self.keys)}
+        order = sorted(last)
+        return Pairs(order, array("d", (self.values[last[key]] for key in order)))
+
+
+class Pairs(Sequence[tuple[str, float]]):
+    """A group's (key, value) pairs, sorted by key, as the benchmarks' `summarize` reads them, made one at a
+    time from two arrays (a list of a million tuples would hold them all at once)."""
+
+    def __init__(self, keys: list[str], values: array) -> None:
+        self.keys, self.values = keys, values
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, float]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, float]]: ...
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return list(zip(self.keys[index], self.values[index]))
+        return self.keys[index], self.values[index]
+
+    def __iter__(self) -> Iterator[tuple[str, float]]:
+        return zip(self.keys, self.values)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Sequence) else other)
+
+    def __repr__(self) -> str:
+        return f"Pairs({list(self)!r})"
+
+
+State = dict[str, dict[str, Column]]  # measure -> group -> its values
+Groups = dict[str, dict[str, Sequence[tuple[str, float]]]]  # measure -> group -> [(key, value)], sorted by key
 
 
 class SubsetReducer:
-    """Groups each item's measures by subset; keeps the last value when an item is seen twice."""
+    """Groups each row's measures by group, keyed by the row's key; mergeable, so shards fold their own states
+    and the cell merges them once."""
 
     def __init__(self, measures: Callable[[Row], dict[str, float | None]],
                  group_key: Callable[[Row], str] | None = None,
@@ -33,25 +97,31 @@ class SubsetReducer:
         return {}
 
     def accumulate(self, state: State, row: Row) -> State:
+        group, key = self.group_key(row), self.row_key(row)
         for name, value in self.measures(row).items():
             if value is not None:
-                state.setdefault(name, {}).setdefault(self.group_key(row), []).append((self.row_key(row), float(value)))
+                column = state.setdefault(name, {}).get(group)
+                if column is None:
+                    column = state[name][group] = Column()
+                column.add(key, float(value))
         return state
 
     def merge(self, left: State, right: State) -> State:
-        for name, subsets in right.items():
-            for subset, values in subsets.items():
-                left.setdefault(name, {}).setdefault(subset, []).extend(values)
+        """`right`'s values after `left`'s (a later shard's: the last value of a key wins)."""
+        for name, groups in right.items():
+            for group, column in groups.items():
+                left.setdefault(name, {}).setdefault(group, Column()).extend(column)
         return left
 
-    def finalize(self, state: State) -> State:
-        """Sorted by item id, one value per item: a resumed run that saw an item twice counts it once."""
-        return {
-            name: {subset: sorted(dict(values).items()) for subset, values in subsets.items()}
-            for name, subsets in state.items()
-        }
+    def finalize(self, state: State) -> Groups:
+        """Each group's pairs sorted by key, one per key; the state's columns are let go as they are read."""
+        groups: Groups = {}
+        for name in list(state):
+            columns = state.pop(name)
+            groups[name] = {group: columns.pop(group).pairs() for group in list(columns)}
+        return groups
 
-    def reduce(self, rows: Iterable[Row]) -> State:
+    def reduce(self, rows: Iterable[Row]) -> Groups:
         state = self.init()
         for row in rows:
             self.accumulate(state, row)

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from benchmarks import stats
 from benchmarks.stats import bootstrap_ci, bootstrap_diff_ci, stable_seed
 
 
@@ -27,3 +28,16 @@ def test_no_interval_for_an_empty_set_or_no_resamples():
     assert bootstrap_diff_ci([], [1.0], "k") is None
     assert bootstrap_diff_ci([1.0], [], "k") is None
     assert bootstrap_diff_ci([1.0], [0.0], "k", resamples=0) is None
+
+
+def test_resamples_drawn_in_pieces_give_the_interval_drawn_at_once(monkeypatch):
+    # 1,000 resamples of 5,000 items are 5 million indices; drawn 4,096 at a time (not even a whole resample
+    # of 5,000 per piece: one resample a piece), the interval is the one of a single draw, bit for bit
+    values = list(np.random.default_rng(3).random(5_000))
+    rng = np.random.default_rng(stable_seed("big"))
+    means = np.asarray(values)[rng.integers(0, 5_000, size=(1000, 5_000))].mean(axis=1)
+    at_once = list(np.quantile(means, [0.025, 0.975]))
+    monkeypatch.setattr(stats, "DRAWS", 4_096)
+    assert bootstrap_ci(values, "big", 1000) == at_once
+    monkeypatch.setattr(stats, "DRAWS", 3 * 5_000 + 7)  # three resamples a piece, the last piece one
+    assert bootstrap_ci(values, "big", 1000) == at_once

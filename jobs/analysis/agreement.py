@@ -16,8 +16,6 @@ from typing import Any
 from benchmarks.tables import aligned
 from jobs.config import ConfigError
 
-VALIDATE = "validate.json"  # beside manifest.json in the sweep's run folder
-
 
 @dataclass(frozen=True)
 class Thresholds:

@@ -16,6 +16,7 @@ from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import Outcomes, item_outcomes
 from jobs.analysis.significance import holm, paired_test
 from jobs.store import SCORED, RunRoot
+from jobs.store.layout import MANIFEST
 
 SHOWN = 20  # flipped items printed; the file holds all of them
 
@@ -42,7 +43,7 @@ class CellDiff:
 
 
 def _scored_cells(root: RunRoot) -> set[tuple[str, str]]:
-    manifest = root.read_json("manifest.json") or {}
+    manifest = root.read_json(MANIFEST) or {}
     return {tuple(key.split("/", 1)) for key, cell in (manifest.get("cells") or {}).items()
             if cell.get("status") in SCORED}
 

@@ -16,8 +16,7 @@ from jobs.analysis.cell_rows import add_rows
 from jobs.analysis.report_view import BenchmarkView
 from jobs.config import EnsembleConfig, ensemble_name
 from jobs.store import RunRoot
-
-ENSEMBLES = "ensembles.json"  # ROOT/RUN/ensembles.json: the ensembles `ragjudge ensemble` added
+from jobs.store.layout import ENSEMBLES
 
 
 def ensemble_config(entry: Mapping[str, Any]) -> EnsembleConfig:

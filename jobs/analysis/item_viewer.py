@@ -24,8 +24,8 @@ from typing import Any
 from jobs.analysis.report_view import BenchmarkView, Report
 from jobs.flow import JudgedFlow, flow_of, walk
 from jobs.store import RunRoot
+from jobs.store.layout import REPORT_VIEWER as FOLDER
 
-FOLDER = "report/viewer"
 INDEX = "index.js"
 CHUNK_BYTES = 256_000  # an opened item loads its chunk; 1,485 Table-4-long pairs x 45 models make 170
 SHORT = 80  # longer strings, and any with a line break, are texts
@@ -189,7 +189,7 @@ def write_viewer(root: RunRoot, report: Report) -> bool:
     False, and nothing written, when none has."""
     boards = report.leaderboard["benchmarks"]
     views = [v for v in report.views if (boards.get(v.name) or {}).get("models")]
-    root.delete_folders("report", "viewer")
+    root.delete_folders(*FOLDER.split("/"))
     if not views:
         return False
     config = (report.manifest.get("config") or {}).get("benchmarks") or {}

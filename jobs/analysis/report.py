@@ -35,6 +35,7 @@ from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
 from jobs.store import SCORED, RunRoot, UnreadableFile, implicit_scores, predictions_stored
+from jobs.store.layout import MANIFEST, REPORT_ITEMS, REPORT_LEADERBOARD, REPORT_PAGE
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
@@ -91,7 +92,7 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
     """The report of the run's scored cells (done, and failed_errors: over their error budget, their metrics
     written), or None when the run has no manifest; `tokenizer` (a spec of
     jobs.analysis.tokens) also measures the responses' lengths in tokens."""
-    manifest = root.read_json("manifest.json")
+    manifest = root.read_json(MANIFEST)
     if manifest is None:
         return None
     config = manifest.get("config") or {}
@@ -186,9 +187,9 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
     if mixed := mixed_versions(report.manifest):
         out("Cells answered by attempts of different versions (a resume after an upgrade: their answers mix both)\n"
             + "".join(f"  {cell}: {what}\n" for cell, what in mixed.items()))
-    root.write_json("report/leaderboard.json", report.leaderboard)
-    root.write_text("report/items.jsonl", "".join(items_jsonl(board_items(view, boards.get(view.name)))
+    root.write_json(REPORT_LEADERBOARD, report.leaderboard)
+    root.write_text(REPORT_ITEMS, "".join(items_jsonl(board_items(view, boards.get(view.name)))
                                                   for view in report.views))
     viewer = viewer_section() if write_viewer(root, report) else ""  # report/viewer/: the items, beside the page
-    root.write_text("report/index.html", render_page(report, tables, viewer))
+    root.write_text(REPORT_PAGE, render_page(report, tables, viewer))
     return report

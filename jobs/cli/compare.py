@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from jobs.analysis import compare_runs, format_comparison, write_flips
-from jobs.store import open_run
+from jobs.store import MANIFEST, open_run
 
 
 def add(commands: Any) -> None:
@@ -21,7 +21,7 @@ def add(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     run_a, run_b = open_run(args.run_a), open_run(args.run_b)
     for root, name in ((run_a, args.run_a), (run_b, args.run_b)):
-        if root.read_json("manifest.json") is None:
+        if root.read_json(MANIFEST) is None:
             print(f"{root.uri('manifest.json')}: not found; is {name} a run folder?", file=sys.stderr)
             return 2
     diffs, notes = compare_runs(run_a, run_b, args.model)

@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from benchmarks.protocol import benchmark
-from jobs.analysis import VALIDATE, Thresholds
+from jobs.analysis import Thresholds
 from jobs.analysis.agreement import format_table
 from jobs.loading import load_sweep
 from jobs.store import RunRoot
+from jobs.store.layout import VALIDATE
 from jobs.validate import validate_sweep, validation_benchmarks
 
 

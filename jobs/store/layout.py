@@ -1,10 +1,13 @@
 """The layout of a run, in one place: where each file lives relative to ROOT/RUN, whatever the store.
 
-    manifest.json
+    manifest.json   (the run's config, cells, engines: jobs.store.manifest)
+    status.json     (live progress while the sweep runs: jobs.sweep.progress)
+    validate.json   (`ragjudge validate`'s verdicts on the sweep's models)
+    ensembles.json  (the ensembles `ragjudge ensemble` added to the report)
     {predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
     metrics/benchmark=B/model=M/metrics.json
     {runs,metrics}/benchmark=B/model=M/strategy=S/<name>   (a retrieval cell's runs and scores per strategy)
-    report/...
+    report/{index.html,leaderboard.json,items.jsonl,viewer/}   (`ragjudge report`)
     quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
     lease.json   (the driver writing the run: jobs.store.lease)
 
@@ -22,6 +25,16 @@ TABLES: tuple[str, ...] = ("predictions", "requests", "errors")
 QUARANTINE = "quarantine"  # unreadable parts are moved here, under their own relative path
 STRATEGY = "strategy="  # the folders of a retrieval cell's strategies start with it
 _CELL_FOLDERS = (*TABLES, "metrics", "runs")
+MANIFEST = "manifest.json"
+STATUS = "status.json"
+VALIDATE = "validate.json"
+ENSEMBLES = "ensembles.json"
+LEASE = "lease.json"
+REPORT = "report"
+REPORT_PAGE = f"{REPORT}/index.html"
+REPORT_LEADERBOARD = f"{REPORT}/leaderboard.json"
+REPORT_ITEMS = f"{REPORT}/items.jsonl"
+REPORT_VIEWER = f"{REPORT}/viewer"
 
 _SAFE_PARTITION = re.compile(r"[^A-Za-z0-9._\-]")
 

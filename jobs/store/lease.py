@@ -37,11 +37,11 @@ from datetime import datetime, timezone
 from typing import Any, Self
 
 from jobs.config import ConfigError
+from jobs.store.layout import LEASE
 from jobs.store.redaction import redact
 from jobs.store.retry import StorageError
 from jobs.store.run_root import RunRoot
 
-LEASE = "lease.json"
 SETTLE_S = 1.0  # how long a takeover waits before reading the lease back
 
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from jobs.config import SweepConfig, to_dict
+from jobs.store.layout import MANIFEST
 from jobs.store.run_root import RunRoot
 
-MANIFEST = "manifest.json"
 FAILED_ERRORS = "failed_errors"  # a cell over its error budget
 SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
 ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)

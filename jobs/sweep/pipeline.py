@@ -17,7 +17,7 @@ from pathlib import Path
 from benchmarks.hub import HubDataMissing, is_hub, local_path
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import benchmark
-from jobs.analysis import VALIDATE, held_models
+from jobs.analysis import held_models
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
@@ -34,6 +34,7 @@ from jobs.flow import flow_of
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
+from jobs.store.layout import VALIDATE
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.cluster import cluster_address

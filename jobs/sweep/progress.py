@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from jobs.store import FAILED_ERRORS, RunRoot
+from jobs.store.layout import STATUS
 
-STATUS = "status.json"
 BAR = 20  # characters of a terminal progress bar
 
 

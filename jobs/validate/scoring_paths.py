@@ -29,7 +29,6 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import BENCHMARKS, Benchmark
 from benchmarks.row_types import Answer, Item, Request, Row
 from jobs.analysis.agreement import (
-    VALIDATE,
     Thresholds,
     compare,
     pad_problem,
@@ -50,6 +49,7 @@ from jobs.engines import (
 )
 from jobs.flow import JudgedFlow, first_requests, flow_of, item_rows, read_items
 from jobs.store import RunRoot
+from jobs.store.layout import VALIDATE
 from jobs.sweep import connect_ray
 
 SCORED = ("discriminative", "implicit", "generative")  # kinds with a verdict on a pair

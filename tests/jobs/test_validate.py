@@ -11,7 +11,6 @@ from stand_in import stand_in_engine
 from sweeps import SAMPLE, write_sweep
 
 from jobs.analysis.agreement import (
-    VALIDATE,
     Thresholds,
     compare,
     format_table,
@@ -25,6 +24,7 @@ from jobs.cli import main
 from jobs.config import ConfigError, ModelConfig
 from jobs.engines import engine_of
 from jobs.loading import load_sweep
+from jobs.store.layout import VALIDATE
 from jobs.sweep import pipeline
 from jobs.validate.scoring_paths import (
     skip_reason,

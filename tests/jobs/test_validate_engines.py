@@ -14,8 +14,8 @@ from sweeps import write_sweep
 from actors.model_store import SMOLLM2, resolve_model
 from actors.padded_batch import PaddedBatchEngine
 from actors.transformers_engine import TransformersEngine
-from jobs.analysis.agreement import VALIDATE
 from jobs.loading import load_sweep
+from jobs.store.layout import VALIDATE
 from jobs.validate.scoring_paths import validate_sweep
 
 pytestmark = pytest.mark.integration

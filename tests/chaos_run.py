@@ -19,6 +19,17 @@ from chaos import DRIVER_TIMEOUT_S, PLAIN_RERUNS, POLL_S, STALL_S, Driver, Fault
 GARBAGE = 512  # bytes a corrupted part is overwritten with
 
 
+def failed(cell: dict[str, Any], signal: str | None, driver_started: float) -> bool:
+    """Whether a cell's manifest entry, read when a main driver ended, is a failure its driver should have
+    given a reason for: not done or skipped, not stopped by a SIGTERM it recorded, and not left running where
+    the driver could not say (killed with SIGKILL; or stopped before it started the cell at all, the entry an
+    earlier driver's: full seed 21's driver, SIGTERMed 1.6 s after its start, before its signal handlers)."""
+    status = cell.get("status")
+    if status in ("done", "skipped") or (status == "interrupted" and signal == "SIGTERM"):
+        return False
+    return not (status == "running" and (signal == "SIGKILL" or float(cell.get("started_at") or 0) < driver_started))
+
+
 class Chaos:
     """The state of one seed's run: its world, its drivers, what the harness has seen of the run, its faults."""
 
@@ -73,14 +84,10 @@ class Chaos:
                 counts[entry["model"]] += int(entry.get("requests", 0))
             self.engine_requests[self.drivers.index(driver)] = dict(counts)
         for key, cell in (manifest.get("cells") or {}).items():
-            status = cell.get("status")
-            if status in ("done", "skipped") or (status == "interrupted" and driver.signal == "SIGTERM"):
-                continue
-            if status == "running" and driver.signal == "SIGKILL":
-                continue  # killed mid-cell: nothing could record it
-            reason = cell.get("error") or cell.get("message") or ""
-            self.failures.append(f"{key}: {status} after driver {self.drivers.index(driver)} "
-                                 f"(exit {driver.process.returncode}): {reason}")
+            if failed(cell, driver.signal, driver.started):
+                reason = cell.get("error") or cell.get("message") or ""
+                self.failures.append(f"{key}: {cell.get('status')} after driver {self.drivers.index(driver)} "
+                                     f"(exit {driver.process.returncode}): {reason}")
 
     # ---- what the harness sees ----
     def elapsed(self) -> float:

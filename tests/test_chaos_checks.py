@@ -76,3 +76,18 @@ def test_a_seed_run_from_another_folder_hands_its_harness_absolute_paths(tmp_pat
     [clean_run] = commands  # the clean run found no output, so the seed stopped there
     out = Path(clean_run[2])
     assert out.is_absolute() and out.parent == tmp_path / "runs", clean_run
+
+
+def test_a_cell_an_earlier_driver_left_running_is_no_failure_of_a_driver_stopped_before_it():
+    # full seed 21: driver 0 SIGKILLed mid-cell (its cells "running"), driver 2 started after it and SIGTERMed
+    # 1.6 s later, before it took the run: the cells still show driver 0's entries, which driver 2 could not
+    # touch, and were counted as driver 2's failures without a reason.
+    from chaos_run import failed
+
+    earlier = {"status": "running", "started_at": 1000.0}
+    assert not failed(earlier, "SIGTERM", driver_started=1080.0)
+    # a cell the stopped driver did start, left running without a word: a failure (it should say interrupted)
+    assert failed({"status": "running", "started_at": 1081.0}, "SIGTERM", driver_started=1080.0)
+    assert not failed({"status": "running", "started_at": 1081.0}, "SIGKILL", driver_started=1080.0)
+    assert not failed({"status": "interrupted", "started_at": 1081.0}, "SIGTERM", driver_started=1080.0)
+    assert failed({"status": "failed", "started_at": 1081.0, "error": "x"}, None, driver_started=1080.0)

@@ -36,24 +36,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Self
+
+from workload import private_rss
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = 0.05  # of Table 4's mean lengths: short pairs, so the framework and not the bytes is measured
 
 
-def _private_rss() -> int:
-    """This process's RSS less the shared pages it maps (the object store's): RssAnon + RssFile."""
-    fields = {}
-    with open("/proc/self/status") as status:
-        for line in status:
-            key, _, value = line.partition(":")
-            if key in ("RssAnon", "RssFile"):
-                fields[key] = int(value.split()[0]) * 1024
-    return sum(fields.values())
-
-
 class PrivatePeak:
-    """The peak of _private_rss, sampled every 0.5 s on a thread."""
+    """The peak of private_rss, sampled every 0.5 s on a thread."""
 
     def __init__(self) -> None:
         self.peak = 0
@@ -62,17 +54,17 @@ class PrivatePeak:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, _private_rss())
+            self.peak = max(self.peak, private_rss())
             self._stop.wait(0.5)
 
-    def __enter__(self) -> PrivatePeak:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, _private_rss())
+        self.peak = max(self.peak, private_rss())
 
 
 def make_data(folder: Path, pairs: int) -> tuple[Path, Path]:
@@ -221,7 +213,7 @@ def main() -> None:
             env = {**os.environ, "PYTHONPATH": tree if path == "cell" else str(ROOT)}
             done = subprocess.run([sys.executable, __file__, "--child", path, str(size), "--batch-size",
                                    str(args.batch_size)], cwd=tree if path == "cell" else ROOT, env=env,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, check=False)
             line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
             if line is None:
                 run = {"path": path, "size": size, "failed": (done.stderr or done.stdout)[-2000:]}

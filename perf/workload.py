@@ -91,7 +91,7 @@ def _title(argv: list[str]) -> str:
     return " ".join(os.path.basename(arg.strip()) for arg in argv[:2]).strip()
 
 
-def _private_rss() -> int:
+def private_rss() -> int:
     """This process's resident bytes other than shared memory (/proc's RssAnon + RssFile)."""
     fields = {}
     with open("/proc/self/status") as status:
@@ -137,7 +137,7 @@ class PeakMemory:
         tick = 0
         while not self._stop.is_set():
             with_pss = tick % self.PSS_EVERY == 0
-            now = {**dict.fromkeys(self.peaks, 0), "driver_private": _private_rss()}
+            now = {**dict.fromkeys(self.peaks, 0), "driver_private": private_rss()}
             members: dict[str, list[tuple[str, int]]] = {part: [] for part in PARTS}
             for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
                 argv = proc.info["cmdline"] or []

@@ -11,10 +11,11 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
+from benchmarks.row_types import Item, Row
 from jobs.config import BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines import PreflightError, engine_of, retryable
 from jobs.flow.error_budget import RequestErrors
@@ -73,7 +74,7 @@ class _LaterShard:
 
 
 class Flow(ABC):
-    judged: ClassVar[bool]  # item by item: planned in tokens, validated, shown in the item viewer
+    """What the sweep, validate, plan and the viewer ask of a benchmark's flow."""
 
     @abstractmethod
     def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
@@ -94,8 +95,9 @@ class Flow(ABC):
 
 @dataclass(frozen=True)
 class JudgedFlow(Flow):
+    """Item by item: planned in tokens, validated, shown in the item viewer."""
+
     spec: Benchmark
-    judged: ClassVar[bool] = True
 
     def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
         """The items are read twice: once to check them all before any engine starts, then shard by shard
@@ -114,7 +116,7 @@ class JudgedFlow(Flow):
         job.recorder.clear_rows()
         for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
             good = [item for item in items if not item.get("error")]
-            progress = (job.progress if shard == 0 or job.progress is None else _LaterShard(job.progress))
+            progress = job.progress if shard == 0 or job.progress is None else _LaterShard(job.progress)
             try:
                 answered = answer_rounds(spec, options, kind, good, job.answerer.shard(shard),
                                          job.recorder.shard(shard), retry_errors=job.retry_errors, say=job.say,
@@ -124,16 +126,9 @@ class JudgedFlow(Flow):
             rows = item_rows(spec, good, answered, kind, options, verdict)
             if encoder is not None:
                 rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
-            shard_state = reducer.init()
-            for row in rows:
-                row["model"] = model.name
-                reducer.accumulate(shard_state, row)
-            reducer.merge(state, shard_state)
-            bad = [{**item, "model": model.name, "correct": None, "retryable": False}
-                   for item in items if item.get("error")]
-            bad += [{"item_id": r["item_id"], "benchmark": bench.name, "model": model.name, "subset": r["subset"],
-                     "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]
+            bad = self._bad_rows(job, items, rows)
             job.recorder.record_rows(shard, rows, bad)
+            reducer.merge(state, reducer.reduced(rows))
             stored.update(predictions=len(rows), errors=len(bad))
             errors.add(answered)
             n_bad += len(items) - len(good)
@@ -141,6 +136,18 @@ class JudgedFlow(Flow):
         metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=n_bad, config=bench.name,
                        request_errors=errors.counts())
         return metrics, dict(stored)
+
+    @staticmethod
+    def _bad_rows(job: CellJob, items: list[Item], rows: list[Row]) -> list[dict[str, Any]]:
+        """A shard's error rows: its items that could not be read, and its rows that failed (their error
+        classed retryable or not); the rows get the model's name on the way."""
+        for row in rows:
+            row["model"] = job.model.name
+        bad = [{**item, "model": job.model.name, "correct": None, "retryable": False}
+               for item in items if item.get("error")]
+        return bad + [{"item_id": r["item_id"], "benchmark": job.bench.name, "model": job.model.name,
+                       "subset": r["subset"], "error": r["error"], "retryable": retryable(r["error"])}
+                      for r in rows if r.get("error")]
 
     def _check(self, job: CellJob, options: Any) -> None:
         """Problems of the items under these options that would fail every request (e.g. a (task, language)
@@ -163,8 +170,9 @@ class JudgedFlow(Flow):
 
 @dataclass(frozen=True)
 class RankedFlow(Flow):
+    """Scored on rankings against qrels."""
+
     spec: RetrievalBenchmark
-    judged: ClassVar[bool] = False
 
     def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
         return evaluate_retrieval(job.recorder.root, job.bench, job.model, job.log, job.answer_store)

@@ -121,11 +121,15 @@ class SubsetReducer:
             groups[name] = {group: columns.pop(group).pairs() for group in list(columns)}
         return groups
 
-    def reduce(self, rows: Iterable[Row]) -> Groups:
+    def reduced(self, rows: Iterable[Row]) -> State:
+        """The state of these rows alone (a shard's, to merge)."""
         state = self.init()
         for row in rows:
             self.accumulate(state, row)
-        return self.finalize(state)
+        return state
+
+    def reduce(self, rows: Iterable[Row]) -> Groups:
+        return self.finalize(self.reduced(rows))
 
 
 def aggregate(spec: Benchmark, rows: Iterable[Row], resamples: int = 1000) -> dict[str, Any]:

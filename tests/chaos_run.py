@@ -30,6 +30,14 @@ def failed(cell: dict[str, Any], signal: str | None, driver_started: float) -> b
     return not (status == "running" and (signal == "SIGKILL" or float(cell.get("started_at") or 0) < driver_started))
 
 
+def part_to_corrupt(keys: list[str], running: set[str], corrupted: set[str], pick: float) -> str | None:
+    """The requests part a part_corrupt fault overwrites: one of a running cell's, not one an earlier fault of
+    the seed overwrote (full seed 38 drew two, and the second picked the first's part, still garbage outside
+    quarantine/: counting its rows ended the harness); None when there is none."""
+    parts = sorted(k for k in keys if checks.cell_of(k) in running and k not in corrupted)
+    return parts[int(pick * len(parts))] if parts else None
+
+
 class Chaos:
     """The state of one seed's run: its world, its drivers, what the harness has seen of the run, its faults."""
 
@@ -59,6 +67,7 @@ class Chaos:
         self.parts: dict[str, float] = {}  # stored requests part key -> when first seen
         self.quarantined: dict[str, float] = {}
         self.failures: list[str] = []  # cells seen failed, with their one-line reason
+        self.corrupted: set[str] = set()  # parts a part_corrupt fault overwrote
         self.manifest: dict[str, Any] = {}
         self.reruns = 0
         self.stalled = ""
@@ -263,11 +272,10 @@ class Chaos:
 
     def _part_corrupt(self, fault: Fault) -> bool:
         running = {key for key, cell in self.cells().items() if cell.get("status") == "running"}
-        parts = sorted(k for k in self.store.keys(self.run_prefix + "requests/")
-                       if checks.cell_of(k) in running)
-        if not parts:
+        key = part_to_corrupt(self.store.keys(self.run_prefix + "requests/"), running, self.corrupted, fault.pick)
+        if key is None:
             return False
-        key = parts[int(fault.pick * len(parts))]
+        self.corrupted.add(key)
         rows = world.rows_in(self.store.get(key))
         self.store.put(key, self.rng.randbytes(GARBAGE))
         fault.detail.update(part=key.removeprefix(self.run_prefix), rows=rows, at_unix=time.time())

@@ -91,3 +91,17 @@ def test_a_cell_an_earlier_driver_left_running_is_no_failure_of_a_driver_stopped
     assert not failed({"status": "running", "started_at": 1081.0}, "SIGKILL", driver_started=1080.0)
     assert not failed({"status": "interrupted", "started_at": 1081.0}, "SIGTERM", driver_started=1080.0)
     assert failed({"status": "failed", "started_at": 1081.0, "error": "x"}, None, driver_started=1080.0)
+
+
+def test_a_second_part_corruption_never_picks_the_part_the_first_overwrote():
+    # full seed 38: two part_corrupt faults, the second's pick landed on the first's part (garbage, not yet
+    # quarantined), and counting its rows ended the harness with ArrowInvalid.
+    from chaos_run import part_to_corrupt
+
+    prefix = "seed/run/requests/benchmark=b/model=m/"
+    keys = [f"{prefix}part-s00000-0001-000000{i}.parquet" for i in range(2)]
+    first = part_to_corrupt(keys, {"b/m"}, set(), 0.308)
+    assert first == keys[0]
+    assert part_to_corrupt(keys, {"b/m"}, {first}, 0.375) == keys[1]
+    assert part_to_corrupt(keys, {"b/m"}, set(keys), 0.375) is None
+    assert part_to_corrupt(keys, {"other/m"}, set(), 0.5) is None  # only a running cell's parts

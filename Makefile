@@ -44,8 +44,8 @@ check: $(STAMP)
 # The chaos harness (issue 44, tests/chaos.py): 50 seeds of the full sweep (3 models, a vLLM engine among them,
 # x 3 benchmarks on a head and two worker nodes, the run root on S3 behind a gate), each with 3 to 6 faults
 # drawn from the seed; every seed's invariants checked, the chaos table printed, results/chaos.json written.
-# About 5 minutes a seed on 2 cores (a vLLM engine start takes ~2 minutes here and every driver fault starts it
-# again): some 4 hours. `make test` runs 3 seeds of the quick sweep (tests/jobs/test_chaos.py).
+# 95 to 306 s a seed on a quiet 2-core machine (a vLLM engine start takes ~1 minute here and every driver fault
+# starts it again), seeds 27-50 in 53 min: about 2 hours, with the clean run made once. `make test` runs 3 seeds of the quick sweep (tests/jobs/test_chaos.py).
 chaos: $(STAMP)
 	$(VENV)/bin/python scripts/chaos.py results/chaos.json --seeds 50
 

@@ -1,4 +1,4 @@
-"""A cell's records on its run's storage: answers in parts as they arrive, then item rows, bad rows and metrics,
+"""A cell's records on its run's storage: answers in parts as they arrive, then item rows and bad rows,
 shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITEMS).
 
 Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
@@ -43,9 +43,6 @@ class CellRecorder:
         for table, these in (("predictions", rows), ("errors", bad)):
             self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")
 
-    def record_metrics(self, metrics: dict[str, Any]) -> None:
-        self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
-
     def quarantined(self, unreadable: list[dict[str, Any]]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
         for part in unreadable:
@@ -66,10 +63,15 @@ class ShardAnswers:
     def _mine(self, name: str) -> bool:
         return name.startswith(self.prefix) or self.index == 0 and name[:1].isdigit()
 
-    def stored_answers(self) -> list[Answer]:
+    def _read(self) -> tuple[list[Answer], bool]:
+        """The shard's answers in its readable parts, and whether every part read (the others quarantined)."""
         cell = self.cell
         stored, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, self._mine)
         cell.quarantined(unreadable)
+        return stored, not unreadable
+
+    def stored_answers(self) -> list[Answer]:
+        stored, _ = self._read()
         self.next_part = max(len(stored), self.next_part)
         return stored
 
@@ -80,7 +82,4 @@ class ShardAnswers:
         self.next_part += len(part)
 
     def parts_read_back(self) -> bool:
-        cell = self.cell
-        _, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, self._mine)
-        cell.quarantined(unreadable)
-        return not unreadable
+        return self._read()[1]

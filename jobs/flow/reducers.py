@@ -71,9 +71,6 @@ class Pairs(Sequence[tuple[str, float]]):
     def __iter__(self) -> Iterator[tuple[str, float]]:
         return zip(self.keys, self.values)
 
-    def __eq__(self, other: object) -> bool:
-        return list(self) == (list(other) if isinstance(other, Sequence) else other)
-
     def __repr__(self) -> str:
         return f"Pairs({list(self)!r})"
 

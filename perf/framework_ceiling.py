@@ -68,8 +68,8 @@ class PrivatePeak:
 
 
 def make_data(folder: Path, pairs: int) -> tuple[Path, Path]:
-    """(pairs.jsonl, requests.jsonl) of `pairs` synthetic pairs: Table 4's at SCALE, repeated under new ids."""
-    sys.path.insert(0, str(ROOT))
+    """(pairs.jsonl, requests.jsonl) of `pairs` synthetic pairs: Table 4's at SCALE, repeated under new ids (by
+    the code of the tree on PYTHONPATH: main puts the measured checkout there)."""
     from benchmarks.protocol import benchmark
     from benchmarks.rag_rewardbench import synthetic
 
@@ -190,7 +190,8 @@ def child(path: str, size: int, batch_size: int) -> None:
         result = run_cell_path(data, batch_size) if path == "cell" else run_ray_data_path(requests, batch_size)
     result.update(path=path, size=size, requests_per_s=round(result["requests"] / result["seconds"], 1),
                   driver_peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                  driver_peak_private_mib=round(private.peak / 2**20, 1), seconds=round(result["seconds"], 1))
+                  driver_peak_private_mib=round(private.peak / 2**20, 1), seconds=round(result["seconds"], 1),
+                  tree=str(Path(sys.modules["jobs"].__file__).parents[1]))  # the checkout whose code ran
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -219,7 +220,7 @@ def main() -> None:
                 run = {"path": path, "size": size, "failed": (done.stderr or done.stdout)[-2000:]}
             else:
                 run = json.loads(line[len("RESULT "):])
-            run["tree"] = tree
+            run.setdefault("tree", tree)
             runs.append(run)
             print(json.dumps(run)[:300], flush=True)
     result = {"command": " ".join(sys.argv), "machine": platform.processor() or platform.machine(),

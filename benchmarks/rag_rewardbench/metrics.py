@@ -1,10 +1,12 @@
 """What the reducer tracks per pair, and metrics.json in the Table 2 layout (micro-averages, PROTOCOLS.md 1)."""
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
 from benchmarks.formatting import mean
+from benchmarks.keyed_values import pooled as pooled_values
 from benchmarks.rag_rewardbench.load import BENCHMARK, category, is_synthetic
 from benchmarks.rag_rewardbench.requests import ORDERS
 from benchmarks.row_types import Row
@@ -48,10 +50,8 @@ def summarize(groups: dict[str, dict[str, list[tuple[str, float]]]], resamples: 
 
     Every average is a micro-average over pairs (PROTOCOLS.md 1): columns pool their subsets' pairs.
     """
-    def pooled(measure: str, subsets: Iterable[str]) -> list[float]:
-        by_subset = groups.get(measure, {})
-        pairs = sorted(p for s in subsets for p in by_subset.get(s, []))
-        return [v for _, v in pairs]
+    def pooled(measure: str, subsets: Iterable[str]) -> array:
+        return pooled_values(groups.get(measure, {}), subsets)
 
     correct = groups.get("correct", {})
     all_subsets = sorted(set().union(*(g.keys() for g in groups.values())) if groups else set())

@@ -8,74 +8,93 @@ split/task/subset); the key that identifies one value is its `row_key(row)` (the
 run when each item is judged several times). Keys are kept beside the values because the
 bootstrap resamples items and must see them in a canonical order, whatever order the shards finished in.
 
-The state is compact (a key string per row, shared by its measures, and 16 bytes a value), since a cell's
+The state is compact (a shard's keys in an Arrow string array, 9 bytes a measure: GroupRows), since a cell's
 driver keeps it for every row while it holds only one shard's rows (jobs.flow.flows).
 """
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from benchmarks.keyed_values import Pairs
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Row
 
 
-class Column:
-    """One measure's values in one group, as accumulated: each row's key (the same string object for every
-    measure of the row) and its value in a float array, about 16 bytes a value beside the key, where a list of
-    (key, value) tuples took about 80."""
+class GroupRows:
+    """One group's rows as accumulated: each row's key once, and for each measure the row's value and whether it
+    has one. A shard's keys become one Arrow string array once it is reduced (`compact`), so a row costs its
+    key's bytes, 4 more, and 9 bytes a measure (a Python str a key and a float a value took about 90 and 24)."""
 
-    __slots__ = ("keys", "values")
+    __slots__ = ("chunks", "present", "recent", "rows", "values")
 
     def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.values = array("d")
+        self.recent: list[str] = []  # keys added since the last compact
+        self.chunks: list[pa.Array] = []
+        self.rows = 0
+        self.values: dict[str, array] = {}  # measure -> a value per row (0.0 where the row has none)
+        self.present: dict[str, bytearray] = {}  # measure -> 1 where the row has a value
 
-    def add(self, key: str, value: float) -> None:
-        self.keys.append(key)
-        self.values.append(value)
+    def add(self, key: str, measures: dict[str, float | None]) -> None:
+        for name, value in measures.items():
+            if value is not None and name not in self.values:  # the first value: the rows before have none
+                self.values[name], self.present[name] = array("d", bytes(8 * self.rows)), bytearray(self.rows)
+        for name, values in self.values.items():
+            value = measures.get(name)
+            values.append(0.0 if value is None else float(value))
+            self.present[name].append(value is not None)
+        self.recent.append(key)
+        self.rows += 1
 
-    def extend(self, other: Column) -> None:
-        self.keys.extend(other.keys)
-        self.values.extend(other.values)
+    def compact(self) -> GroupRows:
+        if self.recent:
+            self.chunks.append(pa.array(self.recent, pa.string()))
+            self.recent = []
+        return self
 
-    def pairs(self) -> Pairs:
-        """Sorted by key, one value per key, the last one added (a resumed run that saw an item twice counts
-        it once)."""
-        last = {key: i for i, key in enumerate(self.keys)}
-        order = sorted(last)
-        return Pairs(order, array("d", (self.values[last[key]] for key in order)))
+    def extend(self, other: GroupRows) -> None:
+        """`other`'s rows after these."""
+        for name in other.values.keys() - self.values.keys():
+            self.values[name], self.present[name] = array("d", bytes(8 * self.rows)), bytearray(self.rows)
+        for name, values in self.values.items():
+            values.extend(other.values.get(name, array("d", bytes(8 * other.rows))))
+            self.present[name].extend(other.present.get(name, bytearray(other.rows)))
+        self.compact()
+        self.chunks.extend(other.compact().chunks)
+        self.rows += other.rows
 
+    def pairs(self, name: str, keys: pa.Array) -> Pairs:
+        """A measure's (key, value) pairs, sorted by key, one per key: the last value added (a resumed run that
+        saw an item twice counts it once). `keys` are the rows' keys (`all_keys`), shared by the measures.
+        Arrow orders strings by their UTF-8 bytes, which is Python's order of str."""
+        rows = np.flatnonzero(np.frombuffer(self.present[name], dtype=np.uint8))
+        last = pa.table({"key": keys.take(rows), "at": rows}).group_by("key", use_threads=False).aggregate(
+            [("at", "max")])
+        order = pc.sort_indices(last["key"])
+        at = pc.take(last["at_max"], order).to_numpy()
+        return Pairs(pc.take(last["key"], order).combine_chunks(),
+                     array("d", np.frombuffer(self.values[name], dtype=np.float64)[at].tobytes()))
 
-class Pairs(Sequence[tuple[str, float]]):
-    """A group's (key, value) pairs, sorted by key, as the benchmarks' `summarize` reads them, made one at a
-    time from two arrays (a list of a million tuples would hold them all at once)."""
-
-    def __init__(self, keys: list[str], values: array) -> None:
-        self.keys, self.values = keys, values
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[str, float]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[str, float]]: ...
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return list(zip(self.keys[index], self.values[index]))
-        return self.keys[index], self.values[index]
-
-    def __iter__(self) -> Iterator[tuple[str, float]]:
-        return zip(self.keys, self.values)
-
-    def __repr__(self) -> str:
-        return f"Pairs({list(self)!r})"
+    def all_keys(self) -> pa.Array:
+        self.compact()
+        return pa.concat_arrays(self.chunks) if self.chunks else pa.array([], pa.string())
 
 
-State = dict[str, dict[str, Column]]  # measure -> group -> its values
+@dataclass
+class State:
+    """A reducer's rows so far: each group's, and the order measures and their groups were first seen in (the
+    order `summarize` gets them)."""
+
+    groups: dict[str, GroupRows] = field(default_factory=dict)
+    order: dict[str, dict[str, None]] = field(default_factory=dict)  # measure -> its groups, first seen first
+
+
 Groups = dict[str, dict[str, Sequence[tuple[str, float]]]]  # measure -> group -> [(key, value)], sorted by key
 
 
@@ -91,38 +110,42 @@ class SubsetReducer:
         self.row_key = row_key or (lambda row: row["item_id"])
 
     def init(self) -> State:
-        return {}
+        return State()
 
     def accumulate(self, state: State, row: Row) -> State:
-        group, key = self.group_key(row), self.row_key(row)
-        for name, value in self.measures(row).items():
+        group, measures = self.group_key(row), self.measures(row)
+        state.groups.setdefault(group, GroupRows()).add(self.row_key(row), measures)
+        for name, value in measures.items():
             if value is not None:
-                column = state.setdefault(name, {}).get(group)
-                if column is None:
-                    column = state[name][group] = Column()
-                column.add(key, float(value))
+                state.order.setdefault(name, {}).setdefault(group)
         return state
 
     def merge(self, left: State, right: State) -> State:
-        """`right`'s values after `left`'s (a later shard's: the last value of a key wins)."""
-        for name, groups in right.items():
-            for group, column in groups.items():
-                left.setdefault(name, {}).setdefault(group, Column()).extend(column)
+        """`right`'s rows after `left`'s (a later shard's: the last value of a key wins)."""
+        for group, rows in right.groups.items():
+            left.groups.setdefault(group, GroupRows()).extend(rows)
+        for name, groups in right.order.items():
+            left.order.setdefault(name, {}).update(groups)
         return left
 
     def finalize(self, state: State) -> Groups:
-        """Each group's pairs sorted by key, one per key; the state's columns are let go as they are read."""
-        groups: Groups = {}
-        for name in list(state):
-            columns = state.pop(name)
-            groups[name] = {group: columns.pop(group).pairs() for group in list(columns)}
-        return groups
+        """Each group's pairs sorted by key, one per key; the state's groups are let go as they are read."""
+        groups: Groups = {name: {} for name in state.order}
+        for group in list(state.groups):
+            rows = state.groups.pop(group)
+            keys = rows.all_keys()
+            for name in rows.values:
+                if any(rows.present[name]):
+                    groups[name][group] = rows.pairs(name, keys)
+        return {name: {group: groups[name][group] for group in order} for name, order in state.order.items()}
 
     def reduced(self, rows: Iterable[Row]) -> State:
-        """The state of these rows alone (a shard's, to merge)."""
+        """The state of these rows alone (a shard's, to merge), compacted."""
         state = self.init()
         for row in rows:
             self.accumulate(state, row)
+        for group in state.groups.values():
+            group.compact()
         return state
 
     def reduce(self, rows: Iterable[Row]) -> Groups:

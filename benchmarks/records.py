@@ -5,12 +5,14 @@ row, so rows are yielded with their (source, row) position instead of being read
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from benchmarks.decoding import as_object, file_lines, json_object, json_problem
@@ -65,25 +67,74 @@ def read_records(path: str) -> Iterator[Record]:
             yield Record(source, 1, None, "no rows in this file")
 
 
-def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]],
-               duplicate: str) -> Iterator[tuple[Record, dict[str, Any], str | None]]:
+class SeenIds:
+    """The item ids a walk over a benchmark's files has read, and where each was first read, in about 16 bytes
+    an id where a dict of the ids and places took about 250 (a million-item file is read in one driver,
+    jobs.flow.walk): an id's 64-bit BLAKE2b digest and its (file, row), sorted in numpy arrays, the newest in
+    a dict until it holds an eighth of them. Two ids share a digest with odds of about n^2 / 2^65 (3e-8 at a
+    million ids); the later would be reported as a duplicate of the earlier, naming both rows."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, int] = {}  # file -> its number in a place
+        self.recent: dict[int, int] = {}  # digest -> place, since the last merge
+        self.digests = np.empty(0, np.uint64)
+        self.places = np.empty(0, np.uint64)
+
+    @staticmethod
+    def _digest(item_id: str) -> int:
+        return int.from_bytes(hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                              "little")
+
+    def where(self, item_id: str) -> str | None:
+        """'<file>: row <n>' where the id was first read, None if it was not."""
+        digest = self._digest(item_id)
+        place = self.recent.get(digest)
+        if place is None:
+            at = int(np.searchsorted(self.digests, np.uint64(digest)))
+            if at == len(self.digests) or int(self.digests[at]) != digest:
+                return None
+            place = int(self.places[at])
+        source = next(name for name, number in self.sources.items() if number == place >> ROW_BITS)
+        return f"{source}: row {place & ((1 << ROW_BITS) - 1)}"
+
+    def __contains__(self, item_id: object) -> bool:
+        return isinstance(item_id, str) and self.where(item_id) is not None
+
+    def add(self, item_id: str, source: str, row: int) -> None:
+        number = self.sources.setdefault(source, len(self.sources))
+        self.recent[self._digest(item_id)] = number << ROW_BITS | row
+        if len(self.recent) >= max(1 << 15, len(self.digests) // 8):
+            self._merge()
+
+    def _merge(self) -> None:
+        digests = np.concatenate([self.digests, np.fromiter(self.recent, np.uint64, len(self.recent))])
+        places = np.concatenate([self.places, np.fromiter(self.recent.values(), np.uint64, len(self.recent))])
+        order = np.argsort(digests, kind="stable")
+        self.digests, self.places, self.recent = digests[order], places[order], {}
+
+
+ROW_BITS = 40  # a place is (file number << ROW_BITS) | row
+
+
+def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]], duplicate: str,
+               seen: SeenIds | None = None) -> Iterator[tuple[Record, dict[str, Any], str | None]]:
     """Every row of `path` read into an item by `read_row` (item, problems), with repeated item ids caught:
     (record, item, None) for a good row, the item carrying source, row and error None; (record, what could be
     read, problem) for a bad one, the problem naming the file and row. `duplicate` words a repeat, with {}
-    for where the id was first seen."""
-    first_seen: dict[str, str] = {}
+    for where the id was first seen; `seen` gets the ids of the good rows."""
+    seen = SeenIds() if seen is None else seen
     for record in read_records(path):
         where = f"{record.source}: row {record.row}"
         if record.data is None:
             yield record, {}, f"{where}: {record.problem}"
             continue
         item, problems = read_row(record)
-        if not problems and item["item_id"] in first_seen:
-            problems = [duplicate.format(first_seen[item["item_id"]])]
+        if not problems and (first := seen.where(item["item_id"])) is not None:
+            problems = [duplicate.format(first)]
         if problems:
             yield record, item, f"{where}: " + "; ".join(problems)
             continue
-        first_seen[item["item_id"]] = where
+        seen.add(item["item_id"], record.source, record.row)
         yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
 
 
@@ -109,10 +160,9 @@ def items_or_errors(path: str, read_row: Callable[[Record], tuple[dict[str, Any]
     """read_items, with each bad row turned into its error item in place. An error item keeps the row's own id
     unless a good item already has it (a duplicate); then, like a row that has no id, it is named by file and
     row, so error items keep distinct ids. `subset` is theirs when the row names none."""
-    good: set[str] = set()
-    for record, item, problem in read_items(path, read_row, duplicate):
+    good = SeenIds()
+    for record, item, problem in read_items(path, read_row, duplicate, good):
         if problem is None:
-            good.add(item["item_id"])
             yield item
             continue
         own = item.get("item_id")

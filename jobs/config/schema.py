@@ -156,7 +156,10 @@ class StorageConfig:
     root: str = "results"  # local path or s3://bucket/prefix
     run: str = MISSING  # the run folder under root; the same run name resumes
     endpoint_url: Optional[str] = None  # S3-compatible endpoint; else AWS_ENDPOINT_URL
-    flush_every: int = 64  # answered requests per stored part while a cell runs
+    # While a cell runs its answers are stored in parts: a part once it holds flush_every answers, or once its
+    # first answer has waited flush_s seconds. A killed run asks again at most what came in flush_s.
+    flush_every: int = 1024
+    flush_s: float = 5.0
     # A driver's lease on the run (lease.json, jobs.store.lease) is stale this long after its last heartbeat.
     lease_timeout_s: float = 120.0
     # After SIGTERM or SIGINT the driver stores its answered requests and exits; past this it exits anyway

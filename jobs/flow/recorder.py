@@ -1,5 +1,6 @@
 """A cell's records on its run's storage: answers in parts as they arrive, then item rows and bad rows,
-shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITEMS).
+shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITEMS), its metrics and its entry
+in manifest.json.
 
 Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
 a shard reads back only its own parts, in the order they were stored, and a quarantined part's rows still
@@ -29,6 +30,20 @@ class CellRecorder:
     @property
     def key(self) -> str:
         return f"{self.benchmark}/{self.model}"
+
+    def entry(self) -> dict[str, Any]:
+        """The cell's manifest.json entry ({} before its first run); a JSON record, hence the dict."""
+        return self.manifest.cell(self.key)
+
+    def record_entry(self, entry: dict[str, Any]) -> None:
+        self.manifest.set_cell(self.key, entry)
+
+    def metrics(self) -> dict[str, Any]:
+        """The metrics.json an earlier attempt wrote (a cached cell's)."""
+        return self.root.read_json(self.root.metrics_path(self.benchmark, self.model))
+
+    def record_metrics(self, metrics: dict[str, Any]) -> None:
+        self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
 
     def shard(self, index: int) -> ShardAnswers:
         return ShardAnswers(self, index)

@@ -2,9 +2,9 @@
 benchmark's flow (jobs.flow) answered by the sweep's engines (`CellAnswerer`) and recorded in the run's storage
 (jobs.flow.recorder), and how it ends in manifest.json.
 
-Answered requests stream back and are stored in parts of `flush_every` rows while the cell runs, so a killed run
-resumes without asking the model again; a stopped one (SIGTERM, SIGINT: jobs.sweep.interrupt) first stores the
-answers it holds, in a shorter part. The item rows, the errors and the metrics are written when the cell
+Answered requests stream back and are stored in parts of `flush_every` rows (fewer once the first has waited
+`flush_s`) while the cell runs, so a killed run resumes without asking the model again; a stopped one (SIGTERM,
+SIGINT: jobs.sweep.interrupt) first stores the answers it holds, in a shorter part. The item rows, the errors and the metrics are written when the cell
 completes.
 
 A request's stored answer counts as answered even when it failed, unless the cell runs with `retry_errors`
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class Cell:
     answer_store: AnswerStore | None = None  # answers kept across runs (jobs.store.answers); None: ask everything
     cached_answers: int = 0  # of the cell's stored answers, those taken from the answer store
     retry_errors: bool = False  # ask stored failed requests again where their error may pass
+    flush_s: float = math.inf  # a part is stored once its first answer has waited this long (storage.flush_s)
 
     @property
     def key(self) -> str:
@@ -100,40 +102,39 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
     the sweep; nor does a stop (SIGTERM, SIGINT), recorded as `interrupted` with the signal and its time."""
     root, bench, model = cell.root, cell.bench, cell.model
     start = time.time()
-    key = cell.key
+    recorder = CellRecorder(root, cell.manifest, bench.name, model.name, cell.log)
     answers = answers_hash(bench, model, cell.judges)
     digest = cell_hash(bench, answers)
-    previous = cell.manifest.cell(key)
-    metrics_path = root.metrics_path(bench.name, model.name)
+    previous = recorder.entry()
     stamp = {"hash": digest, "answers_hash": answers}
     try:
         if (previous.get("status") in SCORED and previous.get("hash") == digest
                 and not (cell.retry_errors and reopens(previous))):
             status = "cached" if previous["status"] == "done" else FAILED_ERRORS
             _finished(cell, status, previous.get("message", ""))
-            return CellOutcome(bench.name, model.name, status, root.read_json(metrics_path), time.time() - start,
+            return CellOutcome(bench.name, model.name, status, recorder.metrics(), time.time() - start,
                                _said(previous.get("message", "")))
         if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: stale answers
             for table in ("requests", "predictions", "errors"):
                 root.clear(table, bench.name, model.name)
-        cell.manifest.set_cell(key, {"status": "running", **stamp, "started_at": round(start, 3)})
+        recorder.record_entry({"status": "running", **stamp, "started_at": round(start, 3)})
         if problems := list(problems):
             raise PreflightError("; ".join(problems))
-        metrics, stored = evaluate(cell)
-        root.write_json(metrics_path, metrics)
+        metrics, stored = evaluate(cell, recorder)
+        recorder.record_metrics(metrics)
         over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
         status = FAILED_ERRORS if over else "done"
-        cell.manifest.set_cell(key, {"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
-                                     "request_errors": metrics.get("request_errors"), "rows": stored,
-                                     **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
-                                     "started_at": round(start, 3), "finished_at": round(time.time(), 3),
-                                     "seconds": round(time.time() - start, 1)})
+        recorder.record_entry({"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
+                               "request_errors": metrics.get("request_errors"), "rows": stored,
+                               **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
+                               "started_at": round(start, 3), "finished_at": round(time.time(), 3),
+                               "seconds": round(time.time() - start, 1)})
     except Interrupted as e:
-        return _ended(cell, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()}, start,
-                      str(e))
+        return _ended(cell, recorder, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()},
+                      start, str(e))
     except Exception as e:  # noqa: BLE001 - one broken cell must not stop the sweep; the manifest says why
         message = redact(f"{type(e).__name__}: {e}")
-        return _ended(cell, "failed", {**stamp, "error": message}, start, message)
+        return _ended(cell, recorder, "failed", {**stamp, "error": message}, start, message)
     _finished(cell, status, over or "")
     return CellOutcome(bench.name, model.name, status, metrics, time.time() - start, _said(over or ""))
 
@@ -148,23 +149,23 @@ def _said(message: str) -> str:
     return f": {message}" if message else ""
 
 
-def _ended(cell: Cell, status: str, entry: dict[str, Any], start: float, message: str) -> CellOutcome:
+def _ended(cell: Cell, recorder: CellRecorder, status: str, entry: dict[str, Any], start: float,
+           message: str) -> CellOutcome:
     """A cell that ended without metrics (failed, interrupted): its manifest entry, progress and outcome. The
     storage that failed the cell may not take the entry either: then it is said, and the entry stays in
     memory for the manifest's next write; the rerun runs the cell again all the same."""
     try:
-        cell.manifest.set_cell(cell.key, {"status": status, **entry})
+        recorder.record_entry({"status": status, **entry})
     except StorageError as e:
         cell.log(f"WARNING {cell.key}: {status}, but manifest.json could not record it: {e}")
     _finished(cell, status, message)
     return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _said(message))
 
 
-def evaluate(cell: Cell) -> tuple[dict[str, Any], dict[str, int]]:
+def evaluate(cell: Cell, recorder: CellRecorder) -> tuple[dict[str, Any], dict[str, int]]:
     """The cell's metrics, its rows recorded on the way, and how many rows each table got (manifest.json keeps
     them, and reports check the stored parts against them): its benchmark's flow, answered by the sweep's
     engines through the answer store and recorded in the run's storage."""
-    recorder = CellRecorder(cell.root, cell.manifest, cell.bench.name, cell.model.name, cell.log)
     progress = _CellProgress(cell.progress, cell.key) if cell.progress else None
     return flow_of(cell.bench.module).evaluate(CellJob(cell.bench, cell.model, CellAnswerer(cell), recorder, cell.log,
                                                        cell.answer_store, cell.retry_errors, progress))
@@ -208,7 +209,7 @@ class ShardAnswerer:
         stream = asked_or_cached(cell.answer_store, model, requests, self.keys,
                                  lambda asked: answer_requests(asked, model, cell.log, cell.engines, batch),
                                  lambda line: cell.log(f"{cell.bench.name} x {cell.model.name}: {line}"))
-        yield from answered_parts(stream, cell.flush_every, cell.stop)
+        yield from answered_parts(stream, cell.flush_every, cell.stop, cell.flush_s)
 
     def answered_before(self, route: str | None, requests: list[Request]) -> None:
         if self.cell.answer_store:  # answers an attempt before this one stored (a resume) are kept in the store too

@@ -131,7 +131,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         if stop.is_set():  # admitted after the signal: left for the rerun, its manifest entry as it was
             return CellOutcome(bench.name, model.name, "interrupted", None, 0.0, f": {stop.signal_name}: not started")
         cell = Cell(root, manifest, bench, model, sweep.storage.flush_every, log, judges[bench.name], progress,
-                    engines, stop, answer_store, retry_errors=retry_errors)
+                    engines, stop, answer_store, retry_errors=retry_errors, flush_s=sweep.storage.flush_s)
         outcome = run_cell(cell, problems=bench_problems[bench.name] + problems[model.name])
         engines.finished(users(pair))
         log(f"[{outcome.status}] {bench.name} x {model.name} ({outcome.seconds:.1f}s){outcome.message}")

@@ -42,6 +42,18 @@ def test_a_stop_while_the_engine_is_silent_yields_the_answers_held_then_interrup
     assert stop.exit_code == 143 and stop.record()["signal"] == "SIGTERM"
 
 
+def test_a_part_is_stored_once_its_first_answer_has_waited_flush_s_while_the_engine_is_silent():
+    held = threading.Event()
+    parts = answered_parts(_engine(3, held), 100, Stop(), seconds=0.5)
+    start = time.perf_counter()
+    assert [row["request_id"] for row in next(parts)] == ["0", "1", "2"]  # 3 of 100: due, not full
+    waited = time.perf_counter() - start
+    held.set()
+    assert [row["request_id"] for row in next(parts)] == ["late"]
+    assert list(parts) == []
+    assert 0.4 <= waited < 10  # not before it was due (the engine stays silent for 30 s)
+
+
 def test_an_engine_error_is_raised_in_the_cells_thread():
     def failing():
         yield {"request_id": "0"}

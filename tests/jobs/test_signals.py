@@ -2,7 +2,7 @@
 
 The cell's judge is a loopback API server that answers the first ANSWERED requests at once and holds every
 later one, so at the signal the driver has answers it has not stored yet (`flush_every` is larger than the
-cell) and one request in flight. The server counts what it is asked across both runs: a request answered
+cell, and the signal comes before `flush_s`) and one request in flight. The server counts what it is asked across both runs: a request answered
 before the signal is stored and never asked again; the only re-ask is the request in flight.
 """
 from __future__ import annotations
@@ -141,7 +141,7 @@ def test_a_signal_mid_cell_stores_the_answers_and_the_rerun_resumes(ray_session,
           f"asked twice {reasked}")
     record(tmp_path, fault=f"{name} to the driver mid-cell (local)",
            injected=f"{name} once a loopback API judge answered {ANSWERED} of {REQUESTS} requests and holds the "
-                    f"next (storage.flush_every 64: none stored yet); the same command rerun",
+                    f"next (storage.flush_every 1024, flush_s 5: none stored yet); the same command rerun",
            outcome=f"the answered {len(stored)} are stored as one part, the cell is `interrupted` in "
                    f"manifest.json, the lease given back, exit {first.returncode} in {exit_s:.1f} s; the rerun asks "
                    f"the other {REQUESTS - len(stored)} ({reasked} of them asked before), metrics equal an "

@@ -112,8 +112,6 @@ class NoOp:
 
 
 def run_cell_path(data: Path, batch_size: int) -> dict:
-    import ray
-
     from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
     from jobs.engines import EngineHost
     from jobs.engines.base import ENGINES, register
@@ -121,6 +119,7 @@ def run_cell_path(data: Path, batch_size: int) -> dict:
     from jobs.store.manifest import Manifest
     from jobs.store.run_root import RunRoot
     from jobs.sweep.cell import Cell, run_cell
+    from jobs.sweep.cluster import connect_ray
 
     class Instant(Vllm):
         name = "instant"
@@ -136,18 +135,21 @@ def run_cell_path(data: Path, batch_size: int) -> dict:
 
     if "instant" not in ENGINES:
         register(Instant())
-    ray.init(address="local", include_dashboard=False, log_to_driver=False, configure_logging=False)
     folder = Path(tempfile.mkdtemp(prefix="ceiling-"))
     settings = StorageConfig(run="ceiling", root=str(folder))
+    sweep = SweepConfig(name="ceiling", storage=settings)
+    connect_ray(sweep)  # a local cluster as `ragjudge run` starts it (each checkout's own settings)
     root = RunRoot.of(settings)
-    manifest = Manifest(root, SweepConfig(name="ceiling", storage=settings))
+    manifest = Manifest(root, sweep)
     bench = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(data)],
                             bootstrap_resamples=100)
     model = ModelConfig(name="instant", path="instant", kind="discriminative", engine="instant",
                         batch_size=batch_size)
     host = EngineHost(lambda line: None)
+    # Each checkout's own storage defaults (flush_s is newer than --tree's base)
+    flush = {"flush_s": settings.flush_s} if hasattr(settings, "flush_s") else {}
     cell = Cell(root, manifest, bench, model, flush_every=settings.flush_every, log=lambda line: None,
-                engines=host)
+                engines=host, **flush)
     start = time.perf_counter()
     outcome = run_cell(cell)
     seconds = time.perf_counter() - start

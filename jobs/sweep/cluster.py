@@ -7,6 +7,7 @@ one that does not answer fails in seconds, naming it, instead of in Ray's reconn
 """
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from actors.engine_calls import RESTART_WAIT_S
 from jobs.config import SweepConfig
+from jobs.engines.rows import LIGHT
 
 # Ray Data fails a dataset that moves no block for 30 min (its default). A cell's batches can rightly wait longer:
 # on an engine still loading its weights, restarting on another node (actors.engine_calls waits RESTART_WAIT_S),
@@ -45,10 +47,21 @@ def connect_ray(sweep: SweepConfig) -> str:
         said = f"Ray: joined the cluster at {address}"
     else:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
-        ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False,
+                 _system_config={"num_workers_soft_limit": idle_workers(sweep.cluster.num_cpus)})
         said = f"Ray: started a local cluster ({ray.get_runtime_context().gcs_address})"
     configure_ray_data()
     return said
+
+
+def idle_workers(num_cpus: int | None) -> int:
+    """Worker processes a local cluster keeps when they are idle: as many as Ray Data's light tasks (the `ask`
+    stage's) that fit its CPUs. With Ray's default, one a CPU, the others were killed a second after each
+    shard's dataset ended and started again for the next, each start about 1.5 CPU-seconds: on 2 cores a cell
+    of 40,000 requests with an engine that answers at once moved 685 requests a second, against 1,291 to
+    1,410 with its workers kept (perf/framework_ceiling.py, docs/scale.md). A joined cluster sets its own
+    (RAY_num_workers_soft_limit where its nodes start)."""
+    return math.ceil((num_cpus or os.cpu_count() or 1) / LIGHT["num_cpus"])
 
 
 def configure_ray_data() -> None:

@@ -28,10 +28,11 @@ from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
 
 # Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
-# 66 KB a full-length one: docs/scale.md); its reducer keeps a few numbers per row. Fixed, not a setting: a
-# shard's stored answers are named by its number (jobs.flow.recorder), so a resumed cell must cut its items
-# where the first attempt did.
-SHARD_ITEMS = 10_000
+# 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reducer keeps a few bytes
+# per row. Smaller shards cost a Ray Data dataset each and an engine that drains at each shard's end. Fixed, not
+# a setting: a shard's stored answers are named by its number (jobs.flow.recorder), so a resumed cell must cut
+# its items where the first attempt did.
+SHARD_ITEMS = 5_000
 
 
 class ShardedAnswerer(Protocol):

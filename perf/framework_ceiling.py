@@ -8,8 +8,9 @@ Workload: synthetic RAG-RewardBench pairs at 0.05 of Table 4's lengths (perf/wor
 synthetic), repeated under new ids up to the size; a discriminative RM asks two requests a pair.
 
 Paths, each size in a fresh process (so its peak memory is its own):
-- `cell`: jobs.sweep.cell.run_cell, as a sweep runs a cell (its flow, recorder, answer parts on a local run
-  root), with an engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
+- `cell`: jobs.sweep.cell.run_cell, as a sweep runs a cell (on a local cluster started as `ragjudge run`
+  starts one, its flow, recorder, answer parts on a local run root, the checkout's storage defaults), with an
+  engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
   called by the cell's `ask` Ray Data tasks (jobs/engines/vllm.py, actors/vllm_stage.py), the same batch size
   and tasks in flight.
 - `ray_data`: Ray Data alone, the ceiling of this machine: the same requests read by `ray.data.read_json`, a

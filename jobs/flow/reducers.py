@@ -14,8 +14,8 @@ driver keeps it for every row while it holds only one shard's rows (jobs.flow.fl
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np

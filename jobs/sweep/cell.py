@@ -4,8 +4,8 @@ benchmark's flow (jobs.flow) answered by the sweep's engines (`CellAnswerer`) an
 
 Answered requests stream back and are stored in parts of `flush_every` rows (fewer once the first has waited
 `flush_s`) while the cell runs, so a killed run resumes without asking the model again; a stopped one (SIGTERM,
-SIGINT: jobs.sweep.interrupt) first stores the answers it holds, in a shorter part. The item rows, the errors and the metrics are written when the cell
-completes.
+SIGINT: jobs.sweep.interrupt) first stores the answers it holds, in a shorter part. The item rows, the errors
+and the metrics are written when the cell completes.
 
 A request's stored answer counts as answered even when it failed, unless the cell runs with `retry_errors`
 (`ragjudge run --retry-errors`): then failed requests whose error may pass (jobs.engines.errors) are asked again,

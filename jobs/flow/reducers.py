@@ -44,7 +44,7 @@ class GroupRows:
     def add(self, key: str, measures: dict[str, float | None]) -> None:
         for name, value in measures.items():
             if value is not None and name not in self.values:  # the first value: the rows before have none
-                self.values[name], self.present[name] = array("d", bytes(8 * self.rows)), bytearray(self.rows)
+                self.values[name], self.present[name] = _none_yet(self.rows)
         for name, values in self.values.items():
             value = measures.get(name)
             values.append(0.0 if value is None else float(value))
@@ -58,13 +58,18 @@ class GroupRows:
             self.recent = []
         return self
 
+    def measure(self, name: str) -> tuple[array, bytearray]:
+        """A measure's values and presence, all absent where no row of the group has one."""
+        return (self.values[name], self.present[name]) if name in self.values else _none_yet(self.rows)
+
     def extend(self, other: GroupRows) -> None:
         """`other`'s rows after these."""
         for name in other.values.keys() - self.values.keys():
-            self.values[name], self.present[name] = array("d", bytes(8 * self.rows)), bytearray(self.rows)
+            self.values[name], self.present[name] = _none_yet(self.rows)
         for name, values in self.values.items():
-            values.extend(other.values.get(name, array("d", bytes(8 * other.rows))))
-            self.present[name].extend(other.present.get(name, bytearray(other.rows)))
+            theirs, present = other.measure(name)
+            values.extend(theirs)
+            self.present[name].extend(present)
         self.compact()
         self.chunks.extend(other.compact().chunks)
         self.rows += other.rows
@@ -84,6 +89,11 @@ class GroupRows:
     def all_keys(self) -> pa.Array:
         self.compact()
         return pa.concat_arrays(self.chunks) if self.chunks else pa.array([], pa.string())
+
+
+def _none_yet(rows: int) -> tuple[array, bytearray]:
+    """A measure's values and presence for `rows` rows that have none of it."""
+    return array("d", bytes(8 * rows)), bytearray(rows)
 
 
 @dataclass
@@ -134,9 +144,8 @@ class SubsetReducer:
         for group in list(state.groups):
             rows = state.groups.pop(group)
             keys = rows.all_keys()
-            for name in rows.values:
-                if any(rows.present[name]):
-                    groups[name][group] = rows.pairs(name, keys)
+            for name in rows.values:  # a measure is in a group's values only once one of its rows has one
+                groups[name][group] = rows.pairs(name, keys)
         return {name: {group: groups[name][group] for group in order} for name, order in state.order.items()}
 
     def reduced(self, rows: Iterable[Row]) -> State:

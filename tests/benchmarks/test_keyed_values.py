@@ -60,3 +60,17 @@ def test_measures_and_groups_come_in_the_order_first_seen_a_measure_only_where_i
     groups = reducer.finalize(state)
     assert [(m, list(g)) for m, g in groups.items()] == [("a", ["y", "x"]), ("b", ["x"])]
     assert list(groups["a"]["x"]) == [("2", 0.5)] and list(groups["b"]["x"]) == [("2", 0.0)]
+
+
+def test_a_measure_one_shard_of_a_group_lacks_keeps_each_value_with_its_own_key():
+    reducer = SubsetReducer(lambda row: {"a": row.get("a"), "b": row.get("b")})
+    first = [{"item_id": "1", "subset": "g", "a": 1.0}, {"item_id": "2", "subset": "g", "a": 2.0}]
+    second = [{"item_id": "3", "subset": "g", "b": 3.0}, {"item_id": "4", "subset": "g", "a": 4.0, "b": 5.0}]
+    third = [{"item_id": "5", "subset": "g", "b": 6.0}]  # after a shard without b: its value must stay with 5
+    for shards in ([first, second, third], [second, first, third]):
+        state = reducer.init()
+        for shard in shards:
+            reducer.merge(state, reducer.reduced(shard))
+        groups = reducer.finalize(state)
+        assert list(groups["a"]["g"]) == [("1", 1.0), ("2", 2.0), ("4", 4.0)]
+        assert list(groups["b"]["g"]) == [("3", 3.0), ("4", 5.0), ("5", 6.0)]

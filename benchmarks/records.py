@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,17 @@ def read_records(path: str) -> Iterator[Record]:
             yield Record(source, 1, None, "no rows in this file")
 
 
+def id_digest(text: str) -> int:
+    """A 64-bit BLAKE2b digest of an id: what compact sets of ids keep (SeenIds; a cell's answered requests and
+    its items' shards, jobs.flow.first_round)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def id_digests(texts: Iterable[str]) -> np.ndarray:
+    """id_digest of each, as uint64."""
+    return np.fromiter((id_digest(text) for text in texts), np.uint64)
+
+
 class SeenIds:
     """The item ids a walk over a benchmark's files has read, and where each was first read, in about 16 bytes
     an id where a dict of the ids and places took about 250 (a million-item file is read in one driver,
@@ -80,14 +91,9 @@ class SeenIds:
         self.digests = np.empty(0, np.uint64)
         self.places = np.empty(0, np.uint64)
 
-    @staticmethod
-    def _digest(item_id: str) -> int:
-        return int.from_bytes(hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                              "little")
-
     def where(self, item_id: str) -> str | None:
         """'<file>: row <n>' where the id was first read, None if it was not."""
-        digest = self._digest(item_id)
+        digest = id_digest(item_id)
         place = self.recent.get(digest)
         if place is None:
             at = int(np.searchsorted(self.digests, np.uint64(digest)))
@@ -102,7 +108,7 @@ class SeenIds:
 
     def add(self, item_id: str, source: str, row: int) -> None:
         number = self.sources.setdefault(source, len(self.sources))
-        self.recent[self._digest(item_id)] = number << ROW_BITS | row
+        self.recent[id_digest(item_id)] = number << ROW_BITS | row
         if len(self.recent) >= max(1 << 15, len(self.digests) // 8):
             self._merge()
 

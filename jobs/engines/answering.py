@@ -7,39 +7,42 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from benchmarks.protocol import Answer, Request
+from benchmarks.protocol import Answer
 from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, BatchSlot, Engine, Log, engine_of
+from jobs.engines.base import ENGINES, BatchSlot, Engine, Log, Requests, engine_of
 from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
 
 
-def answer_requests(requests: list[Request], model: ModelConfig, log: Log = print,
+def answer_requests(requests: Requests, model: ModelConfig, log: Log = print,
                     host: EngineHost | None = None, batch: BatchSlot | None = None) -> Iterator[Answer]:
     """Stream the model's answers to `requests` as plain dict rows, one per request; `batch` keeps a batch
-    engine's submitted batch across runs (a cell's, per route)."""
+    engine's submitted batch across runs (a cell's, per route). Requests come as a list or, to an engine that
+    `streams`, as a Ray dataset, whose read task checks their keys (jobs.flow.first_round)."""
     engine = engine_of(model)
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
                          f"(request engines: {', '.join(sorted(n for n, e in ENGINES.items() if e.answers))})")
-    check_keys(requests, engine.reads, _who(engine, model), "request")
+    if isinstance(requests, list):
+        check_keys(requests, engine.reads, who(engine, model), "request")
     answers = (_answer(engine, requests, model, log, host, batch) if host is not None
                else _own_host(engine, requests, model, log, batch))
     return _checked_answers(answers, engine, model)
 
 
-def _who(engine: Engine, model: ModelConfig) -> str:
+def who(engine: Engine, model: ModelConfig) -> str:
+    """How errors about an engine's requests and answers name it."""
     return f"engine {engine.name} (model {model.name})"
 
 
-def _answer(engine: Engine, requests: list[Request], model: ModelConfig, log: Log, host: EngineHost,
+def _answer(engine: Engine, requests: Requests, model: ModelConfig, log: Log, host: EngineHost,
             batch: BatchSlot | None) -> Iterator[Answer]:
     """The engine's answer; one that submits batches is handed the slot it keeps them in."""
     return engine.answer(requests, model, log, host, batch) if engine.submits else engine.answer(requests, model, log, host)
 
 
-def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: Log,
+def _own_host(engine: Engine, requests: Requests, model: ModelConfig, log: Log,
               batch: BatchSlot | None) -> Iterator[Answer]:
     host = EngineHost(log)
     try:
@@ -50,7 +53,7 @@ def _own_host(engine: Engine, requests: list[Request], model: ModelConfig, log: 
 
 def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
     """Each answer as it comes, with `retryable`; one that did not fail has every key the engine writes."""
-    writes, who = engine.writes(model), _who(engine, model)
+    writes, name = engine.writes(model), who(engine, model)
     for answer in answers:
-        check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, who, "answer")
+        check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, name, "answer")
         yield {**answer, "retryable": retryable(answer.get("error"))}

@@ -8,14 +8,19 @@ never branches on an engine's name, so adding an engine is one module plus its i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.model_store import resolve_model
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
 
+if TYPE_CHECKING:
+    from ray.data import Dataset
+
 Log = Callable[[str], None]
+# What an engine's `answer` is handed: a list, or, for an engine that `streams`, a Ray dataset of requests
+Requests: TypeAlias = "list[Request] | Dataset"
 Demand = dict[str, float]
 
 
@@ -53,6 +58,7 @@ class Engine:
     hosted: ClassVar[bool] = False  # a long-lived engine of the sweep's EngineHost (jobs.engines.host)
     shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep
     submits: ClassVar[bool] = False  # sends requests as a provider's batch, kept in a BatchSlot across runs
+    streams: ClassVar[bool] = False  # answers a Ray dataset of requests too (a cell's first round, one stream)
     # why `ragjudge validate` cannot score its models two ways; None: it can
     unvalidated: ClassVar[str | None] = None
     reads: ClassVar[frozenset[str]] = REQUEST_KEYS  # the request keys it reads, checked as requests enter it
@@ -110,7 +116,7 @@ class Engine:
         why the model has none."""
         return "transformers, one at a time", None
 
-    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+    def answer(self, requests: Requests, model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         """The model's answers to `requests`, one per request, as they come (an engine that `submits` batches
         takes a fifth argument, the BatchSlot where it keeps them)."""
         raise NotImplementedError

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from benchmarks.protocol import Answer, Request
+from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
+from jobs.engines.base import Requests
 
 LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 
@@ -19,11 +20,19 @@ def dataset_rows(ds) -> Iterator[dict[str, Any]]:
         yield from batch.to_pylist()
 
 
-def actor_pool(requests: list[Request], model: ModelConfig, actor: type, kwargs: dict[str, Any]) -> Iterator[Answer]:
+def as_dataset(requests: Requests):
+    """The requests as a Ray dataset: a list is put in the object store, a dataset (a cell's first round read
+    by its own read task: jobs.flow.first_round) is taken as it is."""
+    import ray
+
+    return requests if isinstance(requests, ray.data.Dataset) else ray.data.from_items(requests)
+
+
+def actor_pool(requests: Requests, model: ModelConfig, actor: type, kwargs: dict[str, Any]) -> Iterator[Answer]:
     """`requests` answered by a pool of `actor`s of the model's own (min_actors to max_actors)."""
     import ray
 
-    ds = ray.data.from_items(requests).map_batches(
+    ds = as_dataset(requests).map_batches(
         actor, fn_constructor_kwargs=kwargs,
         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)

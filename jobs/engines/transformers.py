@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from actors.scorers import ScorerServer, ask
-from benchmarks.protocol import Answer, Request
+from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
-from jobs.engines.base import Engine, Log, Servers, register, resolved
-from jobs.engines.rows import LIGHT, dataset_rows, merge_parts
+from jobs.engines.base import Engine, Log, Requests, Servers, register, resolved
+from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
 
 HEAD = "a score head is read by the transformers engine for kind discriminative"
 
@@ -19,6 +19,7 @@ class Transformers(Engine):
     settings: ClassVar[dict[str, str]] = {"head": HEAD, "tokenizer": "only engine transformers loads a separate tokenizer"}
     packages = ("torch", "transformers")
     hosted = True
+    streams = True
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []
@@ -35,14 +36,11 @@ class Transformers(Engine):
         """The scorer reads the model file's kind and head, so its engine stays the file's own."""
         return ScorerServer, (settings, name, ledger)
 
-    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
-        import ray
-
+    def answer(self, requests: Requests, model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         settings = resolved(model)
         settings, path = host.local(model, settings, settings["path"])  # hub weights: their snapshot, once fetched
         server = host.server(model, settings, path, "score")
-        ds = ray.data.from_items(requests).map_batches(ask, batch_size=model.batch_size, **LIGHT,
-                                                       fn_kwargs={"server": server})
+        ds = as_dataset(requests).map_batches(ask, batch_size=model.batch_size, **LIGHT, fn_kwargs={"server": server})
         return merge_parts(dataset_rows(ds))
 
 

@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 from actors import serve_judge
 from actors.vllm_server import RUNNERS, VllmServer
 from actors.vllm_stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_request
-from benchmarks.protocol import Answer, Request
+from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
-from jobs.engines.base import Demand, Engine, Log, Servers, register, resolved
-from jobs.engines.rows import LIGHT, dataset_rows, merge_parts
+from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, resolved
+from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
 
 # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_SEQS: the most requests an engine built from engine arguments (as
 # VllmServer builds it) runs at once, unless the model file's engine_args set max_num_seqs.
@@ -57,6 +57,7 @@ class Vllm(Engine):
     packages = ("vllm",)
     hosted = True
     shares = True
+    streams = True
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         return [(f"engine_args.{key}", f"set by the model file's own key '{key}', not here")
@@ -133,7 +134,7 @@ class Vllm(Engine):
                 "scheduling_strategy": PlacementGroupSchedulingStrategy(
                     placement_group=group, placement_group_capture_child_tasks=True)}, group
 
-    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+    def answer(self, requests: Requests, model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         """Both parts of a judge request (text, verdict) and both orders of a pair stay next to each other in one
         batch, so the engine's prefix cache sees them together. An implicit RM with a reference model is asked
         twice: its own engine, then the reference's, each adding its log-probs."""
@@ -142,7 +143,7 @@ class Vllm(Engine):
         if model.shared:
             return _shared(requests, model, log)
         settings, task = resolved(model), engine_task(model)
-        ds = ray.data.from_items(requests)
+        ds = as_dataset(requests)
         if task == "judge":
             ds = ds.flat_map(split_judge_request, **LIGHT)
         reference = settings.get("reference") if model.kind == "implicit" else None
@@ -169,14 +170,12 @@ def tasks_in_flight(model: ModelConfig) -> int:
     return math.ceil(seqs / model.batch_size) + 1
 
 
-def _shared(requests: list[Request], model: ModelConfig, log: Log) -> Iterator[Answer]:
+def _shared(requests: Requests, model: ModelConfig, log: Log) -> Iterator[Answer]:
     """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue."""
-    import ray
-
     settings = resolved(model)
     started = serve_judge.deploy(settings)
     log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
-    return merge_parts(dataset_rows(serve_judge.answer(ray.data.from_items(requests), settings)))
+    return merge_parts(dataset_rows(serve_judge.answer(as_dataset(requests), settings)))
 
 
 register(Vllm())

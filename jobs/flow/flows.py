@@ -19,24 +19,26 @@ from benchmarks.row_types import Item, Row
 from jobs.config import BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines import PreflightError, engine_of, retryable
 from jobs.flow.error_budget import RequestErrors
+from jobs.flow.first_round import StreamingAnswerer, stream_first_round, survey
 from jobs.flow.ranked import evaluate_retrieval
 from jobs.flow.recorder import CellRecorder
 from jobs.flow.reducers import SubsetReducer
-from jobs.flow.rounds import Answerer, RoundsProgress, UnknownJudges, answer_rounds
+from jobs.flow.rounds import Answerer, NoProgress, RoundsProgress, UnknownJudges, answer_rounds
 from jobs.flow.text_pairs import encoder_settings, with_text_pair_scores
 from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
 
 # Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
 # 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reducer keeps a few bytes
-# per row. Smaller shards cost a Ray Data dataset each and an engine that drains at each shard's end. Fixed, not
-# a setting: a shard's stored answers are named by its number (jobs.flow.recorder), so a resumed cell must cut
-# its items where the first attempt did.
+# per row. Smaller shards cost a Ray Data dataset each (but for a streamed first round) and an engine that
+# drains at each shard's end. Fixed, not a setting: a shard's stored answers are named by its number
+# (jobs.flow.recorder), so a resumed cell must cut its items where the first attempt did.
 SHARD_ITEMS = 5_000
 
 
-class ShardedAnswerer(Protocol):
-    """A cell's answerer, one for each shard of its items."""
+class ShardedAnswerer(StreamingAnswerer, Protocol):
+    """A cell's answerer: its first round as one stream where it can (jobs.flow.first_round), then one answerer
+    for each shard of its items."""
 
     def shard(self, index: int) -> Answerer: ...
 
@@ -101,14 +103,23 @@ class JudgedFlow(Flow):
     spec: Benchmark
 
     def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
-        """The items are read twice: once to check them all before any engine starts, then shard by shard
-        (SHARD_ITEMS), each shard answered, combined, recorded and folded into the metrics' reducer before
-        the next is read, so the driver holds one shard's items, requests, answers and rows at a time."""
+        """The items are read once to check them all before any engine starts (and, where the answerer can
+        stream, to plan the first round: jobs.flow.first_round), then the first round is asked as one stream,
+        then shard by shard (SHARD_ITEMS) each shard is answered (its followups and judges, or every round
+        where nothing streamed), combined, recorded and folded into the metrics' reducer before the next is
+        read, so the driver holds one shard's items, requests, answers and rows at a time."""
         spec, bench, model = self.spec, job.bench, job.model
         options = typed_options(spec.Options, bench.options)
-        self._check(job, options)
-        encoder = encoder_settings(spec, options, bench.name)
         kind = protocol_kind(model)
+        plan, problems = survey(spec, bench.data, bench.limit, kind, options, SHARD_ITEMS, job.recorder, job.answerer,
+                                job.retry_errors)
+        if problems:
+            raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(problems))
+        streamed = plan.answered < plan.first  # none planned: every request to go is asked shard by shard
+        if streamed:
+            stream_first_round(spec, bench.data, bench.limit, kind, options, plan, job.answerer,
+                               job.progress or NoProgress(), job.say)
+        encoder = encoder_settings(spec, options, bench.name)
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
         verdict = (model.verdict if engine_of(model).prefills else "text") if kind == "generative" else None
         reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
@@ -117,11 +128,12 @@ class JudgedFlow(Flow):
         job.recorder.clear_rows()
         for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
             good = [item for item in items if not item.get("error")]
-            progress = job.progress if shard == 0 or job.progress is None else _LaterShard(job.progress)
+            first = shard == 0 and not streamed  # the stream told progress of the cell's start
+            progress = job.progress if first or job.progress is None else _LaterShard(job.progress)
             try:
                 answered = answer_rounds(spec, options, kind, good, job.answerer.shard(shard),
                                          job.recorder.shard(shard), retry_errors=job.retry_errors, say=job.say,
-                                         progress=progress)
+                                         progress=progress, streamed=streamed)
             except UnknownJudges as e:
                 raise PreflightError(f"benchmark '{bench.name}': {e}") from None
             rows = item_rows(spec, good, answered, kind, options, verdict)
@@ -149,15 +161,6 @@ class JudgedFlow(Flow):
         return bad + [{"item_id": r["item_id"], "benchmark": job.bench.name, "model": job.model.name,
                        "subset": r["subset"], "error": r["error"], "retryable": retryable(r["error"])}
                       for r in rows if r.get("error")]
-
-    def _check(self, job: CellJob, options: Any) -> None:
-        """Problems of the items under these options that would fail every request (e.g. a (task, language)
-        without a prompt), over every shard, before any engine starts."""
-        problems: dict[str, None] = {}  # in the order found, each once
-        for items in in_shards(read_items(self.spec, job.bench.data, job.bench.limit), SHARD_ITEMS):
-            problems.update(dict.fromkeys(self.spec.check_items([i for i in items if not i.get("error")], options)))
-        if problems:
-            raise PreflightError(f"benchmark '{job.bench.name}': " + "; ".join(problems))
 
     def routes(self, options: Any) -> list[str]:
         return self.spec.routes(options)

@@ -79,28 +79,37 @@ class UnknownJudges(ValueError):
     """Requests routed to judges the answerer has none for: a config error, found before any is asked."""
 
 
+def asked_again(answered: dict[str, Answer], retry_errors: bool) -> set[str]:
+    """Of the recorded answers (request id -> its newest), the requests to ask again: with `retry_errors`,
+    those whose answer failed with an error that may pass."""
+    return {rid for rid, row in answered.items() if asks_again(row)} if retry_errors else set()
+
+
 def answer_rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answerer: Answerer,
                   recorder: Recorder, *, retry_errors: bool = False, say: Callable[[str], None] = print,
-                  progress: RoundsProgress | None = None) -> list[Answer]:
+                  progress: RoundsProgress | None = None, streamed: bool = False) -> list[Answer]:
     """Every answer the protocol needs, one per request (the newest recorded): the recorded ones, then round
     after round of new requests (the benchmark's followup builds each round from the answers so far) until
-    none is new; asked again from the start while parts recorded on the way no longer read."""
+    none is new; asked again from the start while parts recorded on the way no longer read. `streamed`: the
+    cell's first round was asked as one stream (jobs.flow.first_round), which said how much was to go."""
     for _ in range(MAX_ROUNDS):
-        answered = _rounds(spec, options, kind, items, answerer, recorder, retry_errors, say, progress or NoProgress())
+        answered = _rounds(spec, options, kind, items, answerer, recorder, retry_errors,
+                           (lambda line: None) if streamed else say, say, progress or NoProgress())
         if recorder.parts_read_back():
             return answered
     raise RuntimeError(f"stored parts were damaged again after {MAX_ROUNDS} reads")
 
 
 def _rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answerer: Answerer, recorder: Recorder,
-            retry_errors: bool, say: Callable[[str], None], progress: RoundsProgress) -> list[Answer]:
+            retry_errors: bool, say_start: Callable[[str], None], say: Callable[[str], None],
+            progress: RoundsProgress) -> list[Answer]:
     answered = newest_answers(recorder.stored_answers())
-    again = {rid for rid, row in answered.items() if asks_again(row)} if retry_errors else set()
+    again = asked_again(answered, retry_errors)
     done = set(answered) - again
     requests = first_requests(spec, items, kind, options)
-    asked_again = f" ({len(again)} retryable errors among them)" if again else ""
-    say(f"{len(items)} items, {len(done)} requests already answered, "
-        f"{sum(r['request_id'] not in done for r in requests)} to go{asked_again}")
+    retried = f" ({len(again)} retryable errors among them)" if again else ""
+    say_start(f"{len(items)} items, {len(done)} requests already answered, "
+        f"{sum(r['request_id'] not in done for r in requests)} to go{retried}")
     progress.cell_started(len(requests), sum(r["request_id"] in done for r in requests))
     told: set[str] = set()  # requests the answerer asked or was told were answered before
     judges = set(answerer.judges)

@@ -22,18 +22,23 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.row_types import Answer, Request
 from jobs.config import METRIC_SETTINGS, PLAN_SETTINGS, RUN_SETTINGS, BenchmarkConfig, ModelConfig, to_dict
-from jobs.engines import EngineHost, PreflightError, answer_requests
+from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
+from jobs.engines.answering import who
 from jobs.flow import CellJob, CellRecorder, flow_of
 from jobs.flow.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
 from jobs.flow.error_budget import over_budget, reopens
+from jobs.flow.first_round import StreamTarget
 from jobs.store import FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 
 @dataclass
@@ -172,11 +177,27 @@ def evaluate(cell: Cell, recorder: CellRecorder) -> tuple[dict[str, Any], dict[s
 
 
 class CellAnswerer:
-    """The sweep's answerer of a cell, one `shard(k)` per shard of its items (jobs.flow.flows)."""
+    """The sweep's answerer of a cell: its first round as one stream where the cell's engine takes a dataset
+    (jobs.flow.first_round), then one `shard(k)` per shard of its items (jobs.flow.flows)."""
 
     def __init__(self, cell: Cell):
         self.cell = cell
         self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
+
+    def streams(self) -> StreamTarget | None:
+        engine = engine_of(self.cell.model)
+        return StreamTarget(engine.reads, who(engine, self.cell.model)) if engine.streams else None
+
+    def kept(self, requests: list[Request]) -> list[Answer]:
+        cell = self.cell
+        return list(asked_or_cached(cell.answer_store, cell.model, requests, {}, lambda asked: (),
+                                    lambda line: cell.log(f"{cell.key}: {line}"))) if cell.answer_store else []
+
+    def ask_stream(self, requests: Dataset) -> Iterator[list[Answer]]:
+        cell = self.cell
+        cell.stop.check()  # before an engine starts or a request is sent
+        yield from answered_parts(answer_requests(requests, cell.model, cell.log, cell.engines), cell.flush_every,
+                                  cell.stop, cell.flush_s)
 
     def shard(self, index: int) -> ShardAnswerer:
         return ShardAnswerer(self, index)

@@ -1,0 +1,186 @@
+"""A judged cell's first round as one Ray Data stream, where its engine takes one (jobs.engines.base `streams`).
+
+Asked shard by shard (jobs.flow.rounds), each shard of SHARD_ITEMS items is a Ray Data dataset of its own, and
+each pays the dataset's start and its tail, where the engine drains: at a million requests that left the cell
+at a quarter of Ray Data's own ceiling on this machine (docs/scale.md, "The framework's ceiling"). Here a read
+task on the cluster reads the items, expands their first requests to the cell's own model and drops the ones
+answered before, and the whole round goes to the engine as one dataset; the driver gets the answers back in
+parts (as every round does, by size or time) and records each in the part of the shard its item is in, so the
+shard-by-shard walk that follows finds its first round answered and asks only the followups and the judges.
+
+The driver holds the plan: how many requests there are, and per item and per answered request a 64-bit digest
+(`CellSurvey`, about 16 bytes an item and 8 an answer), never the items, requests or answers of more than a shard.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from benchmarks.protocol import Benchmark
+from benchmarks.records import id_digests
+from benchmarks.row_types import Answer, Request, check_keys
+from jobs.flow.recorder import CellRecorder, ShardAnswers
+from jobs.flow.rounds import RoundsProgress, asked_again
+from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
+
+BLOCK_REQUESTS = 64  # requests a block of the stream: a few of an engine's batches, so every task in flight has one
+
+
+class StreamingAnswerer(Protocol):
+    """A cell's answerer that may take its first round as one dataset."""
+
+    def streams(self) -> StreamTarget | None:
+        """Whom the cell's own requests go to as one stream; None: they are asked shard by shard."""
+        ...
+
+    def ask_stream(self, requests: Dataset) -> Iterator[list[Answer]]:
+        """The answers to a dataset of the cell's own requests, in parts as they arrive."""
+        ...
+
+    def kept(self, requests: list[Request]) -> list[Answer]:
+        """The answers its answer store keeps for some of these requests (marked `cached`); [] without one."""
+        ...
+
+
+@dataclass(frozen=True)
+class StreamTarget:
+    reads: frozenset[str]  # the request keys the engine reads, checked in the driver before it starts
+    who: str  # the engine and model, as the check's error names them
+
+
+@dataclass
+class CellSurvey:
+    """What the driver knows of a cell before its first request: its shards, the shard of each item (by the
+    item id's digest, sorted), the first round's requests to the cell's own model and which are answered."""
+
+    shards: int = 0
+    items: int = 0  # good ones
+    first: int = 0  # first-round requests to the cell's own model
+    answered: int = 0  # of them, recorded before and not to be asked again
+    item_digests: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    item_shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
+    done: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # answered request ids' digests
+    recorders: list[ShardAnswers] = field(default_factory=list)  # each shard's, its stored parts counted
+
+    def shards_of(self, item_ids: Sequence[str]) -> np.ndarray:
+        """The shard of each item id (an id the cell has no item for is a bug in the stream: raised)."""
+        at, found = _find(self.item_digests, id_digests(item_ids))
+        if not found.all():
+            raise RuntimeError(f"an answer for item {item_ids[int(np.argmin(found))]!r}, which the cell has no item for")
+        return self.item_shards[at]
+
+
+def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, shard_items: int,
+           recorder: CellRecorder, answerer: StreamingAnswerer, retry_errors: bool) -> tuple[CellSurvey, list[str]]:
+    """Every shard read once: the problems of its items under these options (e.g. a (task, language) without a
+    prompt, which would fail every request), and where the answerer streams, the plan of the stream: each
+    item's shard, its requests to the cell's own model (their keys checked against what the engine reads) and
+    those the shard's stored parts answer. The answers the answer store keeps for the others are stored in
+    the shard's parts here, a shard at a time, so the stream asks only what no one has answered."""
+    target = answerer.streams()
+    plan, problems = CellSurvey(), {}  # problems in the order found, each once
+    digests, shards, done = [], [], []
+    for shard, items in enumerate(in_shards(read_items(spec, data, limit), shard_items)):
+        good = [item for item in items if not item.get("error")]
+        problems.update(dict.fromkeys(spec.check_items(good, options)))
+        plan.shards = shard + 1
+        if target is None:
+            continue
+        own = [r for r in first_requests(spec, good, kind, options) if not routed(r)]
+        check_keys(own, target.reads, target.who, "request")
+        shard_answers = recorder.shard(shard)
+        answered = newest_answers(shard_answers.stored_answers())
+        settled = set(answered) - asked_again(answered, retry_errors)
+        if kept := answerer.kept([r for r in own if r["request_id"] not in settled]):
+            shard_answers.record_answers(kept)
+            settled.update(answer["request_id"] for answer in kept)
+        plan.recorders.append(shard_answers)
+        plan.items += len(good)
+        plan.first += len(own)
+        plan.answered += sum(r["request_id"] in settled for r in own)
+        digests.append(id_digests(item["item_id"] for item in good))
+        shards.append(np.full(len(good), shard, np.uint32))
+        done.append(id_digests(settled))
+    if digests:
+        order = np.argsort(item_digests := np.concatenate(digests), kind="stable")
+        plan.item_digests, plan.item_shards = item_digests[order], np.concatenate(shards)[order]
+        plan.done = np.unique(np.concatenate(done))
+    return plan, list(problems)
+
+
+def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any,
+                       plan: CellSurvey, answerer: StreamingAnswerer, progress: RoundsProgress,
+                       say: Callable[[str], None]) -> None:
+    """The first round's unanswered requests to the cell's own model, as one dataset read on the cluster, each
+    answer recorded in its item's shard as it arrives."""
+    import ray
+
+    say(f"{plan.items} items, {plan.answered} requests already answered, {plan.first - plan.answered} to go "
+        f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})")
+    progress.cell_started(plan.first, plan.answered)
+    read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
+    for part in answerer.ask_stream(_dataset(read)):
+        shards = plan.shards_of([answer["item_id"] for answer in part])
+        for shard in np.unique(shards):
+            plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
+        progress.advanced(len(part))
+
+
+def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, done_ref: Any
+              ) -> Iterator[Any]:
+    """The read task: blocks of BLOCK_REQUESTS first-round requests to the cell's own model that `done_ref` (the sorted
+    digests of answered request ids) does not hold, in item order."""
+    import ray
+
+    # The builder ray.data.from_items uses, so a request reaches the engine as the shard-by-shard path's do
+    # (rows with other keys in one block: Arrow's from_pylist would take the first row's keys only).
+    from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
+
+    done: np.ndarray = ray.get(done_ref)
+    builder, rows = DelegatingBlockBuilder(), 0
+    for items in in_shards(read_items(spec, data, limit), BLOCK_REQUESTS):
+        own = [r for r in first_requests(spec, (i for i in items if not i.get("error")), kind, options) if not routed(r)]
+        _, answered = _find(done, id_digests(r["request_id"] for r in own))
+        for request, skip in zip(own, answered, strict=True):
+            if not skip:
+                builder.add(request)
+                rows += 1
+            if rows == BLOCK_REQUESTS:
+                yield builder.build()
+                builder, rows = DelegatingBlockBuilder(), 0
+    if rows:
+        yield builder.build()
+
+
+def _find(sorted_digests: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of `digests` is in `sorted_digests`, and whether it is there at all."""
+    if not len(sorted_digests):
+        return np.zeros(len(digests), np.intp), np.zeros(len(digests), bool)
+    at = np.minimum(np.searchsorted(sorted_digests, digests), len(sorted_digests) - 1)
+    return at, sorted_digests[at] == digests
+
+
+def _dataset(read: Callable[[], Iterator[Any]]) -> Dataset:
+    """A dataset of what one read task yields: the items are read in file order, as the shard walk reads them
+    (jobs.flow.walk), so no two tasks need to know where the other's items begin."""
+    import ray
+    from ray.data import Datasource, ReadTask
+    from ray.data.block import BlockMetadata
+
+    class OneReadTask(Datasource):
+        def estimate_inmemory_data_size(self) -> None:
+            return None
+
+        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
+                           data_context: Any = None) -> list[ReadTask]:
+            return [ReadTask(read, BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None))]
+
+    # One block out of the read as it was built (override_num_blocks=1: not cut further); the read is light.
+    return ray.data.read_datasource(OneReadTask(), override_num_blocks=1, num_cpus=0.25)

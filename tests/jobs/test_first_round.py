@@ -1,0 +1,166 @@
+"""A cell whose engine takes a Ray dataset (jobs.engines.base `streams`) asks its first round as one stream
+(jobs.flow.first_round): one read task on the session's Ray reads the items and expands them, the engine gets
+every shard's requests in one call, and each answer is stored in the parts of its item's shard, so the
+shard-by-shard walk after it scores exactly as a cell asked shard by shard. A stream killed part way resumes
+asking only what was not stored; `--retry-errors` streams the retryable failures again.
+
+The engine is the registered stand-in with `streams` set: it reads the dataset's rows in this process and
+answers each with the test's reply (the real engines' Ray Data stages take a dataset as they take a list:
+jobs.engines.rows.as_dataset)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from stand_in import run, stand_in_engine
+
+from benchmarks.rag_rewardbench import synthetic
+from jobs.config import BenchmarkConfig
+from jobs.engines import ENGINES
+from jobs.flow import flows
+
+PAIRS = 82  # the good pairs of 88 (Table 4's 22 subset shapes, 4 each, 6 with an empty response)
+REQUESTS = 2 * PAIRS  # both orders of each
+SHARD = 20  # 89 lines: 5 shards, the bad line in the second
+BAD_LINE = 26
+
+
+def pick(request, model) -> str:
+    """Choose 1, Choose 2 or no verdict, by the request id's hash: right and wrong verdicts both."""
+    return ["Choose 1", "Choose 2", "no idea"][hashlib.sha256(request["request_id"].encode()).digest()[0] % 3]
+
+
+@pytest.fixture
+def bench(tmp_path) -> BenchmarkConfig:
+    pairs = [json.dumps(p) for p in synthetic.generate(scale=0.02, max_pairs=4)]
+    lines = pairs[:BAD_LINE - 1] + ["{not json"] + pairs[BAD_LINE - 1:]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(data)], bootstrap_resamples=50)
+
+
+def streaming(monkeypatch, reply=pick) -> list[list[str]]:
+    """The stand-in as an engine that takes a dataset: each call's request ids, the stream's in one call."""
+    calls: list[list[str]] = []
+
+    def answer(requests, model, log=print, host=None):
+        rows = requests if isinstance(requests, list) else requests.iter_rows()
+        call: list[str] = []
+        calls.append(call)
+        for r in rows:
+            call.append(r["request_id"])
+            yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
+                   "variant": r["variant"], "text": reply(r, model), "error": None}
+
+    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
+    monkeypatch.setattr(ENGINES["stand_in"], "streams", True)
+    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    return calls
+
+
+def _shards(bench: BenchmarkConfig) -> dict[str, int]:
+    """Each pair's item id -> its shard: line i (from 0) of the data file is in shard i // SHARD."""
+    lines = Path(bench.data[0]).read_text().splitlines()
+    return {f"rag_rewardbench/{json.loads(line)['id']}": i // SHARD for i, line in enumerate(lines)
+            if line != "{not json"}
+
+
+def _whole(tmp_path, bench, monkeypatch):
+    """The cell asked shard by shard, the stand-in taking lists, as the reference."""
+    stand_in_engine(monkeypatch, pick)
+    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    root, outcome = run(tmp_path / "whole", bench)
+    assert outcome.status == "done"
+    return outcome, sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
+
+
+def test_the_first_round_is_one_stream_stored_by_shard_and_scores_as_shard_by_shard(
+        tmp_path, bench, monkeypatch, ray_session):
+    whole, whole_rows = _whole(tmp_path, bench, monkeypatch)
+    assert 0.2 < sum(r["correct"] for r in whole_rows) / PAIRS < 0.8
+    calls = streaming(monkeypatch)
+    root, streamed = run(tmp_path / "streamed", bench)
+    assert streamed.status == "done"
+    assert len(calls) == 1 and len(calls[0]) == REQUESTS  # every shard's requests in one call
+    assert streamed.metrics == whole.metrics  # the bootstrap intervals and n_bad_rows included
+    rows = sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
+    assert rows == whole_rows
+    shard_of = _shards(bench)
+    parts = root.list_parts("requests", bench.name, "judge")
+    assert sorted({p.split("-")[0] for p in parts}) == [f"s{k:05d}" for k in range(5)]
+    for part in parts:  # each part holds answers of its own shard's items only
+        shard = int(part.split("-")[0][1:])
+        answers, _ = root.read_whole_rows("requests", bench.name, "judge", lambda name, part=part: name == part)
+        assert answers and {shard_of[a["item_id"]] for a in answers} == {shard}
+
+
+def test_a_stream_killed_part_way_resumes_asking_only_what_was_not_stored(tmp_path, bench, monkeypatch,
+                                                                         ray_session):
+    whole, _ = _whole(tmp_path, bench, monkeypatch)
+    left = {"n": 57}  # answers before the engine dies: most of the first shards, none of the last
+
+    def dies(request, model):
+        left["n"] -= 1
+        if left["n"] < 0:
+            raise RuntimeError("engine died")
+        return pick(request, model)
+
+    calls = streaming(monkeypatch, dies)
+    root, first = run(tmp_path / "killed", bench)
+    assert first.status == "failed" and "engine died" in first.message
+    stored = [a["request_id"] for a in root.read_rows("requests", bench.name, "judge")]
+    assert len(stored) == 56  # parts of 2 (flush_every): the 57th answer was not stored
+    calls.clear()
+    left["n"] = 10_000
+    root, again = run(tmp_path / "killed", bench)
+    assert again.status == "done" and again.metrics == whole.metrics
+    assert len(calls) == 1 and not set(calls[0]) & set(stored) and len(calls[0]) == REQUESTS - len(stored)
+    answers = [a["request_id"] for a in root.read_rows("requests", bench.name, "judge")]
+    assert len(answers) == len(set(answers)) == REQUESTS  # each request stored once
+
+
+def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monkeypatch, ray_session):
+    whole, _ = _whole(tmp_path, bench, monkeypatch)
+    calls = streaming(monkeypatch)
+    first_answer = ENGINES["stand_in"].answer
+    failing: set[str] = set()
+
+    def flaky(requests, model, log=print, host=None):  # every fifth request fails with a 503 the first time
+        for answer in first_answer(requests, model, log, host):
+            if int(hashlib.sha256(answer["request_id"].encode()).hexdigest(), 16) % 5 == 0:
+                failing.add(answer["request_id"])
+                answer = {**answer, "text": None, "error": "api: HTTP 503 (overloaded)"}
+            yield answer
+
+    monkeypatch.setattr(ENGINES["stand_in"], "answer", flaky)
+    _, first = run(tmp_path / "flaky", bench)
+    assert first.status in ("done", "failed_errors") and first.metrics["request_errors"]["retryable"] == len(failing)
+    assert 10 < len(failing) < 60
+    calls.clear()
+    monkeypatch.setattr(ENGINES["stand_in"], "answer", first_answer)
+    _, again = run(tmp_path / "flaky", bench, retry_errors=True)
+    assert again.status == "done" and again.metrics == whole.metrics
+    assert len(calls) == 1 and sorted(calls[0]) == sorted(failing)  # the failures, and nothing else
+
+
+def test_a_request_without_a_key_the_engine_reads_fails_the_cell_before_it_asks(tmp_path, bench, monkeypatch,
+                                                                               ray_session):
+    calls = streaming(monkeypatch)
+    monkeypatch.setattr(ENGINES["stand_in"], "reads", frozenset({"request_id", "no_such_key"}))
+    _, outcome = run(tmp_path / "keys", bench)
+    assert outcome.status == "failed" and "no_such_key" in outcome.message and calls == []
+
+
+def test_answers_the_answer_store_keeps_are_stored_before_the_stream_and_not_asked(tmp_path, bench, monkeypatch,
+                                                                                  ray_session):
+    calls = streaming(monkeypatch)
+    _, first = run(tmp_path / "store", bench, run_name="first", cache=True)
+    assert first.status == "done" and len(calls) == 1 and len(calls[0]) == REQUESTS
+    calls.clear()
+    root, second = run(tmp_path / "store", bench, run_name="second", cache=True)  # a new run, the same store
+    assert second.status == "done" and calls == []  # every answer from the store: no stream at all
+    assert second.metrics == first.metrics
+    entry = root.read_json("manifest.json")["cells"]["rag_rewardbench/judge"]
+    assert entry["cached_answers"] == REQUESTS

@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks.protocol import Benchmark
 from benchmarks.records import id_digests
-from benchmarks.row_types import Answer, Request, check_keys
+from benchmarks.row_types import Answer, Item, Request, check_keys
 from jobs.flow.recorder import CellRecorder, ShardAnswers
 from jobs.flow.rounds import RoundsProgress, asked_again
 from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
@@ -93,7 +93,7 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
         plan.shards = shard + 1
         if target is None:
             continue
-        own = [r for r in first_requests(spec, good, kind, options) if not routed(r)]
+        own = _own_first_requests(spec, good, kind, options)
         check_keys(own, target.reads, target.who, "request")
         shard_answers = recorder.shard(shard)
         answered = newest_answers(shard_answers.stored_answers())
@@ -133,10 +133,15 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
         progress.advanced(len(part))
 
 
+def _own_first_requests(spec: Benchmark, items: list[Item], kind: str, options: Any) -> list[Request]:
+    """The items' first-round requests to the cell's own model (those routed to judges go shard by shard)."""
+    return [r for r in first_requests(spec, items, kind, options) if not routed(r)]
+
+
 def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, done_ref: Any
               ) -> Iterator[Any]:
-    """The read task: blocks of BLOCK_REQUESTS first-round requests to the cell's own model that `done_ref` (the sorted
-    digests of answered request ids) does not hold, in item order."""
+    """The read task: blocks of BLOCK_REQUESTS first-round requests to the cell's own model that `done_ref`
+    (the sorted digests of answered request ids) does not hold, in item order."""
     import ray
 
     # The builder ray.data.from_items uses, so a request reaches the engine as the shard-by-shard path's do
@@ -146,7 +151,7 @@ def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str
     done: np.ndarray = ray.get(done_ref)
     builder, rows = DelegatingBlockBuilder(), 0
     for items in in_shards(read_items(spec, data, limit), BLOCK_REQUESTS):
-        own = [r for r in first_requests(spec, (i for i in items if not i.get("error")), kind, options) if not routed(r)]
+        own = _own_first_requests(spec, [i for i in items if not i.get("error")], kind, options)
         _, answered = _find(done, id_digests(r["request_id"] for r in own))
         for request, skip in zip(own, answered, strict=True):
             if not skip:

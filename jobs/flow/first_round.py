@@ -30,7 +30,8 @@ from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items
 if TYPE_CHECKING:
     from ray.data import Dataset
 
-BLOCK_REQUESTS = 64  # requests a block of the stream: a few of an engine's batches, so every task in flight has one
+READ_ITEMS = 64  # items the read task turns into requests at a time
+STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go on to the engine
 
 
 class StreamingAnswerer(Protocol):
@@ -53,6 +54,7 @@ class StreamingAnswerer(Protocol):
 class StreamTarget:
     reads: frozenset[str]  # the request keys the engine reads, checked in the driver before it starts
     who: str  # the engine and model, as the check's error names them
+    batch: int  # requests an engine batch holds: a block of the stream (see `_dataset`)
 
 
 @dataclass
@@ -64,6 +66,7 @@ class CellSurvey:
     items: int = 0  # good ones
     first: int = 0  # first-round requests to the cell's own model
     answered: int = 0  # of them, recorded before and not to be asked again
+    block: int = 1  # requests a block of the stream: the engine's batch
     item_digests: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     item_shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
     done: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # answered request ids' digests
@@ -93,6 +96,7 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
         plan.shards = shard + 1
         if target is None:
             continue
+        plan.block = target.batch
         own = _own_first_requests(spec, good, kind, options)
         check_keys(own, target.reads, target.who, "request")
         shard_answers = recorder.shard(shard)
@@ -126,7 +130,7 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
         f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})")
     progress.cell_started(plan.first, plan.answered)
     read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
-    for part in answerer.ask_stream(_dataset(read)):
+    for part in answerer.ask_stream(_dataset(read, plan.block)):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
             plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
@@ -140,8 +144,9 @@ def _own_first_requests(spec: Benchmark, items: list[Item], kind: str, options: 
 
 def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, done_ref: Any
               ) -> Iterator[Any]:
-    """The read task: blocks of BLOCK_REQUESTS first-round requests to the cell's own model that `done_ref`
-    (the sorted digests of answered request ids) does not hold, in item order."""
+    """The read task: the first-round requests to the cell's own model that `done_ref` (the sorted digests of
+    answered request ids) does not hold, in item order, a block per READ_ITEMS items (Ray gathers them into
+    blocks of STREAM_READ_BYTES: `_dataset`)."""
     import ray
 
     # The builder ray.data.from_items uses, so a request reaches the engine as the shard-by-shard path's do
@@ -149,19 +154,14 @@ def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str
     from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
 
     done: np.ndarray = ray.get(done_ref)
-    builder, rows = DelegatingBlockBuilder(), 0
-    for items in in_shards(read_items(spec, data, limit), BLOCK_REQUESTS):
+    for items in in_shards(read_items(spec, data, limit), READ_ITEMS):
         own = _own_first_requests(spec, [i for i in items if not i.get("error")], kind, options)
         _, answered = _find(done, id_digests(r["request_id"] for r in own))
-        for request, skip in zip(own, answered, strict=True):
-            if not skip:
-                builder.add(request)
-                rows += 1
-            if rows == BLOCK_REQUESTS:
-                yield builder.build()
-                builder, rows = DelegatingBlockBuilder(), 0
-    if rows:
-        yield builder.build()
+        builder = DelegatingBlockBuilder()
+        for request in (r for r, skip in zip(own, answered, strict=True) if not skip):
+            builder.add(request)
+        if builder.num_rows():
+            yield builder.build()
 
 
 def _find(sorted_digests: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,9 +172,14 @@ def _find(sorted_digests: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, 
     return at, sorted_digests[at] == digests
 
 
-def _dataset(read: Callable[[], Iterator[Any]]) -> Dataset:
-    """A dataset of what one read task yields: the items are read in file order, as the shard walk reads them
-    (jobs.flow.walk), so no two tasks need to know where the other's items begin."""
+def _dataset(read: Callable[[], Iterator[Any]], batch: int) -> Dataset:
+    """What one read task yields, in blocks of one engine batch.
+
+    One read task: the items are read in file order, as the shard walk reads them (jobs.flow.walk), so no two
+    tasks need to know where the other's items begin. Blocks of one batch: a Ray Data task sends its output on
+    when it ends, so a block of several batches would hold the first batch's answers back until its last is
+    done (a run stopped or killed part-way loses them all: tests/jobs/test_resume.py), and the engine gets as
+    many batches at once as there are blocks (jobs.engines.vllm `tasks_in_flight`)."""
     import ray
     from ray.data import Datasource, ReadTask
     from ray.data.block import BlockMetadata
@@ -187,5 +192,21 @@ def _dataset(read: Callable[[], Iterator[Any]]) -> Dataset:
                            data_context: Any = None) -> list[ReadTask]:
             return [ReadTask(read, BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None))]
 
-    # One block out of the read as it was built (override_num_blocks=1: not cut further); the read is light.
-    return ray.data.read_datasource(OneReadTask(), override_num_blocks=1, num_cpus=0.25)
+    ds = ray.data.read_datasource(OneReadTask(), override_num_blocks=1, num_cpus=0.25)
+    # A read task's blocks go on once they reach this size (Ray's default, 128 MiB, would hold the first
+    # request back until that much is read); this dataset's setting only, not the session's.
+    ds.context.target_max_block_size = STREAM_READ_BYTES
+    return _in_blocks_of(ds, batch)
+
+
+def _in_blocks_of(ds: Dataset, rows: int) -> Dataset:
+    """`ds.repartition(target_num_rows_per_block=rows)` in light tasks: Dataset.repartition takes no
+    resources, and Ray gives its tasks a whole CPU each, which an engine holding part of the CPUs may never
+    leave free (on a 1-CPU Ray with an actor holding a quarter, Ray's repartition stalled the stream; this one
+    streamed). Ray is pinned (pyproject.toml); the operator is the one Dataset.repartition builds."""
+    from ray.data import Dataset
+    from ray.data._internal.logical.interfaces import LogicalPlan
+    from ray.data._internal.logical.operators.map_operator import StreamingRepartition
+
+    op = StreamingRepartition(rows, input_dependencies=[ds._logical_plan.dag], ray_remote_args={"num_cpus": 0.25})
+    return Dataset._from_parent(ds, LogicalPlan(op, ds.context))

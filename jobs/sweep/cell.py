@@ -185,8 +185,9 @@ class CellAnswerer:
         self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
 
     def streams(self) -> StreamTarget | None:
-        engine = engine_of(self.cell.model)
-        return StreamTarget(engine.reads, who(engine, self.cell.model)) if engine.streams else None
+        model = self.cell.model
+        engine = engine_of(model)
+        return StreamTarget(engine.reads, who(engine, model), model.batch_size) if engine.streams else None
 
     def kept(self, requests: list[Request]) -> list[Answer]:
         cell = self.cell

@@ -41,12 +41,19 @@ def bench(tmp_path) -> BenchmarkConfig:
     return BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(data)], bootstrap_resamples=50)
 
 
-def streaming(monkeypatch, reply=pick) -> list[list[str]]:
-    """The stand-in as an engine that takes a dataset: each call's request ids, the stream's in one call."""
+def streaming(monkeypatch, reply=pick, blocks: list[int] | None = None) -> list[list[str]]:
+    """The stand-in as an engine that takes a dataset: each call's request ids, the stream's in one call, and
+    the rows of each block it came in (in `blocks`)."""
     calls: list[list[str]] = []
 
+    def rows_of(requests):
+        for block in requests.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0):
+            if blocks is not None:
+                blocks.append(block.num_rows)
+            yield from block.to_pylist()
+
     def answer(requests, model, log=print, host=None):
-        rows = requests if isinstance(requests, list) else requests.iter_rows()
+        rows = requests if isinstance(requests, list) else rows_of(requests)
         call: list[str] = []
         calls.append(call)
         for r in rows:
@@ -80,10 +87,13 @@ def test_the_first_round_is_one_stream_stored_by_shard_and_scores_as_shard_by_sh
         tmp_path, bench, monkeypatch, ray_session):
     whole, whole_rows = _whole(tmp_path, bench, monkeypatch)
     assert 0.2 < sum(r["correct"] for r in whole_rows) / PAIRS < 0.8
-    calls = streaming(monkeypatch)
+    blocks: list[int] = []
+    calls = streaming(monkeypatch, blocks=blocks)
     root, streamed = run(tmp_path / "streamed", bench)
     assert streamed.status == "done"
     assert len(calls) == 1 and len(calls[0]) == REQUESTS  # every shard's requests in one call
+    # in blocks of the engine's batch (16): each batch's answers come back as it is done, not its task's last
+    assert blocks == [16] * (REQUESTS // 16) + [REQUESTS % 16]
     assert streamed.metrics == whole.metrics  # the bootstrap intervals and n_bad_rows included
     rows = sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
     assert rows == whole_rows

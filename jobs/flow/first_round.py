@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 READ_ITEMS = 64  # items the read task turns into requests at a time
 STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go on to the engine
+MIN_BLOCKS = 64  # a stream has at least this many blocks where it has that many batches
+MAX_BATCHES = 16  # and at most this many batches in a block
 
 
 class StreamingAnswerer(Protocol):
@@ -54,7 +56,7 @@ class StreamingAnswerer(Protocol):
 class StreamTarget:
     reads: frozenset[str]  # the request keys the engine reads, checked in the driver before it starts
     who: str  # the engine and model, as the check's error names them
-    batch: int  # requests an engine batch holds: a block of the stream (see `_dataset`)
+    batch: int  # requests an engine batch holds (a block of the stream holds whole batches: `block_rows`)
 
 
 @dataclass
@@ -66,7 +68,7 @@ class CellSurvey:
     items: int = 0  # good ones
     first: int = 0  # first-round requests to the cell's own model
     answered: int = 0  # of them, recorded before and not to be asked again
-    block: int = 1  # requests a block of the stream: the engine's batch
+    batch: int = 1  # requests an engine batch holds
     item_digests: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     item_shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
     done: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # answered request ids' digests
@@ -96,7 +98,7 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
         plan.shards = shard + 1
         if target is None:
             continue
-        plan.block = target.batch
+        plan.batch = target.batch
         own = _own_first_requests(spec, good, kind, options)
         check_keys(own, target.reads, target.who, "request")
         shard_answers = recorder.shard(shard)
@@ -130,7 +132,7 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
         f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})")
     progress.cell_started(plan.first, plan.answered)
     read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
-    for part in answerer.ask_stream(_dataset(read, plan.block)):
+    for part in answerer.ask_stream(_dataset(read, block_rows(plan.first - plan.answered, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
             plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
@@ -172,14 +174,24 @@ def _find(sorted_digests: np.ndarray, digests: np.ndarray) -> tuple[np.ndarray, 
     return at, sorted_digests[at] == digests
 
 
-def _dataset(read: Callable[[], Iterator[Any]], batch: int) -> Dataset:
-    """What one read task yields, in blocks of one engine batch.
+def block_rows(requests: int, batch: int) -> int:
+    """The requests a block of the stream holds: whole engine batches, MIN_BLOCKS blocks or more, up to
+    MAX_BATCHES batches each.
+
+    An engine's Ray Data task takes a block and sends its answers on when it is done, so a block holds answers
+    back until its last batch is answered (a run stopped or killed part-way loses them: tests/jobs/test_resume.py)
+    and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm
+    `tasks_in_flight`). Each block is a task, though, and a task costs about 22 ms on 2 cores: the
+    framework's ceiling at 10k requests in batches of 16 went 449 -> 851 -> 1,108 -> 1,141 req/s at 1, 4,
+    16 and 64 batches a block (docs/scale.md)."""
+    return batch * max(1, min(MAX_BATCHES, requests // (MIN_BLOCKS * batch)))
+
+
+def _dataset(read: Callable[[], Iterator[Any]], rows: int) -> Dataset:
+    """What one read task yields, in blocks of `rows` (`block_rows`).
 
     One read task: the items are read in file order, as the shard walk reads them (jobs.flow.walk), so no two
-    tasks need to know where the other's items begin. Blocks of one batch: a Ray Data task sends its output on
-    when it ends, so a block of several batches would hold the first batch's answers back until its last is
-    done (a run stopped or killed part-way loses them all: tests/jobs/test_resume.py), and the engine gets as
-    many batches at once as there are blocks (jobs.engines.vllm `tasks_in_flight`)."""
+    tasks need to know where the other's items begin."""
     import ray
     from ray.data import Datasource, ReadTask
     from ray.data.block import BlockMetadata
@@ -196,7 +208,7 @@ def _dataset(read: Callable[[], Iterator[Any]], batch: int) -> Dataset:
     # A read task's blocks go on once they reach this size (Ray's default, 128 MiB, would hold the first
     # request back until that much is read); this dataset's setting only, not the session's.
     ds.context.target_max_block_size = STREAM_READ_BYTES
-    return _in_blocks_of(ds, batch)
+    return _in_blocks_of(ds, rows)
 
 
 def _in_blocks_of(ds: Dataset, rows: int) -> Dataset:

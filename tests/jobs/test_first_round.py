@@ -174,3 +174,15 @@ def test_answers_the_answer_store_keeps_are_stored_before_the_stream_and_not_ask
     assert second.metrics == first.metrics
     entry = root.read_json("manifest.json")["cells"]["rag_rewardbench/judge"]
     assert entry["cached_answers"] == REQUESTS
+
+
+def test_a_block_holds_whole_batches_64_blocks_or_more_up_to_16_batches():
+    from jobs.flow.first_round import block_rows
+
+    assert block_rows(24, 2) == 2  # 12 batches: a block each
+    assert block_rows(REQUESTS, 16) == 16  # 11 batches
+    assert block_rows(64 * 16 * 2 - 1, 16) == 16  # one request short of 64 blocks of 2 batches
+    assert block_rows(64 * 16 * 2, 16) == 32
+    assert block_rows(10_000, 16) == 144  # 9 batches a block: 70 blocks
+    assert block_rows(1_000_000, 16) == 256  # 16 batches, not 976
+    assert block_rows(0, 8) == 8

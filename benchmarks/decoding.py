@@ -9,7 +9,9 @@ import gzip
 import json
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import IO, Any
+
+from benchmarks.object_store import is_object_path, open_object
 
 Line = tuple[int, str | None, str | None]  # (1-based line number, text or None, why not)
 
@@ -29,11 +31,15 @@ def decoded_lines(stream: Iterable[bytes]) -> Iterator[Line]:
         yield number + 1, None, f"unreadable from this line on ({type(e).__name__}: {e})"
 
 
+def open_data(source: str) -> IO[bytes]:
+    """A data file's bytes: a local path, or an s3:// object (benchmarks.object_store)."""
+    return open_object(source) if is_object_path(source) else open(source, "rb")
+
+
 def file_lines(source: str) -> Iterator[Line]:
     """decoded_lines of a plain or .gz file."""
-    opener = gzip.open if source.endswith(".gz") else open  # bundled data keeps large files compressed
-    with opener(source, "rb") as f:
-        yield from decoded_lines(f)
+    with open_data(source) as raw:  # bundled data keeps large files compressed
+        yield from decoded_lines(gzip.GzipFile(fileobj=raw) if source.endswith(".gz") else raw)
 
 
 def json_object(text: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.decoding import as_object, file_lines, json_object, json_problem
+from benchmarks.decoding import as_object, file_lines, json_object, json_problem, open_data
+from benchmarks.object_store import is_object_path, object_files
 from benchmarks.options import is_int
 from benchmarks.row_types import Item
 
@@ -33,7 +34,10 @@ class Record:
 
 
 def data_files(path: str) -> list[str]:
-    """The data files under `path`: the file itself, or every supported file in a folder, sorted."""
+    """The data files under `path`: the file itself, or every supported file in a folder (or under an s3://
+    prefix: benchmarks.object_store), sorted."""
+    if is_object_path(path):
+        return object_files(path, SUFFIXES)
     if os.path.isdir(path):
         found = sorted(
             os.path.join(root, name)
@@ -184,7 +188,7 @@ def _jsonl_records(source: str) -> Iterator[Record]:
 
 
 def _json_records(source: str) -> Iterator[Record]:
-    with open(source, "rb") as f:
+    with open_data(source) as f:
         raw = f.read()
     try:
         text = raw.decode("utf-8-sig")
@@ -205,7 +209,8 @@ def _json_records(source: str) -> Iterator[Record]:
 
 def _parquet_records(source: str) -> Iterator[Record]:
     try:
-        table = pq.read_table(source)
+        with open_data(source) as f:
+            table = pq.read_table(f)
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
         yield Record(source, 1, None, f"not a readable Parquet file ({e})")
         return

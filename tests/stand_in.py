@@ -2,6 +2,7 @@
 rounds through jobs.sweep.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,11 @@ from jobs.sweep.cell import Cell, CellOutcome, run_cell
 def echo(request: dict[str, Any], model: ModelConfig) -> str:
     """The stand-in's own reply: 'answer to <the first message>'."""
     return stand_in_reply(request)
+
+
+def pick(request: dict[str, Any], model: ModelConfig) -> str:
+    """Choose 1, Choose 2 or no verdict, by the request id's hash: right and wrong verdicts both."""
+    return ["Choose 1", "Choose 2", "no idea"][hashlib.sha256(request["request_id"].encode()).digest()[0] % 3]
 
 
 def stand_in_engine(monkeypatch: pytest.MonkeyPatch,

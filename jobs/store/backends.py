@@ -18,6 +18,8 @@ from typing import ClassVar, TypeVar
 
 import pyarrow.fs as pafs
 
+from benchmarks.object_store import s3_filesystem
+
 _BACKENDS: dict[str, type[Backend]] = {}
 B = TypeVar("B", bound="Backend")
 
@@ -149,19 +151,10 @@ class S3Backend(Backend):
     uri_prefix = "s3://"
 
     def __init__(self, location: str, endpoint_url: str | None = None) -> None:
-        import s3fs
-
         self.root = location.strip("/")
         if not self.root:
             raise ValueError(f"{'s3://' + location!r}: an S3 run root needs a bucket, e.g. s3://bucket/runs")
-        endpoint = endpoint_url or os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        self.s3 = s3fs.S3FileSystem(
-            endpoint_url=endpoint or None,
-            client_kwargs={"region_name": region} if region else {},
-            use_listings_cache=False,  # resume must see parts another process wrote since
-            skip_instance_cache=True,
-        )
+        self.s3 = s3_filesystem(endpoint_url)  # no listing cache: resume must see parts another process wrote since
         self.filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(self.s3))
 
     def put(self, path: str, data: bytes) -> None:

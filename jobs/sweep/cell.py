@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.object_store import is_object_path, object_files, object_version
+from benchmarks.records import SUFFIXES
 from benchmarks.row_types import Answer, Request
 from jobs.config import METRIC_SETTINGS, PLAN_SETTINGS, RUN_SETTINGS, BenchmarkConfig, ModelConfig, to_dict
 from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
@@ -79,14 +81,18 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
     """What changes the cell's answers: the identity and prompt settings of its model and of the judges its
     requests are routed to, the protocol, the data bytes.
 
-    Data on object storage is not read here (only local files are hashed); its path is in the settings. vLLM
-    engine arguments count (one may quantize), but none set hashes as before they existed, so runs resume.
+    Data on object storage is not read here: each object's ETag and size stand for its bytes. vLLM engine
+    arguments count (one may quantize), but none set hashes as before they existed, so runs resume.
     """
     settings = [{k: v for k, v in to_dict(bench).items() if k not in METRIC_SETTINGS | PLAN_SETTINGS},
                 *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS and (v or k != "engine_args")}
                   for m in [model, *(judges or {}).values()])]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:
+        if is_object_path(path):
+            for url in object_files(path, SUFFIXES):
+                h.update(f"{url}:{object_version(url)}".encode())
+            continue
         for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
             if file.is_file():
                 h.update(file.name.encode())

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from stand_in import run, stand_in_engine
+from stand_in import pick, run, stand_in_engine
 
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
@@ -25,11 +25,6 @@ PAIRS = 82  # the good pairs of 88 (Table 4's 22 subset shapes, 4 each, 6 with a
 REQUESTS = 2 * PAIRS  # both orders of each
 SHARD = 20  # 89 lines: 5 shards, the bad line in the second
 BAD_LINE = 26
-
-
-def pick(request, model) -> str:
-    """Choose 1, Choose 2 or no verdict, by the request id's hash: right and wrong verdicts both."""
-    return ["Choose 1", "Choose 2", "no idea"][hashlib.sha256(request["request_id"].encode()).digest()[0] % 3]
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ The driver holds the plan: how many requests there are, and per item and per ans
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -132,6 +133,9 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
         f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})")
     progress.cell_started(plan.first, plan.answered)
     read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
+    # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
+    # can run one task at a time; the repartition behind the read makes its blocks (`block_rows`) many.
+    warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
     for part in answerer.ask_stream(_dataset(read, block_rows(plan.first - plan.answered, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):

@@ -3,11 +3,14 @@ request in parts."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
 from jobs.engines.base import Requests
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
 
 LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 
@@ -26,6 +29,22 @@ def as_dataset(requests: Requests):
     import ray
 
     return requests if isinstance(requests, ray.data.Dataset) else ray.data.from_items(requests)
+
+
+def in_blocks_of(ds: Dataset, rows: int) -> Dataset:
+    """`ds.repartition(target_num_rows_per_block=rows)` in light tasks, so the next stage's tasks take `rows`
+    each (Ray Data gives a task a whole block, however many batches it holds).
+
+    Dataset.repartition takes no resources, and Ray gives its tasks a whole CPU each, which an engine holding
+    part of the CPUs may never leave free (on a 1-CPU Ray with an actor holding a quarter, Ray's repartition
+    stalled a stream; this one streamed). Ray is pinned (pyproject.toml); the operator is the one
+    Dataset.repartition builds, with LIGHT resources."""
+    from ray.data import Dataset
+    from ray.data._internal.logical.interfaces import LogicalPlan
+    from ray.data._internal.logical.operators.map_operator import StreamingRepartition
+
+    op = StreamingRepartition(rows, input_dependencies=[ds._logical_plan.dag], ray_remote_args=dict(LIGHT))
+    return Dataset._from_parent(ds, LogicalPlan(op, ds.context))
 
 
 def actor_pool(requests: Requests, model: ModelConfig, actor: type, kwargs: dict[str, Any]) -> Iterator[Answer]:

@@ -19,7 +19,7 @@ from actors.vllm_stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
 from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, resolved
-from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
+from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, in_blocks_of, merge_parts
 
 # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_SEQS: the most requests an engine built from engine arguments (as
 # VllmServer builds it) runs at once, unless the model file's engine_args set max_num_seqs.
@@ -144,8 +144,8 @@ class Vllm(Engine):
             return _shared(requests, model, log)
         settings, task = resolved(model), engine_task(model)
         ds = as_dataset(requests)
-        if task == "judge":
-            ds = ds.flat_map(split_judge_request, **LIGHT)
+        if task == "judge":  # a request with a prefill is two parts: blocks of a batch again, a task a batch
+            ds = in_blocks_of(ds.flat_map(split_judge_request, **LIGHT), model.batch_size)
         reference = settings.get("reference") if model.kind == "implicit" else None
         paths = [(settings["path"], "", ANSWER_COLUMNS + (("messages",) if reference else ()))]
         if reference:

@@ -24,6 +24,7 @@ import numpy as np
 from benchmarks.protocol import Benchmark
 from benchmarks.records import id_digests
 from benchmarks.row_types import Answer, Item, Request, check_keys
+from jobs.engines.rows import in_blocks_of
 from jobs.flow.recorder import CellRecorder, ShardAnswers
 from jobs.flow.rounds import RoundsProgress, asked_again
 from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
@@ -212,17 +213,4 @@ def _dataset(read: Callable[[], Iterator[Any]], rows: int) -> Dataset:
     # A read task's blocks go on once they reach this size (Ray's default, 128 MiB, would hold the first
     # request back until that much is read); this dataset's setting only, not the session's.
     ds.context.target_max_block_size = STREAM_READ_BYTES
-    return _in_blocks_of(ds, rows)
-
-
-def _in_blocks_of(ds: Dataset, rows: int) -> Dataset:
-    """`ds.repartition(target_num_rows_per_block=rows)` in light tasks: Dataset.repartition takes no
-    resources, and Ray gives its tasks a whole CPU each, which an engine holding part of the CPUs may never
-    leave free (on a 1-CPU Ray with an actor holding a quarter, Ray's repartition stalled the stream; this one
-    streamed). Ray is pinned (pyproject.toml); the operator is the one Dataset.repartition builds."""
-    from ray.data import Dataset
-    from ray.data._internal.logical.interfaces import LogicalPlan
-    from ray.data._internal.logical.operators.map_operator import StreamingRepartition
-
-    op = StreamingRepartition(rows, input_dependencies=[ds._logical_plan.dag], ray_remote_args={"num_cpus": 0.25})
-    return Dataset._from_parent(ds, LogicalPlan(op, ds.context))
+    return in_blocks_of(ds, rows)

@@ -183,13 +183,14 @@ def test_a_block_holds_whole_batches_64_blocks_or_more_up_to_16_batches():
     assert block_rows(0, 8) == 8
 
 
-def test_in_blocks_of_cuts_one_block_into_blocks_of_a_batch_in_light_tasks(ray_session):
+def test_in_blocks_of_cuts_blocks_into_blocks_of_a_batch_in_light_tasks(ray_session):
     import ray
 
     from jobs.engines.rows import LIGHT, in_blocks_of
 
-    one = ray.data.from_items([{"request_id": f"r{i}"} for i in range(44)], override_num_blocks=1)
-    cut = in_blocks_of(one, 8)
+    # 4 blocks of 11: a block of 8 would leave 3 of each behind
+    four = ray.data.from_items([{"request_id": f"r{i}"} for i in range(44)], override_num_blocks=4)
+    cut = in_blocks_of(four, 8)
     assert cut._logical_plan.dag.ray_remote_args == LIGHT  # not Ray's whole CPU a task
     blocks = [b.num_rows for b in cut.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)]
     assert blocks == [8, 8, 8, 8, 8, 4]

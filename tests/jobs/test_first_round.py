@@ -87,8 +87,8 @@ def test_the_first_round_is_one_stream_stored_by_shard_and_scores_as_shard_by_sh
     root, streamed = run(tmp_path / "streamed", bench)
     assert streamed.status == "done"
     assert len(calls) == 1 and len(calls[0]) == REQUESTS  # every shard's requests in one call
-    # in blocks of the engine's batch (16): each batch's answers come back as it is done, not its task's last
-    assert blocks == [16] * (REQUESTS // 16) + [REQUESTS % 16]
+    # in blocks of the engine's batch (16), in any order: each batch's answers come back as it is done
+    assert sorted(blocks, reverse=True) == [16] * (REQUESTS // 16) + [REQUESTS % 16]
     assert streamed.metrics == whole.metrics  # the bootstrap intervals and n_bad_rows included
     rows = sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
     assert rows == whole_rows
@@ -193,5 +193,5 @@ def test_in_blocks_of_cuts_blocks_into_blocks_of_a_batch_in_light_tasks(ray_sess
     cut = in_blocks_of(four, 8)
     assert cut._logical_plan.dag.ray_remote_args == LIGHT  # not Ray's whole CPU a task
     blocks = [b.num_rows for b in cut.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)]
-    assert blocks == [8, 8, 8, 8, 8, 4]
-    assert [r["request_id"] for r in cut.take_all()] == [f"r{i}" for i in range(44)]  # in order, each once
+    assert sorted(blocks, reverse=True) == [8, 8, 8, 8, 8, 4]  # in the order they are done
+    assert sorted(r["request_id"] for r in cut.take_all()) == sorted(f"r{i}" for i in range(44))  # each once

@@ -32,27 +32,21 @@ def s3_filesystem(endpoint_url: str | None = None) -> s3fs.S3FileSystem:
                              use_listings_cache=False, skip_instance_cache=True)
 
 
-def object_files(path: str, suffixes: tuple[str, ...]) -> list[str]:
+def object_versions(path: str, suffixes: tuple[str, ...]) -> dict[str, str]:
     """The object itself, or every object under the prefix whose name ends in one of `suffixes` (not hidden),
-    sorted, as s3:// URLs. Raises FileNotFoundError naming the path when there is neither."""
+    sorted, as s3:// URLs, each with what changes when its bytes do, from one listing without reading them: its
+    ETag (an MD5 of the bytes, or of the parts of a multipart upload) and size. Raises FileNotFoundError naming
+    the path when there is neither."""
     s3 = s3_filesystem()
     key = path[len(SCHEME):].rstrip("/")
-    if s3.isfile(key):
-        return [path]
-    found = sorted(SCHEME + name for name in s3.find(key)
-                   if name.endswith(suffixes) and not name.rsplit("/", 1)[-1].startswith("."))
-    if not found:
+    listed = {key: s3.info(key)} if s3.isfile(key) else {
+        name: info for name, info in s3.find(key, detail=True).items()
+        if name.endswith(suffixes) and not name.rsplit("/", 1)[-1].startswith(".")}
+    if not listed:
         raise FileNotFoundError(f"{path}: no such object, nor any {', '.join(suffixes)} objects under it")
-    return found
+    return {SCHEME + name: f"{info.get('ETag', '')}:{info['size']}" for name, info in sorted(listed.items())}
 
 
 def open_object(path: str) -> IO[bytes]:
     """An object's bytes as a read-only stream."""
     return s3_filesystem().open(path[len(SCHEME):], "rb")
-
-
-def object_version(path: str) -> str:
-    """What changes when the object's bytes do, without reading them: its ETag (an MD5 of the bytes, or of
-    the parts of a multipart upload) and size."""
-    info = s3_filesystem().info(path[len(SCHEME):])
-    return f"{info.get('ETag', '')}:{info['size']}"

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from benchmarks.decoding import as_object, file_lines, json_object, json_problem, open_data
-from benchmarks.object_store import is_object_path, object_files
+from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.options import is_int
 from benchmarks.row_types import Item
 
@@ -37,7 +37,7 @@ def data_files(path: str) -> list[str]:
     """The data files under `path`: the file itself, or every supported file in a folder (or under an s3://
     prefix: benchmarks.object_store), sorted."""
     if is_object_path(path):
-        return object_files(path, SUFFIXES)
+        return list(object_versions(path, SUFFIXES))
     if os.path.isdir(path):
         found = sorted(
             os.path.join(root, name)

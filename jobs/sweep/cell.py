@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.object_store import is_object_path, object_files, object_version
+from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.records import SUFFIXES
 from benchmarks.row_types import Answer, Request
 from jobs.config import METRIC_SETTINGS, PLAN_SETTINGS, RUN_SETTINGS, BenchmarkConfig, ModelConfig, to_dict
@@ -90,8 +90,8 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:
         if is_object_path(path):
-            for url in object_files(path, SUFFIXES):
-                h.update(f"{url}:{object_version(url)}".encode())
+            for url, version in object_versions(path, SUFFIXES).items():
+                h.update(f"{url}:{version}".encode())
             continue
         for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
             if file.is_file():

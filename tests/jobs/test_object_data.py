@@ -99,10 +99,12 @@ def test_a_cell_scores_object_data_as_the_local_file_and_its_hash_sees_new_bytes
     assert rows["s3"] == rows["local"] and 0 < sum(r["correct"] for r in rows["s3"]) < len(rows["s3"])
 
     model = stand_in_model()
-    before = answers_hash(benches["s3"], model)
+    prefix = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[put.prefix])
+    before, prefix_before = answers_hash(benches["s3"], model), answers_hash(prefix, model)
     put("pairs.jsonl", raw)  # the same bytes again
     assert answers_hash(benches["s3"], model) == before
     at = raw.index(b"Choose") if b"Choose" in raw else raw.index(b"a")
     other = raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1:]  # one byte other, the same size
     put("pairs.jsonl", other)
     assert len(other) == len(raw) and answers_hash(benches["s3"], model) != before
+    assert answers_hash(prefix, model) != prefix_before  # an object under a prefix too

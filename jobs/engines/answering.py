@@ -19,7 +19,7 @@ def answer_requests(requests: Requests, model: ModelConfig, log: Log = print,
                     host: EngineHost | None = None, batch: BatchSlot | None = None) -> Iterator[Answer]:
     """Stream the model's answers to `requests` as plain dict rows, one per request; `batch` keeps a batch
     engine's submitted batch across runs (a cell's, per route). Requests come as a list or, to an engine that
-    `streams`, as a Ray dataset, whose read task checks their keys (jobs.flow.first_round)."""
+    `streams`, as a Ray dataset, whose keys the survey checked in the driver before the stream (jobs.flow.first_round)."""
     engine = engine_of(model)
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "

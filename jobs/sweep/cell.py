@@ -96,7 +96,8 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
         for file in sorted(Path(path).rglob("*")) if Path(path).is_dir() else [Path(path)]:
             if file.is_file():
                 h.update(file.name.encode())
-                h.update(hashlib.sha256(file.read_bytes()).digest())
+                with file.open("rb") as f:  # in pieces: a million-row file is hundreds of MB
+                    h.update(hashlib.file_digest(f, "sha256").digest())
     return h.hexdigest()[:16]
 
 

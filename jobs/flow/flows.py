@@ -18,19 +18,19 @@ from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
 from benchmarks.row_types import Item, Row
 from jobs.config import BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines import PreflightError, engine_of, retryable
+from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.first_round import StreamingAnswerer, stream_first_round, survey
 from jobs.flow.ranked import evaluate_retrieval
 from jobs.flow.recorder import CellRecorder
-from jobs.flow.reducers import SubsetReducer
 from jobs.flow.rounds import Answerer, NoProgress, RoundsProgress, UnknownJudges, answer_rounds
 from jobs.flow.text_pairs import encoder_settings, with_text_pair_scores
 from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
 
 # Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
-# 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reducer keeps a few bytes
-# per row. Smaller shards cost a Ray Data dataset each (but for a streamed first round) and an engine that
+# 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reduced state goes to Ray's
+# object store (jobs.flow.cell_metrics). Smaller shards cost a Ray Data dataset each (but for a streamed first round) and an engine that
 # drains at each shard's end. Fixed, not a setting: a shard's stored answers are named by its number
 # (jobs.flow.recorder), so a resumed cell must cut its items where the first attempt did.
 SHARD_ITEMS = 5_000
@@ -106,8 +106,8 @@ class JudgedFlow(Flow):
         """The items are read once to check them all before any engine starts (and, where the answerer can
         stream, to plan the first round: jobs.flow.first_round), then the first round is asked as one stream,
         then shard by shard (SHARD_ITEMS) each shard is answered (its followups and judges, or every round
-        where nothing streamed), combined, recorded and folded into the metrics' reducer before the next is
-        read, so the driver holds one shard's items, requests, answers and rows at a time."""
+        where nothing streamed), combined, recorded and reduced to its part of the metrics (jobs.flow.cell_metrics) before the
+        next is read, so the driver holds one shard's items, requests, answers and rows at a time."""
         spec, bench, model = self.spec, job.bench, job.model
         options = typed_options(spec.Options, bench.options)
         kind = protocol_kind(model)
@@ -122,8 +122,7 @@ class JudgedFlow(Flow):
         encoder = encoder_settings(spec, options, bench.name)
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
         verdict = (model.verdict if engine_of(model).prefills else "text") if kind == "generative" else None
-        reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
-        state, errors, stored = reducer.init(), RequestErrors(), Counter(predictions=0, errors=0)
+        cell_metrics, errors, stored = CellMetrics(spec), RequestErrors(), Counter(predictions=0, errors=0)
         n_bad = 0
         job.recorder.clear_rows()
         for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
@@ -141,11 +140,11 @@ class JudgedFlow(Flow):
                 rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
             bad = self._bad_rows(job, items, rows)
             job.recorder.record_rows(shard, rows, bad)
-            reducer.merge(state, reducer.reduced(rows))
+            cell_metrics.add(rows)
             stored.update(predictions=len(rows), errors=len(bad))
             errors.add(answered)
             n_bad += len(items) - len(good)
-        metrics = spec.summarize(reducer.finalize(state), resamples=bench.bootstrap_resamples)
+        metrics = cell_metrics.summarize(bench.bootstrap_resamples)
         metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=n_bad, config=bench.name,
                        request_errors=errors.counts())
         return metrics, dict(stored)

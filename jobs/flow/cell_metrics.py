@@ -1,0 +1,67 @@
+"""A judged cell's metrics, folded shard by shard and summarized once, away from the driver where it can be.
+
+Each shard's item rows are reduced to a compact state where they are read (jobs.flow.reducers), and the states
+are merged, finalized and summarized once, at the end. Kept in the driver, the states grow with the cell (at a
+million requests about 70 MiB over the shard walk) and finalize and summarize need about twice that again for
+a moment (each measure's sorted pairs, the bootstrap's draws): docs/scale.md, "The driver at a million
+requests". So while the driver is connected to Ray, a shard's state goes to Ray's object store as soon as it is
+made (the driver keeps a reference a shard) and one light task merges and summarizes them; a process without
+Ray (a cell whose engine needs none, in tests) does the same in its own memory.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from benchmarks.protocol import Benchmark
+from benchmarks.row_types import Row
+from jobs.engines.rows import LIGHT
+from jobs.flow.reducers import State, SubsetReducer
+
+
+class CellMetrics:
+    """The reducer states of a cell's shards, in shard order, and the metrics they summarize to."""
+
+    def __init__(self, spec: Benchmark):
+        import ray
+
+        self.spec = spec
+        self.remote = ray.is_initialized()
+        self.states: list[Any] = []  # each shard's State, or its object ref
+
+    def add(self, rows: Iterable[Row]) -> None:
+        """A shard's item rows, in the order the shards are read (a later shard's value of a key wins)."""
+        import ray
+
+        state = _reducer(self.spec).reduced(rows)
+        self.states.append(ray.put(state) if self.remote else state)
+
+    def summarize(self, resamples: int) -> dict[str, Any]:
+        """The benchmark's metrics of every shard's rows (`resamples` bootstrap resamples)."""
+        import ray
+
+        if not self.remote:
+            return summarized(self.spec, resamples, *self.states)
+        # The refs as arguments: Ray hands the task their values, fetched to its node.
+        return ray.get(_summarize_task().remote(self.spec, resamples, *self.states))
+
+
+def summarized(spec: Benchmark, resamples: int, *states: State) -> dict[str, Any]:
+    """Shard states merged in order, finalized and laid out by the benchmark's summarize."""
+    reducer = _reducer(spec)
+    merged = reducer.init()
+    for state in states:
+        reducer.merge(merged, state)
+    return spec.summarize(reducer.finalize(merged), resamples=resamples)
+
+
+@cache
+def _summarize_task() -> Any:
+    import ray
+
+    return ray.remote(summarized).options(**LIGHT)
+
+
+def _reducer(spec: Benchmark) -> SubsetReducer:
+    return SubsetReducer(spec.measures, spec.group_key, spec.row_key)

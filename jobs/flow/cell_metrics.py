@@ -5,8 +5,9 @@ are merged, finalized and summarized once, at the end. Kept in the driver, the s
 million requests about 70 MiB over the shard walk) and finalize and summarize need about twice that again for
 a moment (each measure's sorted pairs, the bootstrap's draws): docs/scale.md, "The driver at a million
 requests". So while the driver is connected to Ray, a shard's state goes to Ray's object store as soon as it is
-made (the driver keeps a reference a shard) and one light task merges and summarizes them; a process without
-Ray (a cell whose engine needs none, in tests) does the same in its own memory.
+made (the driver keeps a reference a shard) and one light task merges and summarizes them. A cell whose engine
+is asked shard by shard (the stand-in, http, the batch APIs: `streams` is None) does the same in the driver's
+own memory: its tests run without a Ray cluster, and a process's leftover Ray state must not decide where.
 """
 from __future__ import annotations
 
@@ -23,11 +24,9 @@ from jobs.flow.reducers import State, SubsetReducer
 class CellMetrics:
     """The reducer states of a cell's shards, in shard order, and the metrics they summarize to."""
 
-    def __init__(self, spec: Benchmark):
-        import ray
-
+    def __init__(self, spec: Benchmark, remote: bool):
         self.spec = spec
-        self.remote = ray.is_initialized()
+        self.remote = remote  # states to the object store and a task (the driver is connected to Ray)
         self.states: list[Any] = []  # each shard's State, or its object ref
 
     def add(self, rows: Iterable[Row]) -> None:

@@ -122,7 +122,8 @@ class JudgedFlow(Flow):
         encoder = encoder_settings(spec, options, bench.name)
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
         verdict = (model.verdict if engine_of(model).prefills else "text") if kind == "generative" else None
-        cell_metrics, errors, stored = CellMetrics(spec), RequestErrors(), Counter(predictions=0, errors=0)
+        cell_metrics = CellMetrics(spec, remote=job.answerer.streams() is not None)
+        errors, stored = RequestErrors(), Counter(predictions=0, errors=0)
         n_bad = 0
         job.recorder.clear_rows()
         for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):

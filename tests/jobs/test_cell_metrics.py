@@ -25,7 +25,7 @@ def _rows(shard):
 def test_shard_states_live_in_the_object_store_and_a_task_summarizes_them_as_the_driver_would(ray_session):
     ray = ray_session
     spec = benchmark("rag_rewardbench")
-    cell = CellMetrics(spec)
+    cell = CellMetrics(spec, remote=True)
     for shard in SHARDS:
         cell.add(_rows(shard))
     assert cell.remote and len(cell.states) == 3

@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Row
 from jobs.engines.rows import LIGHT
-from jobs.flow.reducers import State, SubsetReducer
+from jobs.flow.reducers import State, reducer_of
 
 
 class CellMetrics:
@@ -33,7 +33,7 @@ class CellMetrics:
         """A shard's item rows, in the order the shards are read (a later shard's value of a key wins)."""
         import ray
 
-        state = _reducer(self.spec).reduced(rows)
+        state = reducer_of(self.spec).reduced(rows)
         self.states.append(ray.put(state) if self.remote else state)
 
     def summarize(self, resamples: int) -> dict[str, Any]:
@@ -48,7 +48,7 @@ class CellMetrics:
 
 def summarized(spec: Benchmark, resamples: int, *states: State) -> dict[str, Any]:
     """Shard states merged in order, finalized and laid out by the benchmark's summarize."""
-    reducer = _reducer(spec)
+    reducer = reducer_of(spec)
     merged = reducer.init()
     for state in states:
         reducer.merge(merged, state)
@@ -60,7 +60,3 @@ def _summarize_task() -> Any:
     import ray
 
     return ray.remote(summarized).options(**LIGHT)
-
-
-def _reducer(spec: Benchmark) -> SubsetReducer:
-    return SubsetReducer(spec.measures, spec.group_key, spec.row_key)

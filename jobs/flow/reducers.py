@@ -161,10 +161,14 @@ class SubsetReducer:
         return self.finalize(self.reduced(rows))
 
 
+def reducer_of(spec: Benchmark) -> SubsetReducer:
+    """The reducer of a benchmark's item rows: its measures, groups and row keys."""
+    return SubsetReducer(spec.measures, spec.group_key, spec.row_key)
+
+
 def aggregate(spec: Benchmark, rows: Iterable[Row], resamples: int = 1000) -> dict[str, Any]:
     """Metrics from item rows: the same reducer and layout online (pipeline) and offline (`ragjudge aggregate`)."""
-    reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
-    return spec.summarize(reducer.reduce(rows), resamples=resamples)
+    return spec.summarize(reducer_of(spec).reduce(rows), resamples=resamples)
 
 
 def row_problem(spec: Benchmark, row: Row) -> str | None:

@@ -6,7 +6,7 @@ import pytest
 
 from benchmarks.protocol import benchmark
 from jobs.flow.cell_metrics import CellMetrics, summarized
-from jobs.flow.reducers import SubsetReducer
+from jobs.flow.reducers import reducer_of
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ def test_shard_states_live_in_the_object_store_and_a_task_summarizes_them_as_the
     assert all(isinstance(state, ray.ObjectRef) for state in cell.states)  # not the rows' keys and values
 
     metrics = cell.summarize(resamples=50)
-    reducer = SubsetReducer(spec.measures, spec.group_key, spec.row_key)
+    reducer = reducer_of(spec)
     assert metrics == summarized(spec, 50, *(reducer.reduced(_rows(shard)) for shard in SHARDS))
     # By hand: helpful-x has a (0, the later value), b (0) and c (1); reason-y has d (1).
     assert metrics["subsets"]["helpful-x"]["n"] == 3

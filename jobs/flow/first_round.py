@@ -25,6 +25,7 @@ from benchmarks.protocol import Benchmark
 from benchmarks.records import id_digests
 from benchmarks.row_types import Answer, Item, Request, check_keys
 from jobs.engines.rows import in_blocks_of
+from jobs.flow.freed_memory import give_back_freed
 from jobs.flow.recorder import CellRecorder, ShardAnswers
 from jobs.flow.rounds import RoundsProgress, asked_again
 from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
@@ -36,6 +37,7 @@ READ_ITEMS = 64  # items the read task turns into requests at a time
 STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go on to the engine
 MIN_BLOCKS = 64  # a stream has at least this many blocks where it has that many batches
 MAX_BATCHES = 16  # and at most this many batches in a block
+FREE_EVERY = 10_000  # answers the stream records between giving freed pages back (jobs.flow.freed_memory)
 
 
 class StreamingAnswerer(Protocol):
@@ -116,6 +118,7 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
         digests.append(id_digests(item["item_id"] for item in good))
         shards.append(np.full(len(good), shard, np.uint32))
         done.append(id_digests(settled))
+        give_back_freed()
     if digests:
         order = np.argsort(item_digests := np.concatenate(digests), kind="stable")
         plan.item_digests, plan.item_shards = item_digests[order], np.concatenate(shards)[order]
@@ -137,11 +140,15 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
     # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
     # can run one task at a time; the repartition behind the read makes its blocks (`block_rows`) many.
     warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
+    since_freed = 0
     for part in answerer.ask_stream(_dataset(read, block_rows(plan.first - plan.answered, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
             plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
         progress.advanced(len(part))
+        if (since_freed := since_freed + len(part)) >= FREE_EVERY:
+            give_back_freed()
+            since_freed = 0
 
 
 def _own_first_requests(spec: Benchmark, items: list[Item], kind: str, options: Any) -> list[Request]:

@@ -21,6 +21,7 @@ from jobs.engines import PreflightError, engine_of, retryable
 from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.first_round import StreamingAnswerer, stream_first_round, survey
+from jobs.flow.freed_memory import give_back_freed
 from jobs.flow.ranked import evaluate_retrieval
 from jobs.flow.recorder import CellRecorder
 from jobs.flow.rounds import Answerer, NoProgress, RoundsProgress, UnknownJudges, answer_rounds
@@ -145,6 +146,8 @@ class JudgedFlow(Flow):
             stored.update(predictions=len(rows), errors=len(bad))
             errors.add(answered)
             n_bad += len(items) - len(good)
+            del items, good, answered, rows, bad  # the shard's, freed before its pages are given back
+            give_back_freed()
         metrics = cell_metrics.summarize(bench.bootstrap_resamples)
         metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=n_bad, config=bench.name,
                        request_errors=errors.counts())

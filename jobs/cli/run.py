@@ -8,8 +8,10 @@ from typing import Any
 
 from jobs.analysis import write_report
 from jobs.cli.report import said_incomplete
+from jobs.console import LibraryLogs, verbose_from_env
+from jobs.console.run_end import UNFINISHED, end_lines
 from jobs.loading import load_sweep, require_data
-from jobs.store import FAILED_ERRORS, Lease, LeaseHeld, RunRoot
+from jobs.store import Lease, LeaseHeld, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
 RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
@@ -25,6 +27,9 @@ def add(commands: Any) -> None:
     parser.add_argument("--retry-errors", action="store_true",
                         help="ask stored requests that failed retryably (timeouts, 5xx, 429, broken connections) "
                              "again, reopening finished cells that have them")
+    parser.add_argument("--verbose", action="store_true",
+                        help="Ray's, vLLM's and the model libraries' own lines on the console too (RAGJUDGE_LOG=debug "
+                             "does the same); they are always in ROOT/RUN/logs/")
     parser.set_defaults(func=run)
 
 
@@ -38,26 +43,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragjudge: {e}", file=sys.stderr)
         return RUN_ROOT_BUSY
     root = RunRoot.of(sweep.storage, before_write=lease.confirm)
+    report = None
     try:
-        print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
-        with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
-            outcomes = run_sweep(sweep, include_held=args.include_held, before_write=lease.confirm, stop=stop,
-                                 retry_errors=args.retry_errors)
-            report = None
-            if any(o.metrics for o in outcomes) and not stop.is_set():
-                print()
-                report = write_report(root)
+        with LibraryLogs(root, verbose=args.verbose or verbose_from_env()) as logs:
+            print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
+            with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
+                outcomes = run_sweep(sweep, log=logs.say, include_held=args.include_held, before_write=lease.confirm,
+                                     stop=stop, retry_errors=args.retry_errors)
+                if any(o.metrics for o in outcomes) and not stop.is_set():
+                    print()
+                    report = write_report(root)
     finally:
         lease.release()
-    print(f"\nResults: {root.uri('')}\nReport:  {root.uri('report/index.html')}")
-    unfinished = [o for o in outcomes if o.status in ("failed", FAILED_ERRORS, "interrupted")]
-    for o in unfinished:
-        print(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}", file=sys.stderr)
+    print()
+    for line in end_lines(outcomes, root, report is not None):
+        print(line)
     if stop.is_set():
         print(f"ragjudge: stopped by {stop.signal_name}; the same command resumes the run", file=sys.stderr)
         return stop.exit_code
     incomplete = said_incomplete(report) if report else 0
-    return 1 if unfinished or incomplete else 0
+    return 1 if any(o.status in UNFINISHED for o in outcomes) or incomplete else 0
 
 
 def _stop_on_lost_lease(holder: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@
     report/{index.html,leaderboard.json,items.jsonl,viewer/}   (`ragjudge report`)
     quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
     lease.json   (the driver writing the run: jobs.store.lease)
+    logs/libraries.log, logs/ray/   (Ray's, vLLM's and the model libraries' own lines: jobs.console.library_logs)
 
 Folders are Hive partitions (`key=value`), so pyarrow and Ray Data read the tables as one dataset.
 """
@@ -30,6 +31,8 @@ STATUS = "status.json"
 VALIDATE = "validate.json"
 ENSEMBLES = "ensembles.json"
 LEASE = "lease.json"
+LIBRARY_LOG = "logs/libraries.log"
+RAY_SESSION_LOGS = "logs/ray"
 REPORT = "report"
 REPORT_PAGE = f"{REPORT}/index.html"
 REPORT_LEADERBOARD = f"{REPORT}/leaderboard.json"

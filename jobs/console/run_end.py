@@ -1,0 +1,29 @@
+"""The last lines of `ragjudge run`: what happened to the cells, and what to open."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from jobs.store import FAILED_ERRORS, RunRoot
+from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS, REPORT_PAGE
+from jobs.sweep.cell import CellOutcome
+
+UNFINISHED = ("failed", FAILED_ERRORS, "interrupted")
+
+
+def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bool) -> list[str]:
+    """'cells: 6 done, 1 cached, 1 failed', each unfinished cell with its one-line error, then where the results,
+    the report (and how to open it) and the libraries' logs are."""
+    counts = Counter(o.status for o in outcomes)
+    lines = ["cells: " + (", ".join(f"{n} {status}" for status, n in counts.items()) or "none ran")]
+    lines += [f"  {o.status.upper()} {o.benchmark} x {o.model}{o.message}" for o in outcomes
+              if o.status in UNFINISHED]
+    lines.append(f"results: {root.uri('')}")
+    if report_written:
+        page = root.uri(REPORT_PAGE)
+        local = root.backend.uri_prefix == ""
+        lines.append(f"report:  {page}" + (f"  (open {Path(page).as_uri()} in a browser)" if local else ""))
+    lines.append(f"logs:    {root.uri(LIBRARY_LOG)} (Ray's, vLLM's, the model libraries'); "
+                 f"Ray's session logs in {root.uri(RAY_SESSION_LOGS)}/")
+    return lines

@@ -21,7 +21,7 @@ MAX_LINES = 400
 # jobs/ in subpackages, each importing only those before it (docs/ARCHITECTURE.md): what a sweep is, where a run
 # lives, who answers, a benchmark's walk from data to metrics, what the answers mean, how a sweep runs, then the
 # plan, validation and the CLI on top.
-JOBS_PACKAGES = ("config", "store", "engines", "loading", "flow", "analysis", "sweep", "console", "plan", "validate",
+JOBS_PACKAGES = ("config", "store", "console", "engines", "loading", "flow", "analysis", "sweep", "plan", "validate",
                  "cli")
 
 

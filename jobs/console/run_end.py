@@ -4,12 +4,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from jobs.store import FAILED_ERRORS, RunRoot
 from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS, REPORT_PAGE
-from jobs.sweep.cell import CellOutcome
 
 UNFINISHED = ("failed", FAILED_ERRORS, "interrupted")
+
+
+class CellOutcome(Protocol):
+    """What the end says of a cell (jobs.sweep.cell.CellOutcome has it)."""
+
+    benchmark: str
+    model: str
+    status: str
+    message: str
 
 
 def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bool) -> list[str]:

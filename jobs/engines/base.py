@@ -163,8 +163,8 @@ class Retriever(Engine):
         raise NotImplementedError
 
     def build_indexes(self, cache: Any, model: ModelConfig, settings: dict[str, Any],
-                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]]
-                      ) -> dict[str, Any]:
+                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
+                      log: Log = print) -> dict[str, Any]:
         """Start building each missing domain's index (domain -> (spec, folder in the `cache` RunRoot)) from its
-        passages; domain -> the Ray reference of the stored index's meta."""
+        passages; domain -> the Ray reference of the stored index's meta. `log` gets its progress lines."""
         raise NotImplementedError

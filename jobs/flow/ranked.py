@@ -94,7 +94,7 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
         return out
     start = time.perf_counter()
     refs = retriever_of(model).build_indexes(cache, model, settings, missing,
-                                             {domain: corpus for domain, (_, corpus) in corpora.items()})
+                                             {domain: corpus for domain, (_, corpus) in corpora.items()}, log)
     for domain, meta in zip(refs, ray.get(list(refs.values()))):
         spec, folder = missing[domain]
         out[domain] = {**meta, "folder": folder, "built": True, "built_with": sorted(missing),

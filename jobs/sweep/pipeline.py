@@ -57,7 +57,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     stop = stop or Stop()
     root = RunRoot.of(sweep.storage, before_write=before_write)
     manifest = Manifest(root, sweep)
-    progress = Progress(root, _one_line_at_a_time(log))
+    progress = Progress(root, _one_line_at_a_time(log), ticking=True)
     log = progress.message
     held = {} if include_held else {name: reason for name, reason in held_models(root.read_json(VALIDATE)).items()
                                     if name in sweep.models}

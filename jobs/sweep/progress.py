@@ -1,5 +1,6 @@
-"""Live progress of a sweep: a line per running cell (requests answered / total, requests per second, ETA),
-redrawn in place in a terminal and logged every 30 s otherwise (Slurm and Ray job logs are files); and
+"""Live progress of a sweep: a line per running cell (requests answered / total, requests per second over the
+last minute, ETA), redrawn in place in a terminal and logged every 30 s otherwise (Slurm and Ray job logs are
+files), also while no answer comes (`ticking`: a thread); and
 ROOT/RUN/status.json, rewritten as cells advance, so `ragjudge status ROOT/RUN` shows the run from anywhere
 (a second terminal, a laptop reading the S3 root).
 
@@ -13,6 +14,7 @@ import shutil
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
@@ -20,6 +22,8 @@ from jobs.store import FAILED_ERRORS, RunRoot
 from jobs.store.layout import STATUS
 
 BAR = 20  # characters of a terminal progress bar
+RATE_WINDOW_S = 60.0  # requests per second over this recent window: a cell's pace now, not since its start
+SAMPLE_EVERY_S = 1.0  # a cell keeps its (time, answered) at most this often, for the window
 
 
 def _duration(seconds: float | None) -> str:
@@ -47,7 +51,8 @@ class Progress:
     def __init__(self, root: RunRoot | None, log: Callable[[str], None] = print,
                  interactive: bool | None = None, stream: TextIO | None = None,
                  clock: Callable[[], float] = time.time,
-                 write_every: float = 5.0, log_every: float = 30.0, redraw_every: float = 0.5) -> None:
+                 write_every: float = 5.0, log_every: float = 30.0, redraw_every: float = 0.5,
+                 ticking: bool = False) -> None:
         self.root, self.log, self.clock = root, log, clock
         self.stream = stream or sys.stderr
         self.interactive = self.stream.isatty() if interactive is None else interactive
@@ -58,6 +63,10 @@ class Progress:
         self._written = self._logged = self._drawn_at = float("-inf")
         self._drawn_lines = 0
         self._write_failed = False
+        self._samples: dict[str, deque[tuple[float, int]]] = {}  # a running cell's (time, done), the last minute
+        self._stopped = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_until_closed, name="ragjudge-progress", daemon=True) \
+            if ticking else None  # started with the first cell, which the pipeline's `finally` closes
 
     # -- what the pipeline calls ---------------------------------------------------------------------------
     def cell_started(self, key: str, total_requests: int, done: int = 0) -> None:
@@ -66,7 +75,10 @@ class Progress:
             now = self.clock()
             self.cells[key] = {"status": "running", "done": done, "total": total_requests,
                                "resumed_from": done, "started_at": now, "requests_per_s": None, "eta_s": None}
+            self._samples[key] = deque([(now, done)])
             self._changed(now)
+            if self._ticker is not None and not self._ticker.is_alive() and not self._stopped.is_set():
+                self._ticker.start()
 
     def more_requests(self, key: str, n: int) -> None:
         """A later round (judge the answers of the first) adds `n` requests to the cell's total."""
@@ -74,7 +86,7 @@ class Progress:
             now = self.clock()
             cell = self._cell(key, now)
             cell["total"] += n
-            self._rate(cell, now)
+            self._rate(key, cell, now)
             self._changed(now)
 
     def advanced(self, key: str, n: int = 1) -> None:
@@ -83,16 +95,16 @@ class Progress:
             now = self.clock()
             cell = self._cell(key, now)
             cell["done"] += n
-            self._rate(cell, now)
-            if now - self._written >= self.write_every:
-                self._write(now)
-            if self.interactive:
-                if now - self._drawn_at >= self.redraw_every:
-                    self._draw(now)
-            elif now - self._logged >= self.log_every:
-                self._logged = now
-                for line in self._lines(bar=False):
-                    self.log(line)
+            self._rate(key, cell, now)
+            self._show(now)
+
+    def tick(self) -> None:
+        """The running cells' rates and ETAs brought to now, and shown when it is time, answers or not."""
+        with self._lock:
+            now = self.clock()
+            for key, cell in self._running():
+                self._rate(key, cell, now)
+            self._show(now)
 
     def cell_finished(self, key: str, status: str, message: str = "") -> None:
         """The cell ended: done, failed, failed_errors (over its error budget), cached or interrupted; `message`
@@ -101,6 +113,7 @@ class Progress:
             now = self.clock()
             cell = self._cell(key, now)
             cell.update(status=status, finished_at=now, eta_s=None, **({"message": message} if message else {}))
+            self._samples.pop(key, None)
             self._changed(now)
 
     def skipped(self, keys: Iterable[str], reason: str = "") -> str | None:
@@ -124,9 +137,14 @@ class Progress:
 
     def close(self) -> None:
         """Final status.json and the terminal's progress lines cleared."""
+        self._stopped.set()
         with self._lock:
             self._clear()
             self._write(self.clock())
+
+    def _tick_until_closed(self) -> None:
+        while not self._stopped.wait(1.0):
+            self.tick()
 
     # -- state ---------------------------------------------------------------------------------------------
     def _cell(self, key: str, now: float) -> dict[str, Any]:
@@ -145,12 +163,33 @@ class Progress:
         return {"run": self.root.run if self.root else None, "updated_at": self.clock(), "counts": counts,
                 "cells": {k: dict(v) for k, v in self.cells.items()}, "skipped": dict(self.skipped_cells)}
 
-    def _rate(self, cell: dict[str, Any], now: float) -> None:
-        elapsed = now - cell["started_at"]
-        answered = cell["done"] - cell["resumed_from"]
+    def _rate(self, key: str, cell: dict[str, Any], now: float) -> None:
+        """Requests per second since the oldest sample of the last RATE_WINDOW_S (since the cell started, in
+        its first minute), and the ETA at that pace; a cell that answered nothing for a whole window has a
+        rate of 0 and no ETA."""
+        samples = self._samples.setdefault(key, deque([(cell["started_at"], cell["resumed_from"])]))
+        while len(samples) > 1 and now - samples[1][0] >= RATE_WINDOW_S:
+            samples.popleft()
+        since, done_then = samples[0]
+        answered, elapsed = cell["done"] - done_then, now - since
         if elapsed > 0 and answered > 0:
             cell["requests_per_s"] = answered / elapsed
             cell["eta_s"] = max(0, cell["total"] - cell["done"]) / cell["requests_per_s"]
+        elif elapsed >= RATE_WINDOW_S and cell["requests_per_s"] is not None:
+            cell["requests_per_s"], cell["eta_s"] = 0.0, None
+        if now - samples[-1][0] >= SAMPLE_EVERY_S:
+            samples.append((now, cell["done"]))
+
+    def _show(self, now: float) -> None:
+        if now - self._written >= self.write_every:
+            self._write(now)
+        if self.interactive:
+            if now - self._drawn_at >= self.redraw_every:
+                self._draw(now)
+        elif now - self._logged >= self.log_every:
+            self._logged = now
+            for line in self._lines(bar=False):
+                self.log(line)
 
     def _running(self) -> list[tuple[str, dict[str, Any]]]:
         return [(k, c) for k, c in self.cells.items() if c["status"] == "running"]

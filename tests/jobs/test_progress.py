@@ -1,6 +1,7 @@
 """jobs.sweep.progress with a fake clock: when status.json is written, what the log and the terminal show."""
 import io
 import json
+import time
 
 import pytest
 
@@ -165,3 +166,44 @@ def test_a_failing_status_write_does_not_stop_the_sweep():
     progress.cell_started("a/b", 10)
     progress.cell_finished("a/b", "done")
     assert log == ["progress: cannot write mem://status.json: bucket gone"]  # said once
+
+
+def test_the_rate_is_the_last_minutes_and_a_stalled_cell_has_no_eta():
+    clock, log = Clock(), []
+    progress = Progress(None, log.append, interactive=False, clock=clock)
+    progress.cell_started("rag/m1", total_requests=1000)
+    clock.now += 60
+    progress.advanced("rag/m1", 600)  # 10 a second in the first minute
+    clock.now += 60
+    progress.advanced("rag/m1", 60)  # 1 a second in the second: since the cell started it would be 5.5
+    cell = progress.cells["rag/m1"]
+    assert cell["requests_per_s"] == pytest.approx(1.0) and cell["eta_s"] == pytest.approx(340.0)
+    clock.now += 60
+    progress.tick()  # a minute without an answer: no pace, no ETA, and a line all the same
+    assert (cell["requests_per_s"], cell["eta_s"]) == (0.0, None)
+    assert log[-1] == "rag/m1  660/1000 (66%)  0.0 req/s  ETA ?"
+
+
+def test_tick_logs_every_30_seconds_without_answers():
+    clock, log = Clock(), []
+    progress = Progress(None, log.append, interactive=False, clock=clock)
+    progress.cell_started("gen/m", total_requests=8)
+    progress.tick()
+    assert log == ["gen/m  0/8 (0%)  - req/s  ETA ?"]
+    clock.now += 29
+    progress.tick()
+    assert len(log) == 1
+    clock.now += 1
+    progress.tick()
+    assert len(log) == 2
+
+
+def test_a_ticking_progress_logs_while_no_answer_comes():
+    log = []
+    progress = Progress(None, log.append, interactive=False, log_every=1.0, ticking=True)
+    progress.cell_started("gen/m", total_requests=8)
+    deadline = time.monotonic() + 20
+    while len(log) < 2 and time.monotonic() < deadline:  # the thread's, not an answer's
+        time.sleep(0.1)
+    progress.close()
+    assert len(log) >= 2 and all(line == "gen/m  0/8 (0%)  - req/s  ETA ?" for line in log)

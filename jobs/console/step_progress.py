@@ -1,0 +1,39 @@
+"""Progress of a step a person waits for (an index's passages encoded, a model made), as whole lines.
+
+tqdm keeps the count, the rate over a recent window (its exponential smoothing) and the ETA; what it writes is
+cut into lines here, because tqdm redraws a line with carriage returns even into a file, and the console of a
+run is often a file (CI, Slurm, `ray job logs`). One line every `every` seconds, and one at the end.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tqdm import tqdm
+
+EVERY_S = 10.0
+FORMAT = "{desc}: {n_fmt}/{total_fmt}{unit} ({percentage:.0f}%), {rate_noinv_fmt}, ETA {remaining}"
+
+
+class _Lines:
+    """A file for tqdm that hands each drawn meter, without its carriage return, to `log` as one line (not the
+    same line twice: tqdm draws the last one again as it closes)."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log, self.last = log, ""
+
+    def write(self, text: str) -> None:
+        if (line := text.strip("\r\n ")) and line != self.last:
+            self.log(line)
+            self.last = line
+
+    def flush(self) -> None:
+        pass
+
+
+def step_progress(desc: str, total: int, unit: str, log: Callable[[str], None] = print,
+                  every: float = EVERY_S) -> tqdm:
+    """A tqdm counter for `total` units of a step; `update(n)` as they are done, `close()` at its end (a
+    `with` block does). Its lines: 'index minilm: 5120/20642 passages (25%), 42.1 passages/s, ETA 06:08'."""
+    return tqdm(total=total, desc=desc, unit=f" {unit}", file=_Lines(log), mininterval=every, maxinterval=every,
+                miniters=1, bar_format=FORMAT, ascii=True, disable=False)  # disable: not TQDM_DISABLE's
+

@@ -1,0 +1,26 @@
+"""A long step's progress as whole lines: one at its start, then at most one every `every` seconds, one at its
+end; never a carriage return (a run's console is often a file)."""
+from jobs.console.step_progress import step_progress
+
+
+def test_lines_at_start_and_end_and_none_between_within_the_interval():
+    lines = []
+    with step_progress("index minilm: encoding", 20642, "passages", lines.append, every=3600) as progress:
+        for _ in range(100):
+            progress.update(200)
+        progress.update(642)
+    assert len(lines) == 2
+    assert lines[0].startswith("index minilm: encoding: 0/20642 passages (0%), ? passages/s, ETA ?")
+    assert lines[1].startswith("index minilm: encoding: 20642/20642 passages (100%), ")
+    assert lines[1].endswith(" passages/s, ETA 00:00")
+    assert not any("\r" in line or "\n" in line for line in lines)
+
+
+def test_a_line_every_interval_while_it_runs():
+    lines = []
+    with step_progress("made", 10, "parts", lines.append, every=0) as progress:
+        for _ in range(10):
+            progress.update(1)
+    counts = [line.split(" (")[0] for line in lines]
+    assert counts[:11] == [f"made: {n}/10 parts" for n in range(11)]
+    assert set(counts[11:]) <= {"made: 10/10 parts"}  # its closing line, where the rate has moved since

@@ -6,7 +6,10 @@ run is often a file (CI, Slurm, `ray job logs`). One line every `every` seconds,
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from tqdm import tqdm
 
@@ -37,3 +40,22 @@ def step_progress(desc: str, total: int, unit: str, log: Callable[[str], None] =
     return tqdm(total=total, desc=desc, unit=f" {unit}", file=_Lines(log), mininterval=every, maxinterval=every,
                 miniters=1, bar_format=FORMAT, ascii=True, disable=False)  # disable: not TQDM_DISABLE's
 
+
+
+@contextmanager
+def elapsed_lines(desc: str, log: Callable[[str], None] = print, every: float = EVERY_S) -> Iterator[None]:
+    """'desc: 20 s' every `every` seconds while the block runs: a step with nothing to count (a model being
+    made in this process)."""
+    stop, start = threading.Event(), time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            log(f"{desc}: {time.monotonic() - start:.0f} s")
+
+    ticker = threading.Thread(target=tick, name="ragjudge-elapsed", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()

@@ -21,6 +21,7 @@ from typing import Any
 
 from actors.engine_ledger import EngineLedger
 from jobs.config import ModelConfig
+from jobs.console.step_progress import EVERY_S
 from jobs.engines.base import engine_of
 from jobs.engines.prefetch import Prefetch
 
@@ -72,7 +73,25 @@ class EngineHost:
             self._servers[name] = (handle, group)
             self._times[name] = {"requested_at": round(time.time(), 3)}
             self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
+            threading.Thread(target=self._say_when_ready, args=(name, handle), name="ragjudge-engine-start",
+                             daemon=True).start()
         return name
+
+    def _say_when_ready(self, name: str, handle: Any, every: float = EVERY_S) -> None:
+        """'engine X: starting, 20 s' every `every` seconds until its actor is up (loading weights, profiling
+        memory: a minute for a 135M model on 2 cores), then 'engine X: ready in 61 s'."""
+        import ray
+
+        short, start = name.removeprefix(self.prefix + "-"), time.monotonic()
+        ready = handle.__ray_ready__.remote()  # every Ray actor's: done once its constructor has returned
+        while not ray.wait([ready], timeout=every)[0]:
+            self.log(f"engine {short}: starting, {time.monotonic() - start:.0f} s")
+        try:
+            ray.get(ready)
+        except Exception as e:  # noqa: BLE001 - the cells that ask it say why; this line only tells the wait is over
+            self.log(f"engine {short}: did not start ({type(e).__name__})")
+            return
+        self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
 
     def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
         """The settings and weights path an engine and its cells' tasks load: hub specs replaced by their local

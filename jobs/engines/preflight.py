@@ -17,6 +17,7 @@ from actors.model_store import (
 )
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
+from jobs.console.step_progress import elapsed_lines
 from jobs.engines.base import engine_of
 from jobs.engines.weights import HubWeights, gated_problem, revision_of, source_of, weight_specs
 
@@ -109,7 +110,8 @@ def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], Non
         log(f"making {MAKING[made_as(spec)]}{'' if spec in MADE else f' ({spec})'} ({why})")
         start = time.perf_counter()
         try:
-            folder = resolve_model(spec)
+            with elapsed_lines(f"making {spec}", log):
+                folder = resolve_model(spec)
         except Exception as e:  # noqa: BLE001 - the cells that need it fail with this; the others run
             failed[spec] = f"could not make {spec}: {type(e).__name__}: {e}"
             log(failed[spec])

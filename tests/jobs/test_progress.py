@@ -207,3 +207,9 @@ def test_a_ticking_progress_logs_while_no_answer_comes():
         time.sleep(0.1)
     progress.close()
     assert len(log) >= 2 and all(line == "gen/m  0/8 (0%)  - req/s  ETA ?" for line in log)
+
+
+def test_a_slow_cell_shows_requests_a_minute():
+    cell = {"done": 8, "total": 44, "requests_per_s": 8 / 200, "eta_s": 36 * 25.0}
+    assert cell_line("utility/judge", cell) == "utility/judge  8/44 (18%)  2.4 req/min  ETA 15m00s"
+    assert cell_line("utility/judge", {**cell, "requests_per_s": 0.0, "eta_s": None}).endswith("0.0 req/s  ETA ?")

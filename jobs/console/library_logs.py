@@ -2,11 +2,11 @@
 
 A newcomer's `make demo` printed Ray's lines among ragjudge's (its token notice, every dataset's execution plan,
 "registers for logging while another dataset ... is also logging", resource warnings for stages that only wait
-for a shared engine) and the model conversion's tqdm bars, carriage returns and all, into a log file. Those
-lines are for whoever debugs Ray, so they go to `logs/libraries.log` of the run (secrets redacted, as every
-file of a run), and at the end the Ray session's own logs of this machine (its workers' and engines' stdout and
-stderr, Ray Data's log) are copied to `logs/ray/`. `--verbose` or RAGJUDGE_LOG=debug keeps them on the console
-too.
+for a shared engine) and the model conversion's tqdm bars, carriage returns and all (those now go to the
+"transformers" logger while a model is made: jobs.console.step_progress `stderr_to_log`). Those lines are for
+whoever debugs Ray, so they go to `logs/libraries.log` of the run (secrets redacted, as every file of a run),
+and at the end the Ray session's own logs of this machine (its workers' and engines' stdout and stderr, Ray
+Data's log) are copied to `logs/ray/`. `--verbose` or RAGJUDGE_LOG=debug keeps them on the console too.
 
 Python's logging has no hook for a handler a library adds later (ray.init sets its own, Serve when it starts),
 so `take` runs again before each of ragjudge's lines (`say`); it is idempotent and walks a few hundred loggers.
@@ -56,7 +56,6 @@ class LibraryLogs:
         self.handler: RedactedFile | None = None
         self.removed: list[tuple[logging.Logger, logging.Handler]] = []
         self.propagated: list[tuple[logging.Logger, bool]] = []
-        self.tqdm_disable = os.environ.get("TQDM_DISABLE")
         self.print_to_stdstream: Callable[..., None] | None = None  # Ray's, while ours replaces it
 
     def __enter__(self) -> Self:
@@ -66,10 +65,6 @@ class LibraryLogs:
         self.handler = RedactedFile(self.path, encoding="utf-8")
         self.handler.setFormatter(logging.Formatter(FORMAT))
         logging.captureWarnings(True)
-        if not self.verbose:
-            # tqdm's bars (a GGUF conversion, transformers' shard writer) are carriage returns in a log file;
-            # ragjudge says when a model is being made and how long it took.
-            os.environ["TQDM_DISABLE"] = "1"
         self.take()
         if not self.verbose:
             self.print_to_stdstream = _send_ray_prints_to_log()
@@ -108,8 +103,6 @@ class LibraryLogs:
         for name in list(logging.root.manager.loggerDict):
             logging.getLogger(name).removeHandler(self.handler)  # type: ignore[arg-type]
         logging.captureWarnings(False)
-        if self.tqdm_disable is None:
-            os.environ.pop("TQDM_DISABLE", None)
         if self.handler is not None:
             self.handler.close()
         if self.upload and self.path.exists():

@@ -6,10 +6,11 @@ run is often a file (CI, Slurm, `ray job logs`). One line every `every` seconds,
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 
 from tqdm import tqdm
 
@@ -31,6 +32,9 @@ class _Lines:
 
     def flush(self) -> None:
         pass
+
+    def isatty(self) -> bool:
+        return False
 
 
 def step_progress(desc: str, total: int, unit: str, log: Callable[[str], None] = print,
@@ -59,3 +63,12 @@ def elapsed_lines(desc: str, log: Callable[[str], None] = print, every: float = 
     finally:
         stop.set()
         ticker.join()
+
+
+@contextmanager
+def stderr_to_log(logger: str) -> Iterator[None]:
+    """What the block writes to sys.stderr, as lines of `logger` (whose lines LibraryLogs sends to the run's
+    file): a library's own tqdm bars (transformers' GGUF conversion has no switch) are carriage returns, and
+    tqdm reads TQDM_DISABLE only when it is first imported."""
+    with redirect_stderr(_Lines(logging.getLogger(logger).info)):  # type: ignore[type-var]
+        yield

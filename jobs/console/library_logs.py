@@ -6,7 +6,8 @@ for a shared engine) and the model conversion's tqdm bars, carriage returns and 
 "transformers" logger while a model is made: jobs.console.step_progress `stderr_to_log`). Those lines are for
 whoever debugs Ray, so they go to `logs/libraries.log` of the run (secrets redacted, as every file of a run),
 and at the end the Ray session's own logs of this machine (its workers' and engines' stdout and stderr, Ray
-Data's log) are copied to `logs/ray/`. `--verbose` or RAGJUDGE_LOG=debug keeps them on the console too.
+Data's log) are copied to `logs/ray/`. What C++ code writes to the driver's stderr (Ray's core worker) goes to
+the file as well (jobs.console.native_stderr). `--verbose` or RAGJUDGE_LOG=debug keeps them on the console too.
 
 Python's logging has no hook for a handler a library adds later (ray.init sets its own, Serve when it starts),
 so `take` runs again before each of ragjudge's lines (`say`); it is idempotent and walks a few hundred loggers.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -22,11 +24,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from jobs.console.native_stderr import NativeStderr
 from jobs.store import RunRoot, StorageError
 from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS
 from jobs.store.redaction import redact
 
-LIBRARIES = ("ray", "vllm", "transformers", "huggingface_hub", "sentence_transformers", "filelock", "py.warnings")
+LIBRARIES = ("ray", "vllm", "transformers", "huggingface_hub", "sentence_transformers", "filelock", "py.warnings",
+             "stderr")  # the last: what C and C++ code writes to fd 2
 SESSION_LOG_SUFFIXES = (".log", ".out", ".err")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -57,6 +61,7 @@ class LibraryLogs:
         self.attached: list[logging.Logger] = []  # loggers given the file
         self.unpropagated: list[logging.Logger] = []  # loggers that propagated to the root's console
         self.print_to_stdstream: Callable[..., None] | None = None  # Ray's, while ours replaces it
+        self.native = NativeStderr(logging.getLogger("stderr"))
 
     def __enter__(self) -> Self:
         import ray.data  # noqa: F401 -- Ray's and Ray Data's loggers get their console handlers at import
@@ -68,6 +73,7 @@ class LibraryLogs:
         self.take()
         if not self.verbose:
             self.print_to_stdstream = _send_ray_prints_to_log()
+            self.native.start()
         return self
 
     def take(self) -> None:
@@ -93,6 +99,7 @@ class LibraryLogs:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.copy_ray_session_logs()
+        self.native.stop()
         if self.print_to_stdstream is not None:
             import ray._private.worker
 
@@ -106,8 +113,10 @@ class LibraryLogs:
         logging.captureWarnings(False)
         if self.handler is not None:
             self.handler.close()
-        if self.upload and self.path.exists():
-            self.root.write_text(LIBRARY_LOG, self.path.read_text(encoding="utf-8", errors="replace"))
+        if self.upload:
+            if self.path.exists():
+                self.root.write_text(LIBRARY_LOG, self.path.read_text(encoding="utf-8", errors="replace"))
+            shutil.rmtree(self.path.parent, ignore_errors=True)
 
     def copy_ray_session_logs(self) -> None:
         """This machine's Ray session logs (its workers', engines' and Ray Data's), redacted, to logs/ray/.

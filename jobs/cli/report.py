@@ -3,11 +3,15 @@ exit 1 when a cell the manifest says is scored has stored rows that are missing,
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import webbrowser
+from pathlib import Path
 from typing import Any
 
 from jobs.analysis import Report, write_report
-from jobs.store import open_run
+from jobs.store import RunRoot, open_run
+from jobs.store.layout import REPORT, REPORT_PAGE
 
 
 def add(commands: Any) -> None:
@@ -16,6 +20,7 @@ def add(commands: Any) -> None:
     parser.add_argument("--tokenizer", help="also measure the responses' lengths in this tokenizer's tokens "
                                             "(a folder, hub id or built-in, e.g. builtin:tiny-random-classifier: "
                                             "SmolLM2's)")
+    parser.add_argument("--open", action="store_true", help="open the report in this machine's web browser")
     parser.set_defaults(func=run)
 
 
@@ -25,8 +30,23 @@ def run(args: argparse.Namespace) -> int:
     if report is None:
         print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
-    print(f"Report: {root.uri('report/index.html')}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    print(f"Report: {root.uri(REPORT_PAGE)}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    if args.open:
+        open_in_browser(root)
     return said_incomplete(report)
+
+
+def open_in_browser(root: RunRoot) -> None:
+    """The report page in the browser Python's webbrowser finds; a run in object storage, or a machine without
+    a browser (a cluster's head node), gets a line saying what to do instead."""
+    if not root.on_this_machine:
+        folder = root.uri(REPORT)
+        print(f"ragjudge report: the report is in object storage; copy it here to open it: aws s3 cp --recursive "
+              f"{shlex.quote(folder)} {shlex.quote(Path(folder).name)}", file=sys.stderr)
+        return
+    url = Path(root.path(REPORT_PAGE)).as_uri()
+    if not webbrowser.open(url):
+        print(f"ragjudge report: no web browser found here; open {url}", file=sys.stderr)
 
 
 def said_incomplete(report: Report) -> int:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     for line in end_lines(outcomes, root, report is not None):
         print(line)
-    unfinished = unfinished_lines(outcomes)
+    unfinished = unfinished_lines(outcomes, root)
     for line in unfinished:
         print(line, file=sys.stderr)
     if stop.is_set():

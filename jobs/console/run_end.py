@@ -36,6 +36,13 @@ def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bo
     return lines
 
 
-def unfinished_lines(outcomes: Sequence[CellOutcome]) -> list[str]:
-    """Each failed or interrupted cell with its one-line error (for stderr)."""
-    return [f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}" for o in outcomes if o.status in UNFINISHED]
+def unfinished_lines(outcomes: Sequence[CellOutcome], root: RunRoot) -> list[str]:
+    """Each failed or interrupted cell with its one-line error (for stderr); a cell over its error budget also
+    with where its request errors are counted by kind (its metrics.json: failed requests are not stored)."""
+    lines = []
+    for o in outcomes:
+        if o.status in UNFINISHED:
+            lines.append(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}")
+            if o.status == FAILED_ERRORS:
+                lines.append(f"  its request errors by kind: {root.uri(root.metrics_path(o.benchmark, o.model))}")
+    return lines

@@ -47,14 +47,16 @@ def step_progress(desc: str, total: int, unit: str, log: Callable[[str], None] =
 
 
 @contextmanager
-def elapsed_lines(desc: str, log: Callable[[str], None] = print, every: float = EVERY_S) -> Iterator[None]:
+def elapsed_lines(desc: str, log: Callable[[str], None] = print, every: float = EVERY_S,
+                  last: float | None = None) -> Iterator[None]:
     """'desc: 20 s' every `every` seconds while the block runs: a step with nothing to count (a model being
-    made in this process)."""
+    made in this process); 'desc: 20 s (45 s last time)' when the step's `last` seconds are known."""
     stop, start = threading.Event(), time.monotonic()
+    against = "" if last is None else f" ({last:.0f} s last time)"
 
     def tick() -> None:
         while not stop.wait(every):
-            log(f"{desc}: {time.monotonic() - start:.0f} s")
+            log(f"{desc}: {time.monotonic() - start:.0f} s{against}")
 
     ticker = threading.Thread(target=tick, name="ragjudge-elapsed", daemon=True)
     ticker.start()

@@ -16,7 +16,7 @@ from jobs.engines.answering import answer_requests
 from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand
 from jobs.engines.errors import headline, retryable
-from jobs.engines.host import EngineHost, engine_name, engine_names
+from jobs.engines.host import EngineHost, engine_name, engine_names, last_starts
 from jobs.engines.prefetch import Prefetch, WeightsUnavailable, ahead_of_engines
 from jobs.engines.preflight import (
     PreflightError,
@@ -32,5 +32,5 @@ from jobs.engines.weights import HubWeights, hub_weights, unpinned, weight_specs
 __all__ = ["ENGINES", "Demand", "Engine", "EngineHost", "HubWeights", "Machine", "Need", "Prefetch", "PreflightError",
            "Retriever", "WeightsUnavailable", "ahead_of_engines", "answer_requests", "cell_need", "dataset_rows",
            "engine_demand", "engine_name", "engine_names", "engine_of", "headline", "hub_weights", "largest_gpu_node",
-           "make_built_in_models", "model_problems", "register", "resolved", "retryable", "unmade_problems",
+           "last_starts", "make_built_in_models", "model_problems", "register", "resolved", "retryable", "unmade_problems",
            "unpinned", "weight_specs", "weights_record", "why_not"]

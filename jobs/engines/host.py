@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from actors.engine_ledger import EngineLedger
@@ -32,9 +32,11 @@ SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core proc
 class EngineHost:
     """Starts, shares, counts and releases the engines of one sweep (or of one standalone call)."""
 
-    def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None):
+    def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None,
+                 last_starts: Mapping[tuple[str, str], float] | None = None):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
         self.weights = weights  # the sweep's hub weights, fetched ahead of the engines that load them
+        self.last_starts = last_starts or {}  # (engine, model) -> seconds its start took in the run's last attempt
         self._lock = threading.Lock()
         self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
@@ -73,18 +75,20 @@ class EngineHost:
             self._servers[name] = (handle, group)
             self._times[name] = {"requested_at": round(time.time(), 3)}
             self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
-            threading.Thread(target=self._say_when_ready, args=(name, handle), name="ragjudge-engine-start",
+            last = self.last_starts.get((engine.name, model.name))
+            threading.Thread(target=self._say_when_ready, args=(name, handle, last), name="ragjudge-engine-start",
                              daemon=True).start()
         return name
 
-    def _say_when_ready(self, name: str, handle: Any) -> None:
+    def _say_when_ready(self, name: str, handle: Any, last_start: float | None) -> None:
         """'engine X starting: 20 s' every 10 s until its actor is up (loading weights, profiling memory: a
-        minute for a 135M model on 2 cores), then 'engine X: ready in 61 s'."""
+        minute for a 135M model on 2 cores), against its start's seconds in the run's last attempt when there
+        was one; then 'engine X: ready in 61 s'."""
         import ray
 
         short, start = name.removeprefix(self.prefix + "-"), time.monotonic()
         ready = handle.__ray_ready__.remote()  # every Ray actor's: done once its constructor has returned
-        with elapsed_lines(f"engine {short} starting", self.log):
+        with elapsed_lines(f"engine {short} starting", self.log, last=last_start):
             ray.wait([ready], timeout=None)
         try:
             ray.get(ready)
@@ -166,6 +170,19 @@ class EngineHost:
             ray.kill(self._ledger)
             self._ledger = None
         return entries
+
+
+def last_starts(engines: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
+    """(engine, model) -> the seconds its first start took, from the host asking Ray for the actor to the
+    engine being ready (what 'engine X starting' counts), from a run's recorded engines (manifest.json's
+    `engines`, the accounting above); a shared engine's start counts for each of its models."""
+    out: dict[tuple[str, str], float] = {}
+    for entry in engines:
+        ready = (entry.get("start_times") or [{}])[0].get("ready")
+        if ready is not None and entry.get("requested_at") is not None:
+            for model in str(entry.get("model", "")).split(" + "):
+                out[(entry["engine"], model)] = ready - entry["requested_at"]
+    return out
 
 
 def engine_name(model: ModelConfig, reference: bool = False) -> str:

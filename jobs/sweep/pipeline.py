@@ -25,6 +25,7 @@ from jobs.engines import (
     ahead_of_engines,
     cell_need,
     largest_gpu_node,
+    last_starts,
     make_built_in_models,
     model_problems,
     unmade_problems,
@@ -106,7 +107,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # Hub weights download in that order while earlier engines run (jobs.engines.prefetch); engines load the
     # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
-    engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None))
+    engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None),
+                         last_starts=last_starts(manifest.data.get("engines") or []))
     def record_engines() -> None:
         """Past the grace period of a stop the process exits without reaching `finally` below: the engines'
         starts and nodes are still recorded. Not once they are closed: the closed host accounts for none, and

@@ -81,3 +81,20 @@ def test_the_ledger_times_each_start_of_an_engine():
     ledger.started("e", "tiny_classifier", "transformers", 3.0, began=2000.0)  # Ray restarted it
     assert ledger.read()["e"]["start_times"] == [{"began": 1000.0, "ready": 1002.5}, {"began": 2000.0, "ready": 2003.0}]
     assert ledger.read()["e"]["starts"] == 2 and ledger.read()["e"]["start_s"] == 5.5
+
+
+def test_an_engines_last_start_is_read_from_the_runs_recorded_engines_from_request_to_ready():
+    """What 'engine X starting: 20 s (61 s last time)' compares against: the first start's ready time less the
+    time the host asked Ray for the actor (a restart's load is not a start a cell waits for at the sweep's
+    beginning); a shared engine's for each of its models; an engine that never became ready, none."""
+    from jobs.engines.host import last_starts
+
+    ledger = EngineLedger()
+    ledger.started("e", "smollm2_judge", "vllm", 40.0, began=1010.0)
+    ledger.add("e", "smollm2_implicit", "vllm", {"requests": 12})
+    ledger.started("e", "smollm2_judge", "vllm", 55.0, began=2000.0)  # a restart
+    ledger.started("c", "tiny_classifier", "transformers", 2.5, began=1003.0)
+    entries = [{**entry, "requested_at": 1000.0} for entry in ledger.read().values()]
+    entries.append({"engine": "vllm", "model": "never_ready", "starts": 0, "start_times": [], "requested_at": 5.0})
+    assert last_starts(entries) == {("vllm", "smollm2_implicit"): 50.0, ("vllm", "smollm2_judge"): 50.0,
+                                    ("transformers", "tiny_classifier"): 5.5}

@@ -133,6 +133,26 @@ def test_report_command(tmp_path, monkeypatch, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
 
 
+def test_report_open_hands_the_page_to_the_browser_or_says_how_to_open_it(tmp_path, monkeypatch, capsys):
+    import webbrowser
+
+    from jobs.cli.report import open_in_browser
+
+    root = build_run(str(tmp_path), "r", models=2, items=20)
+    _stub_protocol(monkeypatch)
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
+    assert main(["report", root.path(), "--open"]) == 0
+    page = tmp_path / "r" / "report" / "index.html"
+    assert opened == [page.as_uri()] and page.exists()
+    capsys.readouterr()
+    monkeypatch.setattr(webbrowser, "open", lambda url: False)  # a machine without a browser
+    open_in_browser(root)
+    assert capsys.readouterr().err == f"ragjudge report: no web browser found here; open {page.as_uri()}\n"
+    open_in_browser(RunRoot("s3://bucket/results dir", "r"))
+    assert "aws s3 cp --recursive 's3://bucket/results dir/r/report' report" in capsys.readouterr().err
+
+
 def test_a_cell_over_its_error_budget_is_reported_and_marked(tmp_path, monkeypatch):
     root = build_run(str(tmp_path), "r", models=3, items=30)
     manifest = root.read_json("manifest.json")

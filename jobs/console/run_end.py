@@ -1,6 +1,7 @@
 """The last lines of `ragjudge run`: what happened to the cells, and what to open."""
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +30,8 @@ def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bo
     lines.append(f"results: {root.uri('')}")
     if report_written:
         page = root.uri(REPORT_PAGE)
-        lines.append(f"report:  {page}" + (f"  (open {Path(page).as_uri()} in a browser)" if root.on_this_machine
-                                           else ""))
+        lines.append(f"report:  {page}" + (f"  (open {Path(page).as_uri()} in a browser, or `ragjudge report "
+                                           f"{shlex.quote(root.uri(''))} --open`)" if root.on_this_machine else ""))
     lines.append(f"logs:    {root.uri(LIBRARY_LOG)} (Ray's, vLLM's, the model libraries'); "
                  f"Ray's session logs in {root.uri(RAY_SESSION_LOGS)}/")
     return lines

@@ -20,7 +20,8 @@ def test_the_end_counts_cells_by_status_and_says_what_to_open(tmp_path):
     lines = end_lines(OUTCOMES, root, report_written=True)
     page = tmp_path / "results" / "demo" / "report" / "index.html"
     assert lines[0] == "cells: 2 done, 1 cached, 1 failed_errors, 1 failed, 1 interrupted"
-    assert lines[2] == f"report:  {page}  (open {page.as_uri()} in a browser)"
+    assert lines[2] == (f"report:  {page}  (open {page.as_uri()} in a browser, or "
+                        f"`ragjudge report {tmp_path / 'results' / 'demo'} --open`)")
     assert lines[3].startswith(f"logs:    {tmp_path / 'results' / 'demo' / 'logs' / 'libraries.log'} ")
     s3 = end_lines(OUTCOMES[:1], RunRoot("s3://bucket/results", "demo"), report_written=True)
     assert s3[2] == "report:  s3://bucket/results/demo/report/index.html"  # no file:// URL for a bucket

@@ -156,6 +156,16 @@ def test_no_code_outside_jobs_engines_branches_on_an_engine_name():
     assert found == []
 
 
+def test_no_code_outside_jobs_engines_branches_on_a_kind_string():
+    """What a model's kind means is declared once (jobs.config.schema KINDS: generates, pools, reads_logprobs,
+    remote); elsewhere jobs/ asks it, so a new kind is one entry there."""
+    pattern = re.compile(r"kind (==|!=|in \(|not in \()")
+    found = [f"{path.relative_to(REPO)}:{i}" for path in (REPO / "jobs").rglob("*.py")
+             if path.parent.name != "engines"
+             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert found == []
+
+
 # The benchmark packages, from the filesystem; a name matches however it is spelled (RAG-RewardBench, Bi'anBench).
 BENCHMARK_PACKAGES = sorted(p.name for p in (REPO / "benchmarks").iterdir() if (p / "__init__.py").is_file())
 NAMES_A_BENCHMARK = re.compile("|".join(r"\b" + "[-_' ]?".join(re.escape(c) for c in name if c != "_")

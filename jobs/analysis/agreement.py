@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.tables import aligned
-from jobs.config import ConfigError
+from jobs.config import KINDS, ConfigError
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def pad_problem(tokenizer: Mapping[str, Any], kind: str) -> str | None:
     Only classifiers pool that way: a causal LM's log-probs are masked by the attention mask, whatever it pads
     with. A config without a pad id cannot pad at all (transformers refuses a batch), so nothing is wrong."""
     ours, config = tokenizer.get("pad_token_id"), tokenizer.get("config_pad_token_id")
-    if kind != "discriminative" or ours is None or config is None or ours == config:
+    if not KINDS[kind].pools or ours is None or config is None or ours == config:
         return None
     return (f"the tokenizer pads with id {ours} ({tokenizer.get('pad_token')}) but config.pad_token_id is {config}: "
             "a padded batch scores a pad token")

@@ -19,15 +19,32 @@ PLAN = {"changes": "plan"}  # read by `ragjudge plan` only
 
 @dataclass(frozen=True)
 class Kind:
-    """What a model's kind means to the rest of ragjudge, said once."""
+    """What a model's kind means to the rest of ragjudge, said once: code outside the engines asks these, never
+    compares kind strings (a benchmark's own protocol branches on the kind its protocol sees)."""
 
     protocol: str  # the kind a benchmark's protocol sees
     task: Optional[str]  # what a local engine computes for it (actors: classify, judge, logprobs); None: no requests
+    remote: bool = False  # answered by a hosted API: no local weights, GPU-hours or engine start; priced in dollars
+
+    @property
+    def generates(self) -> bool:
+        """Writes text (a verdict, an answer, a rewrite): its output is its token budget."""
+        return self.task == "judge"
+
+    @property
+    def pools(self) -> bool:
+        """A sequence classifier: its score is read at the last token that is not padding."""
+        return self.task == "classify"
+
+    @property
+    def reads_logprobs(self) -> bool:
+        """An implicit RM: its score is the response's log-probability (alone or against a reference model)."""
+        return self.task == "logprobs"
 
 
 KINDS = {"discriminative": Kind("discriminative", "classify"), "generative": Kind("generative", "judge"),
          "implicit": Kind("implicit", "logprobs"),
-         "api": Kind("generative", "judge"),  # a generative judge that happens to be remote
+         "api": Kind("generative", "judge", remote=True),  # a generative judge that happens to be remote
          "retriever": Kind("retriever", None)}  # indexes and searches (jobs.flow.ranked)
 
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
 from benchmarks.row_types import Item, Row
-from jobs.config import BenchmarkConfig, ModelConfig, protocol_kind
+from jobs.config import KINDS, BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines import PreflightError, engine_of, retryable
 from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
@@ -123,7 +123,7 @@ class JudgedFlow(Flow):
                                job.progress or NoProgress(), job.say)
         encoder = encoder_settings(spec, options, bench.name)
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
-        verdict = (model.verdict if engine_of(model).prefills else "text") if kind == "generative" else None
+        verdict = (model.verdict if engine_of(model).prefills else "text") if KINDS[kind].generates else None
         cell_metrics = CellMetrics(spec, remote=job.answerer.streams() is not None)
         errors, stored = RequestErrors(), Counter(predictions=0, errors=0)
         n_bad = 0

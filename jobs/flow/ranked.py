@@ -31,7 +31,7 @@ from typing import Any
 from actors.retrievers import QuerySearcher, engine_settings
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
-from jobs.config import BenchmarkConfig, ConfigError, ModelConfig
+from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
 from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
 from jobs.flow.answer_cache import Keys, asked_or_cached, keep_answers
 from jobs.loading import load_model
@@ -120,7 +120,7 @@ def search(rows: list[Query], model: ModelConfig, settings: dict[str, Any], cach
 def rewriter_config(spec: Any) -> ModelConfig:
     """The rewriting model: a conf/models/<name>.yaml name or a model mapping; it must be generative."""
     model = load_model(spec, "options.rewriter")
-    if model.kind not in ("generative", "api"):
+    if not KINDS[model.kind].generates:
         raise ConfigError(f"options.rewriter: {model.name} is a {model.kind} model; a rewrite needs a generative one")
     return model
 
@@ -209,8 +209,8 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
 
     by_strategy: dict[str, Any] = {}
     predictions: list[Row] = []
-    for kind in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
-        root.clear_strategies(kind, bench_config.name, model.name)
+    for folder in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
+        root.clear_strategies(folder, bench_config.name, model.name)
     for strategy in strategies:
         mine = [r for r in rows if r["strategy"] == strategy]
         rankings = {r["task_id"]: answered[(strategy, r["task_id"])] for r in mine}

@@ -26,7 +26,7 @@ from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from benchmarks.row_types import Item
-from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
+from jobs.config import KINDS, BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import engine_of
 from jobs.engines.host import engine_name
 from jobs.flow import JudgedFlow, first_requests, flow_of, read_items
@@ -55,7 +55,7 @@ MEASURED_EFFICIENCY = {"discriminative": ((1.78, 0.553), (8.03, 0.617), (70.55, 
 
 def measured_efficiency(kind: str, params_b: float) -> float:
     """MEASURED_EFFICIENCY for a model of this kind and size."""
-    points = MEASURED_EFFICIENCY["implicit" if kind == "implicit" else "discriminative"]
+    points = MEASURED_EFFICIENCY["implicit" if KINDS[kind].reads_logprobs else "discriminative"]
     if params_b <= points[0][0]:
         return points[0][1]
     for (small, low), (large, high) in itertools.pairwise(points):
@@ -164,9 +164,9 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     kind = protocol_kind(model)
     items, scale, items_from = items or _items(bench, spec)
     requests = first_requests(spec, items, kind, options)
-    tpl = _local_templater(model) if model.kind != "api" else None
+    tpl = None if KINDS[model.kind].remote else _local_templater(model)
     if tpl is not None:
-        ids = tpl.opened if kind == "generative" else tpl.closed
+        ids = tpl.opened if KINDS[kind].generates else tpl.closed
         prompt = sum(len(ids(r["messages"])) for r in requests)
         tokens_from = "tokenizer"
     else:
@@ -177,7 +177,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     prompt_tokens = round(prompt * scale)
     output_tokens = round(sum(_output_tokens(r, model, kind) for r in requests) * scale)
     passes = 2 if model.reference else 1  # an implicit RM with a reference runs both models
-    if model.kind == "api" or model.params_b is None:
+    if KINDS[model.kind].remote or model.params_b is None:
         flops, hours, start_s = 0.0, 0.0, 0.0
     else:
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
@@ -202,9 +202,9 @@ def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
 def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
     """Judges write up to their request's (or the model's) token budget and read one verdict token after a
     prefill; scorers write nothing (an implicit RM samples 1 token beside its prompt log-probs)."""
-    if kind == "generative":
+    if KINDS[kind].generates:
         return int(request.get("max_tokens") or model.max_new_tokens) + (request.get("prefill") is not None)
-    return {"implicit": 1, "discriminative": 0}[kind]
+    return 1 if KINDS[kind].reads_logprobs else 0
 
 
 # A retrieval cell's plan: nothing wrong with it, and nothing to count in tokens.
@@ -284,7 +284,7 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     lines += ["", format_schedule(plan), ""]
     compute, starts = sum(p.gpu_hours for p in plans), plan.start_gpu_s / 3600
     total = compute + starts
-    api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.kind == "api")
+    api = sum(p.prompt_tokens + p.output_tokens for p in plans if KINDS[p.kind].remote)
     longest = plan.longest
     share = f"{gpu.efficiency:.0%}" if gpu.efficiency else "the share measured for each model's kind and size"
     lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({share} of {gpu.peak_tflops:g} "

@@ -77,8 +77,8 @@ def metrics_path(benchmark: str, model: str) -> str:
     return partition("metrics", benchmark, model) + "/metrics.json"
 
 
-def strategy_path(kind: Literal["runs", "metrics"], benchmark: str, model: str, strategy: str, name: str) -> str:
+def strategy_path(folder: Literal["runs", "metrics"], benchmark: str, model: str, strategy: str, name: str) -> str:
     """A file of one retrieval strategy, under runs/ (run.jsonl, per_query.jsonl) or metrics/ (metrics.json)."""
-    if kind not in ("runs", "metrics"):
-        raise ValueError(f"a strategy's files are under runs/ or metrics/, got {kind!r}")
-    return f"{cell_folder(kind, benchmark, model)}/{STRATEGY}{partition_value(strategy)}/{name}"
+    if folder not in ("runs", "metrics"):
+        raise ValueError(f"a strategy's files are under runs/ or metrics/, got {folder!r}")
+    return f"{cell_folder(folder, benchmark, model)}/{STRATEGY}{partition_value(strategy)}/{name}"

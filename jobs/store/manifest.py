@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from jobs.config import SweepConfig, to_dict
+from jobs.config import KINDS, SweepConfig, to_dict
 from jobs.store.layout import MANIFEST
 from jobs.store.run_root import RunRoot
 
@@ -48,7 +48,7 @@ def implicit_score(kind: str | None, reference: str | None) -> str | None:
     """What an implicit RM's score is, in words a report can print: its mean per-token log-prob alone, or the
     DPO-style log-ratio against its reference model (e.g. benchmarks.rag_rewardbench.implicit_reward). The two
     can rank a pair differently, so reports print it beside the score. None for other kinds."""
-    if kind != "implicit":
+    if kind not in KINDS or not KINDS[kind].reads_logprobs:
         return None
     return f"log-ratio vs {reference}" if reference else ALONE
 

@@ -36,7 +36,7 @@ from jobs.analysis.agreement import (
     verdict,
     verdict_rows,
 )
-from jobs.config import ConfigError, ModelConfig, SweepConfig, protocol_kind
+from jobs.config import KINDS, ConfigError, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines import (
     EngineHost,
     answer_requests,
@@ -203,7 +203,7 @@ def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresh
     kind = protocol_kind(model)  # as its cells expand and combine
     samples = [sample for sample in samples if kind in sample.spec.kinds]
     # The verdict is read from log-probs: one generated token is enough, and much faster than a text verdict.
-    requests = [{**r, "max_tokens": 1} if kind == "generative" else r
+    requests = [{**r, "max_tokens": 1} if KINDS[kind].generates else r
                 for s in samples for r in first_requests(s.spec, s.items, kind, s.options)]
     entry: dict[str, Any] = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
                              "tokenizer": tokenizer_facts(model)}

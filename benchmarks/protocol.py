@@ -9,16 +9,19 @@ benchmark that misses one fails when the registry loads it, naming the method) a
 the paper's protocol; benchmarks.options turns a config's mapping into it. A method that is a plain function of
 the benchmark's package is bound as `name = staticmethod(function)`.
 
-Adding a benchmark: one package in benchmarks/ with a class here-derived, one line in BENCHMARKS, one YAML in
-conf/benchmarks/ whose `module:` is the line's key.
+Adding a benchmark: one package in benchmarks/ with a class here-derived and decorated `@register("name")` in
+its `benchmark` module, and one YAML in conf/benchmarks/ whose `module:` is that name.
 """
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 # The rows crossing the layers, declared in benchmarks.row_types and named here with the contract.
@@ -224,39 +227,58 @@ class RetrievalBenchmark(_Contract):
         lines); with `out`, also written there as the flow writes them."""
 
 
-# config `module:` -> "package:Class" (or the class itself). A new benchmark adds its line here.
-BENCHMARKS: dict[str, str | type] = {
-    "rag_rewardbench": "benchmarks.rag_rewardbench:RagRewardBench",
-    "bianbench": "benchmarks.bianbench:BianBench",
-    "utility": "benchmarks.utility:UtilityJudgments",
-    "mtrag_generation": "benchmarks.mtrag.generation:MtragGeneration",
-    "mtrag_retrieval": "benchmarks.mtrag.retrieval:MtragRetrieval",
-}
-
-_loaded: dict[str | type, Benchmark | RetrievalBenchmark] = {}  # by registry entry, so a changed entry reloads
+# config `module:` -> the benchmark's class, filled by `register` as each package's `benchmark` module is imported.
+BENCHMARKS: dict[str, type] = {}
+DEFINED_IN = "benchmark"  # the module of a benchmark package that defines (and registers) its class
+_loaded: dict[type, Benchmark | RetrievalBenchmark] = {}  # by class, so a changed registration reloads
 
 
 class UnknownBenchmark(LookupError):
     """A config names a benchmark module the registry does not know, or one that breaks the contract."""
 
 
+def register(name: str) -> Any:
+    """Class decorator: the benchmark a config's `module: name` means. Checked against the contract when it is
+    first asked for (`benchmark`), so one broken benchmark does not stop the others from loading."""
+    def add(cls: type) -> type:
+        if BENCHMARKS.get(name, cls) is not cls:
+            first = BENCHMARKS[name]
+            raise UnknownBenchmark(f"benchmark module '{name}' is registered twice: {first.__module__}."
+                                   f"{first.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+        BENCHMARKS[name] = cls
+        return cls
+    return add
+
+
+@cache
+def _discover() -> None:
+    """Import every `benchmark` module under benchmarks/ (each registers its class): a benchmark is found where
+    it is defined, as engines and storage backends are, with no table to edit."""
+    for found in pkgutil.walk_packages([str(Path(__file__).parent)], "benchmarks."):
+        if found.name.rpartition(".")[2] == DEFINED_IN:
+            importlib.import_module(found.name)
+
+
+def benchmark_names() -> list[str]:
+    """Every registered benchmark's name, sorted."""
+    _discover()
+    return sorted(BENCHMARKS)
+
+
 def benchmark(name: str) -> Benchmark | RetrievalBenchmark:
-    """The registered benchmark `name`, loaded once; a class that misses a required method fails here."""
+    """The registered benchmark `name`, made once; a class that misses a required method fails here."""
+    if name not in BENCHMARKS:
+        _discover()
     if name not in BENCHMARKS:
         raise UnknownBenchmark(f"unknown benchmark module '{name}' (known: {', '.join(sorted(BENCHMARKS))})")
-    entry = BENCHMARKS[name]
-    if entry in _loaded:
-        return _loaded[entry]
-    if isinstance(entry, str):
-        module_name, _, class_name = entry.partition(":")
-        cls = getattr(importlib.import_module(module_name), class_name)  # the entry's "package:Class"
-    else:
-        cls = entry
+    cls = BENCHMARKS[name]
+    if cls in _loaded:
+        return _loaded[cls]
     if not inspect.isclass(cls) or not issubclass(cls, (Benchmark, RetrievalBenchmark)):
-        raise UnknownBenchmark(f"benchmark module '{name}' ({entry}) is not a Benchmark or RetrievalBenchmark")
+        raise UnknownBenchmark(f"benchmark module '{name}' ({cls!r}) is not a Benchmark or RetrievalBenchmark")
     missing = sorted(cls.__abstractmethods__) + [a for a in ("name", "kinds", "Options") if not hasattr(cls, a)]
     if missing:
-        raise UnknownBenchmark(f"benchmark module '{name}' ({entry}) does not implement the benchmark protocol: "
-                               f"missing {', '.join(missing)}")
-    _loaded[entry] = cls()
-    return _loaded[entry]
+        raise UnknownBenchmark(f"benchmark module '{name}' ({cls.__qualname__}) does not implement the benchmark "
+                               f"protocol: missing {', '.join(missing)}")
+    _loaded[cls] = cls()
+    return _loaded[cls]

@@ -18,9 +18,10 @@ from benchmarks.bianbench.prompts import check_items, template_problems
 from benchmarks.bianbench.requests import expand
 from benchmarks.bianbench.rows import combine, ensemble
 from benchmarks.bianbench.tables import table_text
-from benchmarks.protocol import Answer, Benchmark, Item, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Row, register
 
 
+@register("bianbench")
 class BianBench(Benchmark):
     """One request and one row per sampled run; accuracy macro-averaged over subsets, then over runs."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row, register
 from benchmarks.rag_rewardbench import ensemble, load, metrics, requests, rows, synthetic, tables, validation
 from benchmarks.records import Record
 
@@ -20,6 +20,7 @@ class RagRewardBenchOptions:
     model's `verdict` setting picks log-probs or text)."""
 
 
+@register("rag_rewardbench")
 class RagRewardBench(Benchmark):
     name = load.BENCHMARK
     kinds = requests.KINDS

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row, register
 from benchmarks.utility import gtu, summary, tables
 from benchmarks.utility.load import load_items
 from benchmarks.utility.options import BENCHMARK, Options, plan, problems
@@ -28,6 +28,7 @@ from benchmarks.utility.requests import judgment_requests, request
 from benchmarks.utility.rows import judgment_rows
 
 
+@register("utility")
 class UtilityJudgments(Benchmark):
     """Which passages have utility for a question, judged pointwise, pairwise or listwise (module
     docstring)."""

@@ -26,7 +26,7 @@ from actors.scorers import RequestScorer
 from actors.templating import templater
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
-from benchmarks.protocol import BENCHMARKS, Benchmark
+from benchmarks.protocol import Benchmark, benchmark_names
 from benchmarks.row_types import Answer, Item, Request, Row
 from jobs.analysis.agreement import (
     Thresholds,
@@ -72,7 +72,7 @@ def validation_benchmarks(sweep: SweepConfig) -> list[str]:
     else every registered one with a bundled validation sample."""
     own = [module for module in dict.fromkeys(b.module for b in sweep.benchmarks.values())
            if flow_of(module).validates()]
-    return own or [name for name in BENCHMARKS
+    return own or [name for name in benchmark_names()
                    if isinstance(flow := flow_of(name), JudgedFlow) and flow.validates() and flow.spec.validation_sample()]
 
 

@@ -15,7 +15,7 @@ from benchmarks.rag_rewardbench import RagRewardBench
 CONF = Path(__file__).resolve().parents[2] / "conf" / "benchmarks"
 
 
-@pytest.mark.parametrize("name", sorted(protocol.BENCHMARKS))
+@pytest.mark.parametrize("name", protocol.benchmark_names())
 def test_every_registered_benchmark_loads_with_its_options_defaults(name):
     spec = protocol.benchmark(name)
     assert isinstance(spec, (protocol.Benchmark, protocol.RetrievalBenchmark)) and spec.kinds
@@ -53,6 +53,25 @@ def test_a_benchmark_missing_a_required_method_is_refused_by_name(monkeypatch):
         protocol.benchmark("nowhere")
 
 
+def test_benchmarks_are_found_where_they_are_defined():
+    """Each package's `benchmark` module registers its class; nothing lists them elsewhere."""
+    from benchmarks.bianbench.benchmark import BianBench
+    from benchmarks.mtrag.retrieval.benchmark import MtragRetrieval
+
+    assert protocol.benchmark_names() == ["bianbench", "mtrag_generation", "mtrag_retrieval", "rag_rewardbench",
+                                          "utility"]
+    assert protocol.BENCHMARKS["bianbench"] is BianBench and protocol.BENCHMARKS["mtrag_retrieval"] is MtragRetrieval
+    assert isinstance(protocol.benchmark("rag_rewardbench"), RagRewardBench)
+
+
+def test_a_second_class_under_a_registered_name_is_refused(monkeypatch):
+    monkeypatch.setitem(protocol.BENCHMARKS, "bianbench", protocol.BENCHMARKS["bianbench"])
+    with pytest.raises(protocol.UnknownBenchmark, match="'bianbench' is registered twice: benchmarks.bianbench.benchmark.BianBench and .*Impostor"):
+        @protocol.register("bianbench")
+        class Impostor(protocol.Benchmark):
+            pass
+
+
 def test_optional_hooks_default_to_one_round_no_judges_and_no_encoder():
     spec, item = RagRewardBench(), {"item_id": "x", "subset": "helpful-a"}
     options = typed_options(RagRewardBench.Options, {})
@@ -63,7 +82,7 @@ def test_optional_hooks_default_to_one_round_no_judges_and_no_encoder():
         typed_options(RagRewardBench.Options, {"anything": 1})
 
 
-@pytest.mark.parametrize("name", sorted(set(protocol.BENCHMARKS) - {"rag_rewardbench"}))
+@pytest.mark.parametrize("name", sorted(set(protocol.benchmark_names()) - {"rag_rewardbench"}))
 def test_a_benchmark_without_validation_hooks_has_no_validation_items(name):
     """The defaults: None whatever the items (`ragjudge validate` asks with none), no bundled sample, and no
     verdict to read; RAG-RewardBench's own hooks are tested in its package's tests."""

@@ -49,9 +49,10 @@ from benchmarks.mtrag.generation.requests import requests
 from benchmarks.mtrag.generation.rows import add_text_pair_scores, combine, text_pairs
 from benchmarks.mtrag.generation.summary import group_key, measures, summarize
 from benchmarks.mtrag.generation.tables import table_text
-from benchmarks.protocol import Answer, Benchmark, Item, Request, Row
+from benchmarks.protocol import Answer, Benchmark, Item, Request, Row, register
 
 
+@register("mtrag_generation")
 class MtragGeneration(Benchmark):
     """mtRAG's generation task: generate (or take the given response), then judge it in rounds."""
 

@@ -12,9 +12,8 @@ import math
 import re
 import statistics
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
-
-from rouge_score import rouge_scorer
 
 # "Unanswerable" for IDK conditioning and answerability accuracy: the paper's "no" row (section 6.3.3); the
 # authors' script treats CONVERSATIONAL turns like unanswerable ones (a good answer is not an answer).
@@ -23,7 +22,6 @@ EXPECT_ANSWER = ("ANSWERABLE", "PARTIAL")
 UNDERSPECIFIED = "UNDERSPECIFIED"  # MTRAG-UN only: neither row; reported on its own (PROTOCOLS.md 3)
 ANSWERABILITY = EXPECT_ANSWER + EXPECT_IDK + (UNDERSPECIFIED,)
 
-_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 # The three rating forms of PROTOCOLS.md 3, most specific first; the first form found decides.
 _RATINGS = (
@@ -46,7 +44,14 @@ IDK_LABELS = {"yes": 1.0, "no": 0.0, "partial": 0.5}
 def rouge_l(prediction: str, reference: str) -> float:
     """ROUGE-L F-measure of rouge-score, no stemming, its default tokenizer (lower-case, [^a-z0-9]+ -> space),
     as the authors' script gets it through `evaluate`'s rouge."""
-    return float(_ROUGE.score(reference, prediction)["rougeL"].fmeasure)
+    return float(_rouge().score(reference, prediction)["rougeL"].fmeasure)
+
+
+@cache
+def _rouge() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def rb_alg(bert_recall: float, rouge_l: float, bert_kprec_max: float | None) -> float:

@@ -34,9 +34,10 @@ from benchmarks.mtrag.retrieval.queries import query_rows, rewrite_messages, rew
 from benchmarks.mtrag.retrieval.rows import prediction_rows
 from benchmarks.mtrag.retrieval.scoring import aggregate_files, evaluate
 from benchmarks.mtrag.retrieval.tables import table_text
-from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings
+from benchmarks.protocol import Query, RetrievalBenchmark, SearchSettings, register
 
 
+@register("mtrag_retrieval")
 class MtragRetrieval(RetrievalBenchmark):
     """mtRAG's retrieval task: four domains, the released query strategies plus our LLM rewrite."""
 

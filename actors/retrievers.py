@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,9 +33,9 @@ ANN_DEFAULTS: dict[str, Any] = {"m": 32, "ef_construction": 200, "ef_search": 25
 
 def engine_settings(engine: str, settings: Mapping[str, Any] | None) -> dict[str, Any]:
     """A retriever's settings with defaults filled in; an unknown key is a ValueError naming it."""
-    defaults = {"bm25": BM25_DEFAULTS, "sentence_transformers": DENSE_DEFAULTS}.get(engine)
-    if defaults is None:
-        raise ValueError(f"engine {engine!r} is no retriever engine (bm25, sentence_transformers)")
+    if engine not in INDEXES:
+        raise ValueError(f"engine {engine!r} is no retriever engine ({', '.join(INDEXES)})")
+    defaults = INDEXES[engine].defaults
     unknown = sorted(set(settings or {}) - set(defaults))
     if unknown:
         raise ValueError(f"retriever settings {', '.join(unknown)} are not known to engine {engine} "
@@ -68,6 +68,10 @@ def passage_text(title: str, text: str, with_title: bool = True) -> str:
 class BM25Index:
     """bm25s over one corpus. Queries are tokenised as the passages were (lowercase, stopwords, no stemming)."""
 
+    engine: ClassVar[str] = "bm25"
+    defaults: ClassVar[dict[str, Any]] = BM25_DEFAULTS
+    encodes_queries: ClassVar[bool] = False  # searched with the queries' text
+
     def __init__(self, retriever, ids: list[str], settings: Mapping[str, Any]):
         self.retriever, self.ids, self.settings = retriever, ids, dict(settings)
 
@@ -75,7 +79,7 @@ class BM25Index:
     def build(cls, ids: Sequence[str], texts: Sequence[str], settings: Mapping[str, Any]) -> BM25Index:
         import bm25s
 
-        settings = engine_settings("bm25", settings)
+        settings = engine_settings(cls.engine, settings)
         retriever = bm25s.BM25(k1=settings["k1"], b=settings["b"], method=settings["method"])
         tokens = bm25s.tokenize(list(texts), lower=settings["lower"], stopwords=settings["stopwords"],
                                 show_progress=False)
@@ -118,7 +122,7 @@ class BM25Index:
                 with open(os.path.join(folder, name), "wb") as f:
                     f.write(data)
             retriever = bm25s.BM25.load(folder)
-        return cls(retriever, json.loads(files["ids.json"]), engine_settings("bm25", settings))
+        return cls(retriever, json.loads(files["ids.json"]), engine_settings(cls.engine, settings))
 
 
 # ---- dense ---------------------------------------------------------------------------------------------
@@ -132,7 +136,7 @@ class DenseEncoder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        self.settings = engine_settings("sentence_transformers", settings)
+        self.settings = engine_settings(DenseIndex.engine, settings)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # bfloat16 halves the encoding time on CPUs with AVX512-BF16 and on GPUs (bfloat16-if-native picks it
         # there only: actors.hardware); embeddings come back float32.
@@ -164,6 +168,10 @@ class DenseEncoder:
 
 class DenseIndex:
     """Passage embeddings searched by inner product: exactly (numpy), or through a faiss HNSW graph (`ann`)."""
+
+    engine: ClassVar[str] = "sentence_transformers"
+    defaults: ClassVar[dict[str, Any]] = DENSE_DEFAULTS  # its encoder's settings, which made its vectors
+    encodes_queries: ClassVar[bool] = True  # searched with the queries' vectors (DenseEncoder)
 
     def __init__(self, ids: list[str], embeddings: np.ndarray, ann: Mapping[str, Any] | None = None, faiss_index=None):
         self.ids, self.embeddings = ids, np.ascontiguousarray(embeddings, dtype=np.float32)
@@ -208,7 +216,8 @@ class DenseIndex:
         return out
 
     @classmethod
-    def load(cls, files: Mapping[str, bytes]) -> DenseIndex:
+    def load(cls, files: Mapping[str, bytes], settings: Mapping[str, Any] | None = None) -> DenseIndex:
+        """The stored index (its encoder's `settings` are the query encoder's business, not the index's)."""
         embeddings = np.load(io.BytesIO(files["embeddings.npy"]), allow_pickle=False)
         faiss_index = None
         if "hnsw.faiss" in files:
@@ -216,6 +225,9 @@ class DenseIndex:
 
             faiss_index = faiss.deserialize_index(np.frombuffer(files["hnsw.faiss"], dtype=np.uint8))
         return cls(json.loads(files["ids.json"]), embeddings, json.loads(files["ann.json"]), faiss_index)
+
+
+INDEXES: dict[str, type[BM25Index | DenseIndex]] = {index.engine: index for index in (BM25Index, DenseIndex)}
 
 
 # ---- cached indexes ------------------------------------------------------------------------------------
@@ -243,9 +255,7 @@ def load_index(cache, folder: str) -> BM25Index | DenseIndex:
         if data is None:
             raise FileNotFoundError(f"index file {cache.uri(folder + '/' + name)} is missing")
         files[name] = data
-    if meta["engine"] == "bm25":
-        return BM25Index.load(files, meta["settings"])
-    return DenseIndex.load(files)
+    return INDEXES[meta["engine"]].load(files, meta["settings"])
 
 
 # ---- Ray Data stages -----------------------------------------------------------------------------------
@@ -284,9 +294,7 @@ class QuerySearcher:
     def __init__(self, model: dict[str, Any], cache, indexes: dict[str, str], top_k: int):
         self.top_k = top_k
         self.indexes = {domain: load_index(cache, folder) for domain, folder in indexes.items()}
-        self.encoder = None
-        if model["engine"] == "sentence_transformers":
-            self.encoder = _encoder(model)
+        self.encoder = _encoder(model) if INDEXES[model["engine"]].encodes_queries else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         queries, domains = _strings(batch["query"]), _strings(batch["domain"])

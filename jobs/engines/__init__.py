@@ -1,17 +1,15 @@
 """Who answers a cell's requests: one module per engine (vllm, transformers, http, openai_batch and anthropic_batch
-(batch.py holds what those two share), stand_in, and the retrievers bm25 and sentence_transformers), each an Engine registered by name (base.py); the sweep's engine host (one start
-per distinct engine), what engines hold on the cluster, and the checks before any engine starts (preflight) or on
-`ragjudge models` (readiness). A new engine is one module here, imported below."""
-from jobs.engines import (  # noqa: F401 - each registers its engine
-    anthropic_batch,
-    bm25,
-    http,
-    openai_batch,
-    sentence_transformers,
-    stand_in,
-    transformers,
-    vllm,
-)
+(batch.py holds what those two share), stand_in, and the retrievers bm25 and sentence_transformers), each an Engine
+registered by name (base.py); the sweep's engine host (one start per distinct engine), what engines hold on the
+cluster, and the checks before any engine starts (preflight) or on `ragjudge models` (readiness). A new engine is
+one module (or package) here ending in `register(...)`: every module of this package is imported below, so no
+list names them."""
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):  # each engine's module registers its engine as it is imported
+    importlib.import_module(f"{__name__}.{_module.name}")
+
 from jobs.engines.answering import answer_requests
 from jobs.engines.base import ENGINES, Engine, Retriever, engine_of, register, resolved
 from jobs.engines.demand import Demand, Need, cell_need, engine_demand

@@ -20,11 +20,11 @@ PLAN = {"changes": "plan"}  # read by `ragjudge plan` only
 @dataclass(frozen=True)
 class Kind:
     """What a model's kind means to the rest of ragjudge, said once: code outside the engines asks these, never
-    compares kind strings (a benchmark's own protocol branches on the kind its protocol sees)."""
+    compares kind strings (a benchmark's own protocol branches on the kind its protocol sees). Whether a model is
+    answered by a hosted API is its engine's to say (jobs.engines Engine.remote), not its kind's."""
 
     protocol: str  # the kind a benchmark's protocol sees
     task: Optional[str]  # what a local engine computes for it (actors: classify, judge, logprobs); None: no requests
-    remote: bool = False  # answered by a hosted API: no local weights, GPU-hours or engine start; priced in dollars
 
     @property
     def generates(self) -> bool:
@@ -44,7 +44,7 @@ class Kind:
 
 KINDS = {"discriminative": Kind("discriminative", "classify"), "generative": Kind("generative", "judge"),
          "implicit": Kind("implicit", "logprobs"),
-         "api": Kind("generative", "judge", remote=True),  # a generative judge that happens to be remote
+         "api": Kind("generative", "judge"),  # a generative judge that happens to be remote
          "retriever": Kind("retriever", None)}  # indexes and searches (jobs.flow.ranked)
 
 

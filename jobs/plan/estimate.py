@@ -103,6 +103,7 @@ class CellPlan:
     cpu_start_s: float = 0.0  # one start of that engine (CPU_START_S)
     path: str = ""  # the model's path: an API judge's row in the price table (jobs.plan.prices)
     batch: bool = False  # its engine submits batches, at the batch price
+    remote: bool = False  # its engine is a hosted API: priced in dollars, not GPU-hours
 
 
 def _local_templater(model: ModelConfig):
@@ -164,7 +165,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     kind = protocol_kind(model)
     items, scale, items_from = items or _items(bench, spec)
     requests = first_requests(spec, items, kind, options)
-    tpl = None if KINDS[model.kind].remote else _local_templater(model)
+    tpl = None if engine_of(model).remote else _local_templater(model)
     if tpl is not None:
         ids = tpl.opened if KINDS[kind].generates else tpl.closed
         prompt = sum(len(ids(r["messages"])) for r in requests)
@@ -177,7 +178,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     prompt_tokens = round(prompt * scale)
     output_tokens = round(sum(_output_tokens(r, model, kind) for r in requests) * scale)
     passes = 2 if model.reference else 1  # an implicit RM with a reference runs both models
-    if KINDS[model.kind].remote or model.params_b is None:
+    if engine_of(model).remote or model.params_b is None:
         flops, hours, start_s = 0.0, 0.0, 0.0
     else:
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
@@ -189,7 +190,7 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
                     reference=model.reference, cpu_engine=engine_name(model) if on_cpu else None,
                     cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0,
-                    path=model.path, batch=engine_of(model).submits)
+                    path=model.path, batch=engine_of(model).submits, remote=engine_of(model).remote)
 
 
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
@@ -284,7 +285,7 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     lines += ["", format_schedule(plan), ""]
     compute, starts = sum(p.gpu_hours for p in plans), plan.start_gpu_s / 3600
     total = compute + starts
-    api = sum(p.prompt_tokens + p.output_tokens for p in plans if KINDS[p.kind].remote)
+    api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.remote)
     longest = plan.longest
     share = f"{gpu.efficiency:.0%}" if gpu.efficiency else "the share measured for each model's kind and size"
     lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({share} of {gpu.peak_tflops:g} "

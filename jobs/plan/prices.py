@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jobs.config import KINDS
 from jobs.loading import PROJECT_CONF
 from jobs.loading.files import load_yaml
 
@@ -49,7 +48,7 @@ def _money(dollars: float) -> str:
 def api_cost_lines(cells: Iterable[Any], table: PriceTable, source: str = "conf/prices.yaml") -> list[str]:
     """`ragjudge plan`'s dollar lines: each API cell (a CellPlan with a `path`) at list and batch price, which
     of the two its engine pays, the totals, and the API models the table has no price for."""
-    cells = [c for c in cells if KINDS[c.kind].remote and not c.problem]
+    cells = [c for c in cells if c.remote and not c.problem]
     if not cells:
         return []
     lines = [f"API dollars ({source}, prices read {table.read}; output at its max_tokens budget, an upper bound):"]

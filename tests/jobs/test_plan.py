@@ -144,7 +144,8 @@ def test_api_judges_are_priced_at_list_and_batch_from_the_price_table_by_hand():
     # $0.80/$4.00 list, $0.40/$2.00 batch (per 1M tokens)
 
     def cell(model: str, path: str, prompt: int, output: int, batch: bool) -> CellPlan:
-        return CellPlan("bench", model, "api", 10, prompt, output, 0.0, 0.0, "chars/4", "", path=path, batch=batch)
+        return CellPlan("bench", model, "api", 10, prompt, output, 0.0, 0.0, "chars/4", "", path=path, batch=batch,
+                        remote=True)
 
     lines = api_cost_lines([cell("gpt", "gpt-4o", 2_000_000, 100_000, False),
                             cell("haiku", "claude-3-5-haiku-20241022", 1_000_000, 1_000_000, True),

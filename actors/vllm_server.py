@@ -53,7 +53,7 @@ class VllmServer:
 
         start = time.time()
         self.runner, self.key, self.ledger = RUNNERS[task], key, ledger
-        engine_kwargs, _, _ = engine_settings(model, path, task)
+        engine_kwargs = engine_settings(model, path, task).kwargs
         if engine_kwargs["tensor_parallel_size"] > 1 and not model.get("num_gpus"):  # the ranks' cores
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = rank_threads(engine_kwargs["tensor_parallel_size"],
                                                                    sorted(os.sched_getaffinity(0)))

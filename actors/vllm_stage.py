@@ -16,7 +16,7 @@ What each kind asks of the engine:
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -104,7 +104,15 @@ def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix
     return out
 
 
-def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, dict | None, dict | None]:
+class EngineSettings(NamedTuple):
+    """What a vLLM engine is built with; a tuple, so `kwargs, env, placement = engine_settings(...)` reads it."""
+
+    kwargs: dict[str, Any]  # vllm.AsyncEngineArgs / vllm.LLM keyword arguments (JSON-like: hashed into its name)
+    runtime_env: dict[str, Any] | None  # Ray's runtime_env of its actor (CPU: the KV cache size, the CPU env)
+    placement: dict[str, Any] | None  # Ray Serve placement bundles (CPU: one bundle of num_cpus per rank)
+
+
+def engine_settings(model: dict[str, Any], path: str, task: str) -> EngineSettings:
     """vLLM engine arguments, runtime env and placement bundles, for per-cell engines and shared judges alike."""
     device = "cuda" if model.get("num_gpus") else "cpu"
     engine_kwargs = {
@@ -130,7 +138,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> tuple[dict, 
             engine_kwargs["distributed_executor_backend"] = "mp"
         placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
     engine_kwargs.update(model.get("engine_args") or {})  # the model file's word is last
-    return engine_kwargs, runtime_env, placement
+    return EngineSettings(engine_kwargs, runtime_env, placement)
 
 
 def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix: str = "",

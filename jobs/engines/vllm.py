@@ -121,7 +121,7 @@ class Vllm(Engine):
         bundles; vLLM's CPU build refuses Ray's executor ("current platform cpu does not support ray",
         vllm/v1/executor/ray_utils.py) and starts them as processes of the engine actor (actors.vllm_stage),
         which run on the CPUs the bundles hold. The GPU-only line: each bundle's GPU."""
-        _, runtime_env, _ = engine_settings(settings, settings["path"], "judge")
+        runtime_env = engine_settings(settings, settings["path"], "judge").runtime_env
         if model.tensor_parallel_size == 1:
             return ({"num_cpus": model.num_cpus, "num_gpus": 1} if model.num_gpus else
                     {"num_cpus": model.num_cpus, "runtime_env": runtime_env}), None

@@ -16,6 +16,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -265,16 +266,29 @@ def _strings(values: Any) -> list[str]:
     return ["" if v is None else str(v) for v in values]
 
 
-def _encoder(model: dict[str, Any]) -> DenseEncoder:
-    return DenseEncoder(model["path"], model.get("retriever"), batch_size=int(model["batch_size"]),
-                        device=model.get("device"), revision=model.get("revision"), dtype=model.get("dtype", "float32"))
+@dataclass(frozen=True)
+class RetrieverModel:
+    """What a retriever's workers (PassageEncoder, QuerySearcher) read of its model file: built once by the driver
+    from the model's config (jobs.engines.base Retriever.worker_model), its weights already a local folder."""
+
+    engine: str  # an INDEXES key
+    path: str  # the encoder's weights (a dense retriever's); a lexical one has none
+    settings: Mapping[str, Any] | None  # the model file's `retriever:` mapping, as written (engine_settings checks it)
+    batch_size: int
+    dtype: str = "float32"
+    revision: str | None = None
+
+
+def _encoder(model: RetrieverModel) -> DenseEncoder:
+    return DenseEncoder(model.path, model.settings, batch_size=model.batch_size, revision=model.revision,
+                        dtype=model.dtype)
 
 
 class PassageEncoder:
     """`map_batches` class: passage rows (pid, title, text, and any other columns such as a domain) -> the same
     rows with `embedding` instead of title and text. One model per actor."""
 
-    def __init__(self, model: dict[str, Any]):
+    def __init__(self, model: RetrieverModel):
         self.encoder = _encoder(model)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -291,10 +305,10 @@ class QuerySearcher:
     loads them once, and a dense searcher also loads the encoder for the queries.
     """
 
-    def __init__(self, model: dict[str, Any], cache, indexes: dict[str, str], top_k: int):
+    def __init__(self, model: RetrieverModel, cache, indexes: dict[str, str], top_k: int):
         self.top_k = top_k
         self.indexes = {domain: load_index(cache, folder) for domain, folder in indexes.items()}
-        self.encoder = _encoder(model) if INDEXES[model["engine"]].encodes_queries else None
+        self.encoder = _encoder(model) if INDEXES[model.engine].encodes_queries else None
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         queries, domains = _strings(batch["query"]), _strings(batch["domain"])

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.model_store import resolve_model
+from actors.retrievers import RetrieverModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
@@ -157,12 +158,18 @@ class Retriever(Engine):
     kinds = frozenset({"retriever"})
     answers = False
 
+    def worker_model(self, model: ModelConfig) -> RetrieverModel:
+        """What its workers read of the model, its weights (if it has any) a local folder."""
+        return RetrieverModel(engine=model.engine, path=resolve_model(model.path) if self.weights else model.path,
+                              settings=model.retriever, batch_size=model.batch_size, dtype=model.dtype,
+                              revision=model.revision)
+
     def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
         """What an index depends on beyond the corpus and the retriever's settings (its hash names the cache
         folder); `search` is the benchmark's SearchSettings."""
         raise NotImplementedError
 
-    def build_indexes(self, cache: Any, model: ModelConfig, settings: dict[str, Any],
+    def build_indexes(self, cache: Any, model: ModelConfig, worker: RetrieverModel,
                       missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
                       log: Log = print) -> dict[str, Any]:
         """Start building each missing domain's index (domain -> (spec, folder in the `cache` RunRoot)) from its

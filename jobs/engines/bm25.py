@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from actors.retrievers import BM25Index, passage_text, store_index
+from actors.retrievers import BM25Index, RetrieverModel, passage_text, store_index
 from jobs.config import ModelConfig
 from jobs.engines.base import Log, Retriever, register
 from jobs.store import RunRoot
@@ -24,7 +24,7 @@ class Bm25(Retriever):
     def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
         return {"index": {"kind": "bm25"}}
 
-    def build_indexes(self, cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
+    def build_indexes(self, cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
                       missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
                       log: Log = print) -> dict[str, Any]:
         """One Ray task per domain, side by side (seconds for the demo's corpora: no progress lines)."""

@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 
 from actors.hardware import resolve_dtype
-from actors.retrievers import DenseIndex, PassageEncoder, store_index
+from actors.retrievers import DenseIndex, PassageEncoder, RetrieverModel, store_index
 from jobs.config import ModelConfig
 from jobs.console.step_progress import step_progress
 from jobs.engines.base import Log, Retriever, register
 from jobs.store import RunRoot
 
 
-def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelConfig, resolved: dict[str, Any],
+def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelConfig, worker: RetrieverModel,
                     log: Log = print) -> dict[str, tuple[list[str], Any]]:
     """{domain: (ids, float32 matrix)}: every domain's passages encoded in one pass through one Ray Data pool of
     PassageEncoder actors, so the encoders (and their model loads) are started once, not once per domain; the
@@ -25,7 +25,7 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
     ids = {domain: list(corpus) for domain, corpus in corpora.items()}
     ds = ray.data.from_items([{"domain": domain, "pid": pid, "title": corpus[pid]["title"],
                                "text": corpus[pid]["text"]} for domain, corpus in corpora.items() for pid in ids[domain]])
-    ds = ds.map_batches(PassageEncoder, fn_constructor_kwargs={"model": resolved},
+    ds = ds.map_batches(PassageEncoder, fn_constructor_kwargs={"model": worker},
                         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
                         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
     position = {domain: {pid: i for i, pid in enumerate(domain_ids)} for domain, domain_ids in ids.items()}
@@ -72,7 +72,7 @@ class SentenceTransformers(Retriever):
                 "dtype": resolve_dtype(model.dtype, "cuda" if model.num_gpus else "cpu"),
                 "index": {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}}
 
-    def build_indexes(self, cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
+    def build_indexes(self, cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
                       missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
                       log: Log = print) -> dict[str, Any]:
         """The missing domains encoded in one pass (a progress line every 10 s), then stored by one Ray task
@@ -80,7 +80,7 @@ class SentenceTransformers(Retriever):
         import ray
 
         start = time.perf_counter()
-        encoded = encode_passages({domain: passages[domain] for domain in missing}, model, settings, log)
+        encoded = encode_passages({domain: passages[domain] for domain in missing}, model, worker, log)
         seconds = time.perf_counter() - start
         task = ray.remote(num_cpus=model.num_cpus)(store_dense)
         return {domain: task.remote(cache, folder, spec, *encoded[domain], seconds)

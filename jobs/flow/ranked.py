@@ -28,11 +28,11 @@ import json
 import time
 from typing import Any
 
-from actors.retrievers import QuerySearcher, engine_settings
+from actors.retrievers import QuerySearcher, RetrieverModel, engine_settings
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
-from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of, resolved
+from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of
 from jobs.flow.answer_cache import Keys, asked_or_cached, keep_answers
 from jobs.loading import load_model
 from jobs.store import RunRoot
@@ -73,7 +73,7 @@ def retriever_of(model: ModelConfig) -> Retriever:
     return engine
 
 
-def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
+def ensure_indexes(cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
                    corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], search: SearchSettings,
                    log=print) -> dict[str, dict[str, Any]]:
     """Each domain's index from the cache, the missing ones built first by the model's engine.
@@ -93,7 +93,7 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
     if not missing:
         return out
     start = time.perf_counter()
-    refs = retriever_of(model).build_indexes(cache, model, settings, missing,
+    refs = retriever_of(model).build_indexes(cache, model, worker, missing,
                                              {domain: corpus for domain, (_, corpus) in corpora.items()}, log)
     for domain, meta in zip(refs, ray.get(list(refs.values()))):
         spec, folder = missing[domain]
@@ -105,13 +105,13 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, settings: dict[str, Any],
     return out
 
 
-def search(rows: list[Query], model: ModelConfig, settings: dict[str, Any], cache: RunRoot,
+def search(rows: list[Query], model: ModelConfig, worker: RetrieverModel, cache: RunRoot,
            folders: dict[str, str], top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
     """Every query row answered by a Ray Data pool of QuerySearcher actors: {(strategy, task_id): row}."""
     import ray
 
     ds = ray.data.from_items(rows).map_batches(
-        QuerySearcher, fn_constructor_kwargs={"model": settings, "cache": cache, "indexes": folders, "top_k": top_k},
+        QuerySearcher, fn_constructor_kwargs={"model": worker, "cache": cache, "indexes": folders, "top_k": top_k},
         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
     return {(row["strategy"], row["task_id"]): row for row in dataset_rows(ds)}
@@ -176,7 +176,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     if option_problems := bench.problems(options):
         raise ValueError("; ".join(option_problems))
     search_settings = bench.search_settings(options)
-    settings = resolved(model)
+    worker = retriever_of(model).worker_model(model)
     cache = index_cache(root)
     started = time.perf_counter()
 
@@ -193,7 +193,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
         domain_rows, found = bench.queries(bench_config.data, domain, options, bench_config.limit)
         rows += domain_rows
         problems += found
-    metas = ensure_indexes(cache, model, settings, corpora, search_settings, log)
+    metas = ensure_indexes(cache, model, worker, corpora, search_settings, log)
     folders = {domain: meta["folder"] for domain, meta in metas.items()}
     indexes = {domain: {**{k: meta.get(k) for k in ("folder", "built", "n_passages", "build_seconds", "encode_seconds",
                                                     "step_seconds", "built_with", "bytes")}, "kind": meta["index"]["kind"]}
@@ -204,7 +204,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     strategies = bench.strategies(options)
     log(f"{bench_config.name} x {model.name}: {len(rows)} queries ({len(strategies)} strategies, "
         f"{len(corpora)} domains)")
-    answered = search(rows, model, settings, cache, folders, search_settings.top_k) if rows else {}
+    answered = search(rows, model, worker, cache, folders, search_settings.top_k) if rows else {}
     searched = time.perf_counter()
 
     by_strategy: dict[str, Any] = {}

@@ -258,8 +258,9 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
 
 @pytest.mark.integration
 def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_session, minilm):
-    from actors.model_store import MINILM, resolve_model
-    from jobs.config import ModelConfig, to_dict
+    from actors.model_store import MINILM
+    from jobs.config import ModelConfig
+    from jobs.engines import engine_of
     from jobs.engines.sentence_transformers import encode_passages
 
     words = ["tornado shelter", "passport renewal", "index fund", "cloud subnet", "court fees", "wildfire smoke"]
@@ -267,8 +268,7 @@ def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_s
                "fiqa": {f"g{i}": {"title": "T", "text": f"{w} question {i}"} for i, w in enumerate(words[::-1] * 2)}}
     model = ModelConfig(name="minilm", path=MINILM, kind="retriever", engine="sentence_transformers", batch_size=5,
                         max_actors=2, retriever={"max_seq_length": 64})
-    resolved = {**to_dict(model), "path": resolve_model(MINILM)}
-    encoded = encode_passages(corpora, model, resolved)  # the same ids in both domains stay apart
+    encoded = encode_passages(corpora, model, engine_of(model).worker_model(model))  # same ids, apart by domain
     for domain, corpus in corpora.items():
         ids, matrix = encoded[domain]
         assert ids == list(corpus) and matrix.shape == (len(corpus), 384)
@@ -331,3 +331,23 @@ def test_llm_rewrite_asks_a_registry_model_once_and_searches_its_questions(ray_s
     assert second["bm25"].metrics["llm_rewrite"]["asked"] == 0
     again = RunRoot(str(tmp_path / "results"), "rw2").read_rows("predictions", "mtrag_retrieval", "bm25")
     assert {r["task_id"]: r["query"] for r in again if r["strategy"] == "llm_rewrite"} == rewrites
+
+
+def test_a_retriever_reaches_its_workers_as_a_frozen_record_with_local_weights():
+    import dataclasses
+
+    from actors.model_store import MINILM, resolve_model
+    from actors.retrievers import RetrieverModel
+    from jobs.config import ModelConfig
+    from jobs.engines import engine_of
+
+    dense = ModelConfig(name="minilm", path=MINILM, kind="retriever", engine="sentence_transformers", batch_size=5,
+                        dtype="bfloat16-if-native", retriever={"max_seq_length": 64})
+    assert engine_of(dense).worker_model(dense) == RetrieverModel(
+        engine="sentence_transformers", path=resolve_model(MINILM), settings={"max_seq_length": 64}, batch_size=5,
+        dtype="bfloat16-if-native", revision=None)
+    lexical = ModelConfig(name="bm25", path="bm25", kind="retriever", engine="bm25", retriever={"k1": 0.9})
+    record = engine_of(lexical).worker_model(lexical)
+    assert (record.engine, record.path, record.settings) == ("bm25", "bm25", {"k1": 0.9})  # no weights to find
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.path = "elsewhere"  # type: ignore[misc]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
+MODELS_JOINED_BY = " + "  # an entry's "model": the model files a shared engine served
 
 
 class EngineLedger:
@@ -44,7 +45,8 @@ class EngineLedger:
         entry["busy_s"] = round(entry["busy_s"], 3)
 
     def read(self) -> dict[str, dict[str, Any]]:
-        return {key: {"model": " + ".join(sorted(self.models[key])), **entry} for key, entry in self.entries.items()}
+        return {key: {"model": MODELS_JOINED_BY.join(sorted(self.models[key])), **entry}
+                for key, entry in self.entries.items()}
 
 
 def this_node() -> dict[str, str]:

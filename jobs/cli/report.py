@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from jobs.analysis import Report, write_report
-from jobs.store import RunRoot, open_run
-from jobs.store.layout import REPORT, REPORT_PAGE
+from jobs.store import MANIFEST, RunRoot, open_run
+from jobs.store.layout import REPORT, REPORT_LEADERBOARD, REPORT_PAGE
 
 
 def add(commands: Any) -> None:
@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> int:
     root = open_run(args.run)
     report = write_report(root, tokenizer=args.tokenizer)
     if report is None:
-        print(f"{root.uri('manifest.json')}: not found; is {args.run} a run folder?", file=sys.stderr)
+        print(f"{root.uri(MANIFEST)}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
-    print(f"Report: {root.uri(REPORT_PAGE)}\nLeaderboard: {root.uri('report/leaderboard.json')}")
+    print(f"Report: {root.uri(REPORT_PAGE)}\nLeaderboard: {root.uri(REPORT_LEADERBOARD)}")
     if args.open:
         open_in_browser(root)
     return said_incomplete(report)

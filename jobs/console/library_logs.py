@@ -24,13 +24,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from jobs.console.native_stderr import LOGGER as NATIVE_LOGGER
 from jobs.console.native_stderr import NativeStderr
 from jobs.store import RunRoot, StorageError
 from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS
 from jobs.store.redaction import redact
 
 LIBRARIES = ("ray", "vllm", "transformers", "huggingface_hub", "sentence_transformers", "filelock", "py.warnings",
-             "stderr")  # the last: what C and C++ code writes to fd 2
+             NATIVE_LOGGER)  # the last: what C and C++ code writes to fd 2
 SESSION_LOG_SUFFIXES = (".log", ".out", ".err")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -61,7 +62,7 @@ class LibraryLogs:
         self.attached: list[logging.Logger] = []  # loggers given the file
         self.unpropagated: list[logging.Logger] = []  # loggers that propagated to the root's console
         self.print_to_stdstream: Callable[..., None] | None = None  # Ray's, while ours replaces it
-        self.native = NativeStderr(logging.getLogger("stderr"))
+        self.native = NativeStderr(logging.getLogger(NATIVE_LOGGER))
 
     def __enter__(self) -> Self:
         import ray.data  # noqa: F401 -- Ray's and Ray Data's loggers get their console handlers at import

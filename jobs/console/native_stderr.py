@@ -18,6 +18,7 @@ import sys
 import threading
 
 STDERR = 2
+LOGGER = "stderr"  # the logger its lines go to (jobs.console.library_logs sends it to the run's file)
 JOIN_S = 5.0  # a child process holding the pipe keeps it open: the reader is left, as a daemon, after this
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from actors.engine_ledger import EngineLedger
+from actors.engine_ledger import MODELS_JOINED_BY, EngineLedger
 from jobs.config import ModelConfig
 from jobs.console.step_progress import elapsed_lines
 from jobs.engines.base import engine_of
@@ -180,7 +180,7 @@ def last_starts(engines: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], f
     for entry in engines:
         ready = (entry.get("start_times") or [{}])[0].get("ready")
         if ready is not None and entry.get("requested_at") is not None:
-            for model in str(entry.get("model", "")).split(" + "):
+            for model in str(entry.get("model", "")).split(MODELS_JOINED_BY):
                 out[(entry["engine"], model)] = ready - entry["requested_at"]
     return out
 

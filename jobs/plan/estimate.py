@@ -165,7 +165,8 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     kind = protocol_kind(model)
     items, scale, items_from = items or _items(bench, spec)
     requests = first_requests(spec, items, kind, options)
-    tpl = None if engine_of(model).remote else _local_templater(model)
+    engine = engine_of(model)
+    tpl = None if engine.remote else _local_templater(model)
     if tpl is not None:
         ids = tpl.opened if KINDS[kind].generates else tpl.closed
         prompt = sum(len(ids(r["messages"])) for r in requests)
@@ -178,19 +179,19 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
     prompt_tokens = round(prompt * scale)
     output_tokens = round(sum(_output_tokens(r, model, kind) for r in requests) * scale)
     passes = 2 if model.reference else 1  # an implicit RM with a reference runs both models
-    if engine_of(model).remote or model.params_b is None:
+    if engine.remote or model.params_b is None:
         flops, hours, start_s = 0.0, 0.0, 0.0
     else:
         flops = 2 * model.params_b * 1e9 * (prompt_tokens + output_tokens) * passes
         efficiency = gpu.efficiency or measured_efficiency(model.kind, model.params_b)
         hours = flops / (gpu.peak_tflops * 1e12 * efficiency) / 3600
         start_s = start_seconds(model, gpu)
-    on_cpu = not model.num_gpus and engine_of(model).server_names(model) and model.engine in CPU_START_S
+    on_cpu = not model.num_gpus and engine.server_names(model) and model.engine in CPU_START_S
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
                     reference=model.reference, cpu_engine=engine_name(model) if on_cpu else None,
                     cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0,
-                    path=model.path, batch=engine_of(model).submits, remote=engine_of(model).remote)
+                    path=model.path, batch=engine.submits, remote=engine.remote)
 
 
 def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:

@@ -52,7 +52,7 @@ class Request(_RequestKeys, total=False):
 
 
 class JudgePart(Request):
-    """A judge request split for vLLM (actors.vllm_stage.split_judge_request): its text part and, with a
+    """A judge request split for vLLM (jobs.engines.vllm.stage.split_judge_request): its text part and, with a
     prefill, its verdict part; jobs' merge_parts joins the answers of the `n_parts` parts again."""
 
     part: str  # "text" | "verdict"
@@ -135,7 +135,7 @@ REQUEST_KEYS: frozenset[str] = Request.__required_keys__  # every engine reads t
 ANSWER_BASE_KEYS: frozenset[str] = Answer.__required_keys__  # every engine's answer has these
 ROW_KEYS: frozenset[str] = Row.__required_keys__  # every prediction row has these
 PART_KEYS = frozenset({"part", "n_parts"})  # a split request's, dropped when its answers merge
-# The answer columns of each engine task, named as the actors name them (actors.vllm_stage: classify | judge |
+# The answer columns of each engine task, named as the actors name them (jobs.engines.vllm.stage: classify | judge |
 # logprobs; a transformers scorer answers the task of its model's kind the same way).
 ANSWER_KEYS: dict[str, frozenset[str]] = {
     "classify": frozenset({"score"}),

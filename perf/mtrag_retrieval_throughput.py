@@ -84,7 +84,7 @@ def baseline_bm25(domains: list[str]) -> dict:
     """bm25s in this process: tokenise + index each domain, then `retrieve` every query at once."""
     import bm25s
 
-    from actors.retrievers import BM25_DEFAULTS
+    from jobs.engines.bm25.index import BM25_DEFAULTS
 
     def index(texts: list[str]):
         retriever = bm25s.BM25(k1=BM25_DEFAULTS["k1"], b=BM25_DEFAULTS["b"], method=BM25_DEFAULTS["method"])

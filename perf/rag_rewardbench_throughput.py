@@ -6,7 +6,7 @@ like with like on this machine:
   computation of RewardBench's DPO script); the loop is transformers, one response at a time.
 - `--kind discriminative`: SmolLM2-135M with a seeded random one-logit head (a sequence-classification RM of
   the same size); the loop is RewardBench's way: fixed batches in input order, padded to the longest.
-- the `LLM` baseline gets our token ids and our engine settings (actors.vllm_stage.engine_settings) in one
+- the `LLM` baseline gets our token ids and our engine settings (jobs.engines.vllm.stage.engine_settings) in one
   process: what is left between it and the pipeline is Ray Data, the actor hop and the driver.
 The pairs are Table-4-shaped synthetic ones (perf/workload.py; labelled synthetic, never a result), or with
 `--copies N` the six abridged Appendix D examples N times.
@@ -96,8 +96,8 @@ def loop(data: Path, kind: str, path: str) -> dict:
 
 def offline_llm(data: Path, kind: str, path: str, max_model_len: int = 4096) -> dict:
     """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
-    from actors.vllm_stage import engine_settings
     from jobs.config import to_dict
+    from jobs.engines.vllm.stage import engine_settings
     from jobs.loading import load_model
 
     settings = to_dict(load_model(model_entry(kind, path, max_model_len), "perf"))
@@ -108,7 +108,7 @@ def offline_llm(data: Path, kind: str, path: str, max_model_len: int = 4096) -> 
     import vllm
     from vllm.inputs import TokensPrompt
 
-    from actors.vllm_server import RUNNERS
+    from jobs.engines.vllm.server import RUNNERS
 
     tokenizing = time.perf_counter()
     requests = token_ids(data, kind, path)

@@ -1,5 +1,5 @@
 """BatchServer: a loopback server on 127.0.0.1 that speaks OpenAI's Files and Batches API and Anthropic's Message
-Batches API, for the batch engine tests (jobs.engines.openai_batch, jobs.engines.anthropic_batch).
+Batches API, for the batch engine tests (jobs.engines.openai_batch.engine, jobs.engines.anthropic_batch.engine).
 
 Each poll moves a batch one state on, through the provider's states: OpenAI validating -> in_progress ->
 finalizing -> completed, or validating -> failed, in_progress -> expired, in_progress -> cancelling ->

@@ -184,7 +184,7 @@ def in_flight(model: str) -> int:
 
     cells = len(world.BENCHMARKS)
     if model == "tiny_classifier":
-        from jobs.engines.vllm import tasks_in_flight
+        from jobs.engines.vllm.engine import tasks_in_flight
         from jobs.loading import load_model
 
         config = load_model("tiny_classifier", "chaos")

@@ -1,4 +1,4 @@
-"""The registered stand-in engine (jobs.engines.stand_in) with a test's own replies: a cell runs its
+"""The registered stand-in engine (jobs.engines.stand_in.engine) with a test's own replies: a cell runs its
 rounds through jobs.sweep.cell.run_cell, as a sweep runs it, without Ray or a model."""
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-from jobs.engines import ENGINES, http
+from jobs.engines.base import engines
+from jobs.engines.http import engine as http
 from jobs.engines.rows import merge_parts
-from jobs.engines.stand_in import stand_in_reply
+from jobs.engines.stand_in.engine import stand_in_reply
 from jobs.store.answers import AnswerStore
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
@@ -39,7 +40,7 @@ def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
             yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
                    "variant": r["variant"], "text": reply(r, model), "error": None}
 
-    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
+    monkeypatch.setattr(engines()["stand_in"], "answer", answer)
     return calls
 
 

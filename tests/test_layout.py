@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import io
 import re
+import subprocess
+import sys
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,10 +150,10 @@ def test_jobs_never_probe_a_module_for_hooks():
 
 
 def test_no_code_outside_jobs_engines_branches_on_an_engine_name():
-    """Each engine owns its rules (jobs/engines/<name>.py); elsewhere jobs/ asks engine_of(model)."""
+    """Each engine owns its rules (jobs/engines/<name>/engine.py); elsewhere jobs/ asks engine_of(model)."""
     pattern = re.compile(r"engine ==|engine in \(|engine !=")
     found = [f"{path.relative_to(REPO)}:{i}" for path in (REPO / "jobs").rglob("*.py")
-             if path.parent.name != "engines"
+             if path.relative_to(REPO).parts[1] != "engines"
              for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert found == []
 
@@ -161,9 +163,57 @@ def test_no_code_outside_jobs_engines_branches_on_a_kind_string():
     remote); elsewhere jobs/ asks it, so a new kind is one entry there."""
     pattern = re.compile(r"kind (==|!=|in \(|not in \()")
     found = [f"{path.relative_to(REPO)}:{i}" for path in (REPO / "jobs").rglob("*.py")
-             if path.parent.name != "engines"
+             if path.relative_to(REPO).parts[1] != "engines"
              for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert found == []
+
+
+# An engine is one folder, jobs/engines/<name>/: engine.py holds its rules for the driver, every other module is
+# code its Ray workers run, which imports only actors/ (what all engines' workers share), benchmarks/ and the
+# worker modules of its own folder. The packages above a worker module (jobs, jobs.engines, the folder) import
+# nothing, so loading a worker module loads no driver code.
+ENGINE_FOLDERS = sorted(p.parent.name for p in (REPO / "jobs" / "engines").glob("*/engine.py"))
+WORKER_MODULES = sorted(m for m in MODULES if m.count(".") == 3 and m.split(".")[2] in ENGINE_FOLDERS
+                        and m.startswith("jobs.engines.") and not m.endswith(".engine"))
+
+
+def test_every_engine_is_one_folder():
+    assert ENGINE_FOLDERS == ["anthropic_batch", "bm25", "http", "openai_batch", "sentence_transformers", "stand_in",
+                              "transformers", "vllm"]
+    # actors/ holds only what every engine's workers share, no one engine's code
+    assert sorted(p.stem for p in (REPO / "actors").glob("*.py")) == [
+        "__init__", "bertscore", "engine_calls", "engine_ledger", "hardware", "model_store", "retrievers", "sampling",
+        "templating"]
+    assert {"jobs.engines.vllm.server", "jobs.engines.transformers.scorers", "jobs.engines.bm25.index"} <= set(WORKER_MODULES)
+
+
+def test_an_engines_worker_modules_import_only_shared_worker_code_and_their_own_folder():
+    wrong = []
+    for module in WORKER_MODULES:
+        folder = module.rsplit(".", 1)[0]
+        for target, _, line in _imports(MODULES[module]):
+            own = target.startswith(folder + ".") and target != folder + ".engine"
+            if not own and target.split(".")[0] not in ("actors", "benchmarks"):
+                wrong.append(f"{module} imports {target} (line {line})")
+    assert wrong == []
+
+
+def test_the_packages_above_a_worker_module_import_nothing():
+    packages = ["jobs", "jobs.engines", *(f"jobs.engines.{folder}" for folder in ENGINE_FOLDERS)]
+    assert [p for p in packages if any(isinstance(node, (ast.Import, ast.ImportFrom))
+                                      for node in ast.walk(ast.parse(MODULES[p].read_text(encoding="utf-8"))))] == []
+
+
+@pytest.mark.parametrize("module", ["jobs.engines.vllm.server", "jobs.engines.transformers.scorers",
+                                    "jobs.engines.http.client", "jobs.engines.sentence_transformers.index"])
+def test_a_worker_loading_its_engine_loads_no_driver_module(module):
+    """What a Ray worker imports when it starts an engine's actor, in a fresh interpreter."""
+    code = f"import sys, {module}; print(' '.join(sorted(m for m in sys.modules if m.startswith('jobs'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    folder = module.rsplit(".", 1)[0]
+    driver = [m for m in loaded.stdout.split() if m not in ("jobs", "jobs.engines", folder)
+              and not (m.startswith(folder + ".") and m != folder + ".engine")]
+    assert driver == [] and module in loaded.stdout.split()
 
 
 # The benchmark packages, from the filesystem; a name matches however it is spelled (RAG-RewardBench, Bi'anBench).
@@ -213,7 +263,7 @@ DEFERRED = {
     "transformers": "1.3 s; only engines, tokenizers and the making of built-in models read it",
     "vllm": "seconds, and a driver that only submits may not have it",
     "accelerate": "1.9 s; only a reward net that loads with device maps",
-    "actors.reward_nets": "imports torch at its top",
+    "jobs.engines.transformers.reward_nets": "imports torch at its top",
     "sentence_transformers": "7.6 s; only the dense retriever",
     "bert_score": "7 s; only the BERTScore stage",
     "bm25s": "0.7 s; only the lexical retriever",

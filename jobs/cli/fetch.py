@@ -16,8 +16,20 @@ import time
 from typing import Any
 
 from jobs.config import ModelConfig, SweepConfig
-from jobs.engines import HubWeights, engine_of, hub_weights, unpinned, weight_specs
-from jobs.engines.weights import Survey, download, free_bytes, gated_message, gb, source_of, survey
+from jobs.engines.base import engine_of
+from jobs.engines.weights import (
+    HubWeights,
+    Survey,
+    download,
+    free_bytes,
+    gated_message,
+    gb,
+    hub_weights,
+    source_of,
+    survey,
+    unpinned,
+    weight_specs,
+)
 from jobs.loading import load_model, load_sweep, model_file, pin_revision
 from jobs.sweep.pipeline import route_models
 

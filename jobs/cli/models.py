@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jobs.engines import Machine, unpinned, why_not
+from jobs.engines.readiness import Machine, why_not
+from jobs.engines.weights import unpinned
 from jobs.loading import PROJECT_CONF, format_models, list_models
 
 

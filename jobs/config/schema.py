@@ -8,7 +8,7 @@ is safe by default: changing it asks again rather than reusing answers it may ha
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Optional
+from typing import Any
 
 from omegaconf import MISSING, OmegaConf
 
@@ -24,7 +24,7 @@ class Kind:
     answered by a hosted API is its engine's to say (jobs.engines Engine.remote), not its kind's."""
 
     protocol: str  # the kind a benchmark's protocol sees
-    task: Optional[str]  # what a local engine computes for it (actors: classify, judge, logprobs); None: no requests
+    task: str | None  # what a local engine computes for it (actors: classify, judge, logprobs); None: no requests
 
     @property
     def generates(self) -> bool:
@@ -64,10 +64,10 @@ class ModelConfig:
     # they: answers at once, or through a provider's batch API at its batch price) | bm25 and
     # sentence_transformers (kind retriever, and only they) | stand_in (instant echo answers: tests, dry runs)
     engine: str = "vllm"
-    revision: Optional[str] = None  # hub revision (branch, tag or commit) of path
+    revision: str | None = None  # hub revision (branch, tag or commit) of path
     # parameters in billions, for `ragjudge plan`
-    params_b: Optional[float] = field(default=None, metadata=RUN)
-    reference: Optional[str] = None  # implicit RMs: the reference model (same forms as path)
+    params_b: float | None = field(default=None, metadata=RUN)
+    reference: str | None = None  # implicit RMs: the reference model (same forms as path)
     # float32 | bfloat16 | float16 | auto (the checkpoint's own) | bfloat16-if-native (bfloat16 where the GPU or
     # CPU computes it natively, float32 elsewhere: actors.hardware)
     dtype: str = "float32"
@@ -87,22 +87,22 @@ class ModelConfig:
     max_new_tokens: int = 16  # generative: length of the text verdict
     # generative: which reading of the verdict scores (the other is still recorded): logprob | text; unset, the
     # benchmark's own, as its paper reads it (e.g. RAG-RewardBench: logprob after "Choose ")
-    verdict: Optional[str] = None
-    chat_template: Optional[str] = None  # overrides the tokenizer's template
+    verdict: str | None = None
+    chat_template: str | None = None  # overrides the tokenizer's template
     # discriminative on transformers: how the model's outputs become the score its card defines (a name in
-    # actors.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...); unset, a stock
+    # jobs.engines.transformers.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...); unset, a stock
     # sequence classifier's raw logit
-    head: Optional[str] = None
+    head: str | None = None
     # let transformers (and vLLM) run code the model's repository ships: its tokenizer, its model class. Per
     # model on purpose: it executes that repository's Python on every worker that loads the model
     trust_remote_code: bool = False
-    tokenizer: Optional[str] = None  # transformers: the tokenizer's hub id or folder when the weights ship none
+    tokenizer: str | None = None  # transformers: the tokenizer's hub id or folder when the weights ship none
     # shown beside the model in reports (e.g. "smoke test: random weights")
     note: str = field(default="", metadata=RUN)
     # kind api: name of the environment variable holding the base URL
-    api_base_env: Optional[str] = field(default=None, metadata=RUN)
+    api_base_env: str | None = field(default=None, metadata=RUN)
     # kind api: name of the environment variable holding the key (never the key)
-    api_key_env: Optional[str] = field(default=None, metadata=RUN)
+    api_key_env: str | None = field(default=None, metadata=RUN)
     max_concurrency: int = field(default=8, metadata=RUN)  # kind api: requests in flight per actor
     # kind api: retries of a 408/409/429/5xx answer, a timeout or a broken connection, with exponential backoff
     max_retries: int = field(default=5, metadata=RUN)
@@ -111,7 +111,7 @@ class ModelConfig:
     timeout_s: float = field(default=120.0, metadata=RUN)
     # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
     # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
-    api_params: dict[str, Optional[str]] = field(default_factory=dict)
+    api_params: dict[str, str | None] = field(default_factory=dict)
     # engines openai_batch and anthropic_batch: seconds between polls of a submitted batch, and how long one run
     # waits for it before the cell fails; the batch goes on at the provider, manifest.json keeps its id and a
     # rerun polls it (25 h: the providers' 24 h window, and an hour for the results to be written)
@@ -125,7 +125,7 @@ class ModelConfig:
     target_ongoing_requests: int = field(default=16, metadata=RUN)
     # shared: idle time before Serve removes a replica
     downscale_delay_s: float = field(default=60.0, metadata=RUN)
-    # kind retriever: the engine's own settings (actors.retrievers: BM25 k1, b, method, stopwords; dense
+    # kind retriever: the engine's own settings (its folder's index.py: BM25 k1, b, method, stopwords; dense
     # query/passage prefixes, normalize, max_seq_length); they change the index and the rankings.
     retriever: dict[str, Any] = field(default_factory=dict)
 
@@ -151,11 +151,11 @@ class BenchmarkConfig:
     # repository, hf://datasets/owner/name[@revision][/path/in/repo], through its cache (benchmarks.hub)
     data: list[str] = MISSING
     # first N items of each path, for quick looks
-    limit: Optional[int] = field(default=None, metadata=METRICS)
+    limit: int | None = field(default=None, metadata=METRICS)
     # items in the full benchmark, for `ragjudge plan` when the data is not here
-    size: Optional[int] = field(default=None, metadata=PLAN)
+    size: int | None = field(default=None, metadata=PLAN)
     # a local file of representative items whose lengths `plan` scales to size
-    plan_sample: Optional[str] = field(default=None, metadata=PLAN)
+    plan_sample: str | None = field(default=None, metadata=PLAN)
     bootstrap_resamples: int = field(default=1000, metadata=METRICS)
     # A cell whose failed requests exceed this share of its requests ends `failed_errors`, its metrics written
     # (jobs.flow.error_budget); `ragjudge run --retry-errors` asks the retryable ones again.
@@ -172,7 +172,7 @@ RETRY_S = 300.0  # storage.retry_s: how long a storage call is tried again befor
 class StorageConfig:
     root: str = "results"  # local path or s3://bucket/prefix
     run: str = MISSING  # the run folder under root; the same run name resumes
-    endpoint_url: Optional[str] = None  # S3-compatible endpoint; else AWS_ENDPOINT_URL
+    endpoint_url: str | None = None  # S3-compatible endpoint; else AWS_ENDPOINT_URL
     # While a cell runs its answers are stored in parts: a part once it holds flush_every answers, or once its
     # first answer has waited flush_s seconds. A killed run asks again at most what came in flush_s.
     flush_every: int = 1024
@@ -194,8 +194,8 @@ class StorageConfig:
 
 @dataclass
 class ClusterConfig:
-    address: Optional[str] = None  # Ray address; else RAY_ADDRESS; else a new local cluster (jobs.sweep.cluster)
-    num_cpus: Optional[int] = None  # local cluster only
+    address: str | None = None  # Ray address; else RAY_ADDRESS; else a new local cluster (jobs.sweep.cluster)
+    num_cpus: int | None = None  # local cluster only
     # An address that accepts no connection for this long fails the run, naming it (a head still starting has
     # this long to come up).
     connect_timeout_s: float = 30.0
@@ -212,7 +212,7 @@ class EnsembleConfig:
 
     members: list[str] = MISSING
     rule: str = "majority"
-    name: Optional[str] = None  # default: "<rule>(a,b,c)"
+    name: str | None = None  # default: "<rule>(a,b,c)"
     benchmarks: list[str] = field(default_factory=list)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from benchmarks.protocol import Answer
 from benchmarks.row_types import ANSWER_BASE_KEYS, check_keys
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, BatchSlot, Engine, Log, Requests, engine_of
+from jobs.engines.base import BatchSlot, Engine, Log, Requests, engine_of, engines
 from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
 
@@ -23,7 +23,7 @@ def answer_requests(requests: Requests, model: ModelConfig, log: Log = print,
     engine = engine_of(model)
     if not engine.answers:
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
-                         f"(request engines: {', '.join(sorted(n for n, e in ENGINES.items() if e.answers))})")
+                         f"(request engines: {', '.join(sorted(n for n, e in engines().items() if e.answers))})")
     if isinstance(requests, list):
         check_keys(requests, engine.reads, who(engine, model), "request")
     answers = (_answer(engine, requests, model, log, host, batch) if host is not None

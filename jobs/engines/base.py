@@ -1,17 +1,21 @@
-"""What an engine is to the sweep: one class per engine (jobs/engines/<name>.py), registered by name.
+"""What an engine is to the sweep: one class per engine (jobs/engines/<name>/engine.py), registered by name.
 
 An engine owns everything about itself: the model kinds it runs, the model settings only it reads, the
 packages it imports, whether it loads weights here, what it holds on the cluster, its checks before a run and
 on `ragjudge models`, and how it answers a list of requests. The rest of jobs/ asks `engine_of(model)` and
-never branches on an engine's name, so adding an engine is one module plus its import in jobs/engines/__init__.py.
+never branches on an engine's name, so adding an engine is one folder whose engine.py registers it.
 """
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.model_store import resolve_model
-from actors.retrievers import RetrieverModel
+from actors.retrievers import Index, RetrieverModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
@@ -123,22 +127,38 @@ class Engine:
         raise NotImplementedError
 
 
-ENGINES: dict[str, Engine] = {}
+_REGISTERED: dict[str, Engine] = {}
 
 
 def register(engine: Engine) -> Engine:
     """Make `engine` the one that runs models whose `engine` is its name."""
-    ENGINES[engine.name] = engine
+    _REGISTERED[engine.name] = engine
     return engine
+
+
+@functools.cache
+def _discover() -> None:
+    """Import each engine folder's engine.py (jobs/engines/<name>/engine.py, ending in `register(...)`) once, at
+    the first lookup rather than when jobs.engines is imported: a worker that imports its own engine's modules
+    (jobs.engines.vllm.server) then imports nothing of the driver's."""
+    for folder in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if folder.ispkg:
+            importlib.import_module(f"{__package__}.{folder.name}.engine")
+
+
+def engines() -> dict[str, Engine]:
+    """Every registered engine by name: those of this package's folders and any registered elsewhere."""
+    _discover()
+    return _REGISTERED
 
 
 def engine_of(model: ModelConfig) -> Engine:
     """The engine the model runs on (its name is checked when the config is loaded: jobs.loading)."""
     try:
-        return ENGINES[model.engine]
+        return engines()[model.engine]
     except KeyError:
         raise ValueError(f"model '{model.name}': no engine '{model.engine}' "
-                         f"(engines: {', '.join(sorted(ENGINES))})") from None
+                         f"(engines: {', '.join(sorted(engines()))})") from None
 
 
 def resolved(model: ModelConfig) -> dict[str, Any]:
@@ -157,10 +177,11 @@ class Retriever(Engine):
 
     kinds = frozenset({"retriever"})
     answers = False
+    index: ClassVar[type[Index]]  # what it builds and its searchers load (its folder's index.py)
 
     def worker_model(self, model: ModelConfig) -> RetrieverModel:
         """What its workers read of the model, its weights (if it has any) a local folder."""
-        return RetrieverModel(engine=model.engine, path=resolve_model(model.path) if self.weights else model.path,
+        return RetrieverModel(index=self.index, path=resolve_model(model.path) if self.weights else model.path,
                               settings=model.retriever, batch_size=model.batch_size, dtype=model.dtype,
                               revision=model.revision)
 

@@ -18,13 +18,13 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, ClassVar, Protocol
 
-from actors.http_engine import TEXT_ONLY, Failure, api_credentials
 from actors.sampling import REQUEST_INPUTS
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
 from jobs.engines.base import BatchSlot, Log, Servers, resolved
-from jobs.engines.http import Http
+from jobs.engines.http.client import TEXT_ONLY, Failure, api_credentials
+from jobs.engines.http.engine import Http
 
 Result = tuple[str, PromptAnswer]  # a request's custom_id and its answer
 
@@ -157,7 +157,7 @@ def _row(request: Request, answer: PromptAnswer) -> Answer:
 
 
 def as_object(body: Any) -> Any:
-    """A JSON body read with attribute access, as actors.http_engine.completion_text reads the client's objects;
+    """A JSON body read with attribute access, as jobs.engines.http.client.completion_text reads the client's objects;
     anything but an object is handed over as it is (completion_text says what is wrong with it)."""
     return json.loads(json.dumps(body), object_hook=lambda d: SimpleNamespace(**d)) if isinstance(body, dict) else body
 

@@ -1,7 +1,7 @@
 """Whether a failed request may succeed if asked again, read from the error text the engines write.
 
 Retryable: the endpoint or the engine was unavailable, not wrong about the request: a timeout, HTTP 5xx, 429
-(throttled, a spent quota) or 408 after the client's own retries, a broken connection (actors.http_engine's
+(throttled, a spent quota) or 408 after the client's own retries, a broken connection (jobs.engines.http.client's
 `api: timeout after ...`, `api: HTTP 503 (...)`, `api: connection failed (...)`), a provider batch that expired
 (`api: batch expired (...)`), an engine actor that died or could not be reached (Ray's ActorDiedError,
 ActorUnavailableError). Final: everything else, known or not: HTTP 400 and other 4xx (a content-policy refusal is

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 
 from jobs.config import ModelConfig
-from jobs.engines.base import ENGINES, engine_of
+from jobs.engines.base import engine_of, engines
 from jobs.engines.demand import engine_demand
 from jobs.engines.preflight import weight_problems
 
@@ -28,7 +28,7 @@ class Machine:
     @classmethod
     def here(cls) -> Machine:
         """This machine, found without importing any engine (torch is imported to count GPUs, if installed)."""
-        installed = frozenset(p for engine in ENGINES.values() for p in engine.packages
+        installed = frozenset(p for engine in engines().values() for p in engine.packages
                               if importlib.util.find_spec(p) is not None)
         gpus = 0
         if "torch" in installed:

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jobs.engines import headline, retryable
+from jobs.engines.errors import headline, retryable
 
 
 def asks_again(answer: Mapping[str, Any]) -> bool:

@@ -192,7 +192,7 @@ def block_rows(requests: int, batch: int) -> int:
 
     An engine's Ray Data task takes a block and sends its answers on when it is done, so a block holds answers
     back until its last batch is answered (a run stopped or killed part-way loses them: tests/jobs/test_resume.py)
-    and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm
+    and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm.engine
     `tasks_in_flight`). Each block is a task, though, and a task costs about 22 ms on 2 cores: the
     framework's ceiling at 10k requests in batches of 16 went 449 -> 851 -> 1,108 -> 1,141 req/s at 1, 4,
     16 and 64 batches a block (docs/scale.md)."""

@@ -17,7 +17,9 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
 from benchmarks.row_types import Item, Row
 from jobs.config import KINDS, BenchmarkConfig, ModelConfig, protocol_kind
-from jobs.engines import PreflightError, engine_of, retryable
+from jobs.engines.base import engine_of
+from jobs.engines.errors import retryable
+from jobs.engines.preflight import PreflightError
 from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.first_round import StreamingAnswerer, stream_first_round, survey

@@ -28,11 +28,13 @@ import json
 import time
 from typing import Any
 
-from actors.retrievers import QuerySearcher, RetrieverModel, engine_settings
+from actors.retrievers import QuerySearcher, RetrieverModel, with_defaults
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
-from jobs.engines import Retriever, answer_requests, dataset_rows, engine_of
+from jobs.engines.answering import answer_requests
+from jobs.engines.base import Retriever, engine_of
+from jobs.engines.rows import dataset_rows
 from jobs.flow.answer_cache import Keys, asked_or_cached, keep_answers
 from jobs.loading import load_model
 from jobs.store import RunRoot
@@ -58,7 +60,7 @@ def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: 
     """Everything an index depends on; its hash names the cache folder. Run settings (actors, batch size,
     devices) are left out: they change how fast an index is built, not what it holds."""
     spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
-                            "n_passages": n_passages, "settings": engine_settings(model.engine, model.retriever)}
+                            "n_passages": n_passages, "settings": with_defaults(retriever_of(model).index, model.retriever)}
     return {**spec, **retriever_of(model).index_spec(model, n_passages, search)}
 
 

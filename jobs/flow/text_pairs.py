@@ -13,7 +13,8 @@ from actors.bertscore import BertScoreStage, baseline_file, encoder_label
 from actors.model_store import resolve_model
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Item, Row
-from jobs.engines import PreflightError, dataset_rows
+from jobs.engines.preflight import PreflightError
+from jobs.engines.rows import dataset_rows
 
 # Encoder batches per Ray Data batch: a row's pairs share its response, and bert-score encodes each distinct
 # text once per call and sorts by length, so larger calls encode less and pad less.

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.heads import HEADS
 from benchmarks.hub import check_url, is_hub
 from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import UnknownBenchmark, benchmark
@@ -20,7 +19,8 @@ from jobs.config import (
     StorageConfig,
     ensemble_name,
 )
-from jobs.engines import ENGINES
+from jobs.engines.base import engines
+from jobs.engines.transformers.heads import HEADS
 from jobs.loading.names import check_env_names, check_name
 
 UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stock classifier's raw logit
@@ -28,7 +28,7 @@ UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stoc
 
 def choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
-    return {"kind": tuple(KINDS), "engine": tuple(sorted(ENGINES)), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+    return {"kind": tuple(KINDS), "engine": tuple(sorted(engines())), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
 
 
 def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
@@ -107,16 +107,16 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
             value = getattr(model, key)
             if value not in allowed and not (key in UNSET_ALLOWED and value is None):
                 raise ConfigError(f"{where}.{key}': '{value}' is not one of {', '.join(allowed)}")
-        engine = ENGINES[model.engine]
+        engine = engines()[model.engine]
         if model.kind not in engine.kinds:
             # an engine made for one kind names the kind, so the kind is what is wrong; else the engine is
             key, value = ("kind", model.kind) if len(engine.kinds) == 1 else ("engine", model.engine)
-            runs_it = sorted(e.name for e in ENGINES.values() if model.kind in e.kinds)
+            runs_it = sorted(e.name for e in engines().values() if model.kind in e.kinds)
             raise ConfigError(f"{where}.{key}': '{value}' does not go with "
                               f"{f'engine {model.engine}' if key == 'kind' else f'kind {model.kind}'}: kind "
                               f"{model.kind} runs on engine {' or '.join(runs_it)}, and engine {model.engine} runs "
                               f"only kind {' or '.join(sorted(engine.kinds))}")
-        for other in ENGINES.values():
+        for other in engines().values():
             for key, what in other.settings.items():
                 if key not in engine.settings and getattr(model, key) != getattr(defaults, key):
                     raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")

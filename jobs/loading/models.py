@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from jobs.config import ConfigError, ModelConfig, credential_variables
-from jobs.engines import engine_of
+from jobs.engines.base import engine_of
 from jobs.loading.checks import check_models
 from jobs.loading.files import PROJECT_CONF, load_yaml, reason, structured
 from jobs.store.redaction import declare_secret_variables

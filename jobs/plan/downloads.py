@@ -16,8 +16,7 @@ from pathlib import Path
 
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
-from jobs.engines import HubWeights, hub_weights
-from jobs.engines.weights import gb
+from jobs.engines.weights import HubWeights, gb, hub_weights
 
 
 @dataclass(frozen=True)

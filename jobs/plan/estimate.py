@@ -27,7 +27,7 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from benchmarks.row_types import Item
 from jobs.config import KINDS, BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
-from jobs.engines import engine_of
+from jobs.engines.base import engine_of
 from jobs.engines.host import engine_name
 from jobs.flow import JudgedFlow, first_requests, flow_of, read_items
 from jobs.plan.placement import EngineJob, Schedule, schedule

@@ -28,8 +28,10 @@ from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.records import SUFFIXES
 from benchmarks.row_types import Answer, Request
 from jobs.config import METRIC_SETTINGS, PLAN_SETTINGS, RUN_SETTINGS, BenchmarkConfig, ModelConfig, to_dict
-from jobs.engines import EngineHost, PreflightError, answer_requests, engine_of
-from jobs.engines.answering import who
+from jobs.engines.answering import answer_requests, who
+from jobs.engines.base import engine_of
+from jobs.engines.host import EngineHost
+from jobs.engines.preflight import PreflightError
 from jobs.flow import CellJob, CellRecorder, flow_of
 from jobs.flow.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
 from jobs.flow.error_budget import over_budget, reopens

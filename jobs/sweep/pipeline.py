@@ -19,18 +19,11 @@ from benchmarks.options import OptionsError, typed_options
 from benchmarks.protocol import benchmark
 from jobs.analysis import held_models
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
-from jobs.engines import (
-    EngineHost,
-    Need,
-    ahead_of_engines,
-    cell_need,
-    largest_gpu_node,
-    last_starts,
-    make_built_in_models,
-    model_problems,
-    unmade_problems,
-    weights_record,
-)
+from jobs.engines.demand import Need, cell_need
+from jobs.engines.host import EngineHost, last_starts
+from jobs.engines.prefetch import ahead_of_engines
+from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
+from jobs.engines.weights import weights_record
 from jobs.flow import flow_of
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot

@@ -6,7 +6,7 @@ Each scoring model of the sweep scores the first N validation items (the protoco
 benchmark of the sweep that has them, from the sweep's own data (a benchmark's bundled `validation_sample` when
 no benchmark of the sweep has any), on three paths: its engine one request at a time, its engine at the
 configured batch size, and a reference: the transformers engine one sequence at a time for a vLLM model, or
-the same model in padded batches of the configured size for a transformers model (actors.padded_batch: our
+the same model in padded batches of the configured size for a transformers model (jobs.engines.transformers.padded_batch: our
 transformers engine never pads, so this is where padding bugs show). Verdicts and scores, as each benchmark
 reads them off its rows (`validation_verdict`), are compared by jobs.analysis.agreement; validate.json (beside
 manifest.json) and a table hold the result, with the hashes of the chat template and tokenizer, the EOS token
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from actors.scorers import RequestScorer
 from actors.templating import templater
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
@@ -37,16 +36,11 @@ from jobs.analysis.agreement import (
     verdict_rows,
 )
 from jobs.config import KINDS, ConfigError, ModelConfig, SweepConfig, protocol_kind
-from jobs.engines import (
-    EngineHost,
-    answer_requests,
-    engine_of,
-    largest_gpu_node,
-    make_built_in_models,
-    model_problems,
-    resolved,
-    unmade_problems,
-)
+from jobs.engines.answering import answer_requests
+from jobs.engines.base import engine_of, resolved
+from jobs.engines.host import EngineHost
+from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
+from jobs.engines.transformers.scorers import RequestScorer
 from jobs.flow import JudgedFlow, first_requests, flow_of, item_rows, read_items
 from jobs.store import RunRoot
 from jobs.store.layout import VALIDATE

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from actors import vllm_stage
 from actors.model_store import SMOLLM2, TINY_CLASSIFIER, resolve_model
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
-from actors.transformers_engine import TransformersEngine
 from benchmarks.rag_rewardbench import VERDICT_PREFILL, VERDICT_TOKENS, expand, load_items
+from jobs.engines.transformers.model import TransformersEngine
+from jobs.engines.vllm import stage as vllm_stage
 
 GREEDY_1 = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0, "seed": 0}
 DATA = Path(__file__).resolve().parents[2] / "data" / "rag_rewardbench_appendix_d.jsonl"

@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from actors import vllm_stage
-from actors.heads import HEADS
-from actors.http_engine import HttpJudge, Secret
 from actors.sampling import REQUEST_INPUTS
-from actors.scorers import RequestScorer
 from benchmarks.row_types import (
     ANSWER_BASE_KEYS,
     ANSWER_KEYS,
@@ -21,6 +17,10 @@ from benchmarks.row_types import (
     answer_keys,
     check_keys,
 )
+from jobs.engines.http.client import HttpJudge, Secret
+from jobs.engines.transformers.heads import HEADS
+from jobs.engines.transformers.scorers import RequestScorer
+from jobs.engines.vllm import stage as vllm_stage
 
 REQUEST = {"request_id": "rrb/1#cr", "item_id": "rrb/1", "subset": "s", "variant": "cr",
            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
@@ -40,7 +40,7 @@ def test_a_judge_request_splits_into_declared_parts():
 
 
 def _engine_row(**columns):
-    """A prepared row as the vLLM server returns it (actors.vllm_stage.prepare, then the engine's columns)."""
+    """A prepared row as the vLLM server returns it (jobs.engines.vllm.stage.prepare, then the engine's columns)."""
     return {"ragjudge_request_id": REQUEST["request_id"], **{k: REQUEST[k] for k in ("item_id", "subset", "variant")},
             "n_tokens": 5, "error": None, "truncated": False, **columns}
 

@@ -20,8 +20,8 @@ from tiny_reward_models import (
 )
 from transformers import LlamaModel
 
-from actors.transformers_engine import TransformersEngine
 from benchmarks.rag_rewardbench import preference_margin as pair_score
+from jobs.engines.transformers.model import TransformersEngine
 
 DIM = 6  # value_head_dim: three 2-d blocks
 

@@ -10,7 +10,7 @@ from actors.hardware import (
     resolve_dtype,
     tcmalloc,
 )
-from actors.vllm_stage import engine_settings
+from jobs.engines.vllm.stage import engine_settings
 
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
 AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"

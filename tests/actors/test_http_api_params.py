@@ -11,9 +11,9 @@ from typing import ClassVar
 import pytest
 from loopback import JsonHandler, serve
 
-from actors.http_engine import HttpJudge, Secret, request_params
 from actors.sampling import text_sampling
 from jobs.config import to_dict
+from jobs.engines.http.client import HttpJudge, Secret, request_params
 from jobs.loading import load_model
 
 O1_REJECTS = ("max_tokens", "temperature", "top_p")

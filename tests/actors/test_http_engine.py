@@ -24,10 +24,10 @@ from fault_rows import record
 from loopback import JsonHandler, ScriptedApi, chat_completion, serve
 from sweeps import SAMPLE, write_sweep
 
-from actors.http_engine import ApiAuthError, HttpJudge, Secret, api_credentials
 from actors.model_store import resolve_model
-from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
+from jobs.engines.http.client import ApiAuthError, HttpJudge, Secret, api_credentials
+from jobs.engines.transformers.model import TransformersEngine
 
 KEY = "sk-test-0123456789abcdef"
 

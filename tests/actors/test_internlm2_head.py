@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import save_file
 from tiny_reward_models import CONVERSATIONS, closed_ids, tokenizer
 
-from actors.transformers_engine import TransformersEngine
+from jobs.engines.transformers.model import TransformersEngine
 
 CONFIG = {"architectures": ["InternLM2ForRewardModel"], "model_type": "internlm2",
           "auto_map": {"AutoConfig": "configuration_internlm2.InternLM2Config",

@@ -14,7 +14,7 @@ import pytest
 import torch
 from tiny_reward_models import CONVERSATIONS, closed_ids, llama_config, seeded, tokenizer
 
-from actors.transformers_engine import TransformersEngine
+from jobs.engines.transformers.model import TransformersEngine
 
 MODELING = '''
 import torch

@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 from bundled_data import CORPUS, RETRIEVAL
 
-from actors.retrievers import BM25Index, DenseEncoder, DenseIndex, engine_settings, passage_text, top_k
+from actors.retrievers import passage_text, top_k, with_defaults
 from benchmarks.mtrag.common import COLLECTIONS, read_run
 from benchmarks.mtrag.retrieval import MEASURES, MtragRetrieval
 from benchmarks.mtrag.retrieval.data import qrels_path
 from benchmarks.options import typed_options
 from jobs.cli import main
 from jobs.config import ConfigError
+from jobs.engines.bm25.index import BM25Index
+from jobs.engines.sentence_transformers.index import DenseEncoder, DenseIndex
 from jobs.flow.ranked import index_folder, index_spec
 from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
@@ -76,10 +78,11 @@ def test_passage_text_puts_the_title_once():
     assert passage_text("", "text") == "text" and passage_text("T", "text", with_title=False) == "text"
 
 
-def test_engine_settings_fill_defaults_and_name_unknown_keys():
-    assert engine_settings("bm25", {"k1": 0.9})["k1"] == 0.9
-    with pytest.raises(ValueError, match="stemmer"):
-        engine_settings("bm25", {"stemmer": "porter"})
+def test_retriever_settings_fill_the_index_defaults_and_name_unknown_keys():
+    assert with_defaults(BM25Index, {"k1": 0.9}) == {"k1": 0.9, "b": 0.75, "method": "lucene", "stopwords": "en",
+                                                     "lower": True}
+    with pytest.raises(ValueError, match="stemmer.*engine bm25"):
+        with_defaults(BM25Index, {"stemmer": "porter"})
 
 
 # ---- dense
@@ -260,8 +263,8 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
 def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_session, minilm):
     from actors.model_store import MINILM
     from jobs.config import ModelConfig
-    from jobs.engines import engine_of
-    from jobs.engines.sentence_transformers import encode_passages
+    from jobs.engines.base import engine_of
+    from jobs.engines.sentence_transformers.engine import encode_passages
 
     words = ["tornado shelter", "passport renewal", "index fund", "cloud subnet", "court fees", "wildfire smoke"]
     corpora = {"govt": {f"g{i}": {"title": "", "text": f"{w} {i}"} for i, w in enumerate(words * 3)},
@@ -339,15 +342,15 @@ def test_a_retriever_reaches_its_workers_as_a_frozen_record_with_local_weights()
     from actors.model_store import MINILM, resolve_model
     from actors.retrievers import RetrieverModel
     from jobs.config import ModelConfig
-    from jobs.engines import engine_of
+    from jobs.engines.base import engine_of
 
     dense = ModelConfig(name="minilm", path=MINILM, kind="retriever", engine="sentence_transformers", batch_size=5,
                         dtype="bfloat16-if-native", retriever={"max_seq_length": 64})
     assert engine_of(dense).worker_model(dense) == RetrieverModel(
-        engine="sentence_transformers", path=resolve_model(MINILM), settings={"max_seq_length": 64}, batch_size=5,
+        index=DenseIndex, path=resolve_model(MINILM), settings={"max_seq_length": 64}, batch_size=5,
         dtype="bfloat16-if-native", revision=None)
     lexical = ModelConfig(name="bm25", path="bm25", kind="retriever", engine="bm25", retriever={"k1": 0.9})
     record = engine_of(lexical).worker_model(lexical)
-    assert (record.engine, record.path, record.settings) == ("bm25", "bm25", {"k1": 0.9})  # no weights to find
+    assert (record.index, record.path, record.settings) == (BM25Index, "bm25", {"k1": 0.9})  # no weights to find
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.path = "elsewhere"  # type: ignore[misc]

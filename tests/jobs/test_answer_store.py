@@ -15,7 +15,7 @@ from stand_in import run, stand_in_engine
 
 from jobs.cli import main
 from jobs.config import ModelConfig
-from jobs.engines import ENGINES
+from jobs.engines.base import engines
 from jobs.engines.identity import model_identity
 from jobs.store.answers import AnswerStore, answer_key
 from jobs.store.run_root import RunRoot
@@ -97,7 +97,7 @@ def test_failed_answers_are_not_kept_and_are_asked_again(tmp_path, stub, monkeyp
                    "variant": r["variant"], "text": None if failed else f"answer to {r['messages'][0]['content']}",
                    "error": "api: HTTP 503 (model 'judge', 6 tries)" if failed else None}
 
-    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
+    monkeypatch.setattr(engines()["stand_in"], "answer", answer)
     run(tmp_path, stub(), run_name="first", cache=True)
     calls.clear()
     run(tmp_path, stub(), run_name="second", cache=True)
@@ -187,7 +187,7 @@ def test_answers_stored_before_a_resume_are_kept_too(tmp_path, stub, monkeypatch
     """The first attempt dies when the judge round begins, its three generations stored; the resumed attempt
     asks the other six, and the store then keeps all nine, so a new run asks nothing."""
     calls = stand_in_engine(monkeypatch)
-    answer, given = ENGINES["stand_in"].answer, []
+    answer, given = engines()["stand_in"].answer, []
 
     def dies_after_three(requests, model, log=print, host=None):
         for row in answer(requests, model, log, host):
@@ -197,7 +197,7 @@ def test_answers_stored_before_a_resume_are_kept_too(tmp_path, stub, monkeypatch
             yield row
 
     with monkeypatch.context() as patch:
-        patch.setattr(ENGINES["stand_in"], "answer", dies_after_three)
+        patch.setattr(engines()["stand_in"], "answer", dies_after_three)
         root, killed = run(tmp_path, stub(), run_name="first", cache=True)
     assert killed.status == "failed" and len(root.read_rows("requests", "stub", "judge")) == 3
     calls.clear()

@@ -18,7 +18,7 @@ from stand_in import run
 from sweeps import SAMPLE
 
 from jobs.config import BenchmarkConfig, ModelConfig
-from jobs.engines.anthropic_batch import AnthropicBatches
+from jobs.engines.anthropic_batch.engine import AnthropicBatches
 
 KEY = "sk-batch-test-5e1f0a9c77"
 ERRORED, LATE = "Hugh Hilton Goodwin", "Gun laws in Michigan"  # items 1 and 3 (both their requests)

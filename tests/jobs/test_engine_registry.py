@@ -20,7 +20,8 @@ from jobs.config import (
     protocol_kind,
     to_dict,
 )
-from jobs.engines import ENGINES, Engine, answer_requests, engine_of
+from jobs.engines.answering import answer_requests
+from jobs.engines.base import Engine, engine_of, engines
 from jobs.loading import load_model
 
 
@@ -49,8 +50,8 @@ class Echo(Engine):
 @pytest.fixture
 def echo(monkeypatch):
     # The registry holds the one engine that reads `tokenizer` today (transformers); the new engine takes it over.
-    monkeypatch.delitem(ENGINES, "transformers")
-    monkeypatch.setitem(ENGINES, "echo", Echo())
+    monkeypatch.delitem(engines(), "transformers")
+    monkeypatch.setitem(engines(), "echo", Echo())
 
 
 def _model(**settings) -> dict:

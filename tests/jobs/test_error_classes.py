@@ -5,7 +5,7 @@ import pytest
 
 from jobs.engines.errors import headline, retryable
 
-# actors.http_engine (Failure.row_error), the provider batch engines, Ray (an engine that died).
+# jobs.engines.http.client (Failure.row_error), the provider batch engines, Ray (an engine that died).
 RETRYABLE = [
     "api: HTTP 503 (model 'api_judge', 6 tries): Error code: 503 - {'error': {'message': 'scripted 503'}}",
     "api: HTTP 500 (model 'x', 3 tries): Error code: 500 - boom",

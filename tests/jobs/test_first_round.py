@@ -18,7 +18,7 @@ from stand_in import pick, run, stand_in_engine
 
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
-from jobs.engines import ENGINES
+from jobs.engines.base import engines
 from jobs.flow import flows
 
 PAIRS = 82  # the good pairs of 88 (Table 4's 22 subset shapes, 4 each, 6 with an empty response)
@@ -56,8 +56,8 @@ def streaming(monkeypatch, reply=pick, blocks: list[int] | None = None) -> list[
             yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
                    "variant": r["variant"], "text": reply(r, model), "error": None}
 
-    monkeypatch.setattr(ENGINES["stand_in"], "answer", answer)
-    monkeypatch.setattr(ENGINES["stand_in"], "streams", True)
+    monkeypatch.setattr(engines()["stand_in"], "answer", answer)
+    monkeypatch.setattr(engines()["stand_in"], "streams", True)
     monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
     return calls
 
@@ -129,7 +129,7 @@ def test_a_stream_killed_part_way_resumes_asking_only_what_was_not_stored(tmp_pa
 def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monkeypatch, ray_session):
     whole, _ = _whole(tmp_path, bench, monkeypatch)
     calls = streaming(monkeypatch)
-    first_answer = ENGINES["stand_in"].answer
+    first_answer = engines()["stand_in"].answer
     failing: set[str] = set()
 
     def flaky(requests, model, log=print, host=None):  # every fifth request fails with a 503 the first time
@@ -139,12 +139,12 @@ def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monk
                 answer = {**answer, "text": None, "error": "api: HTTP 503 (overloaded)"}
             yield answer
 
-    monkeypatch.setattr(ENGINES["stand_in"], "answer", flaky)
+    monkeypatch.setattr(engines()["stand_in"], "answer", flaky)
     _, first = run(tmp_path / "flaky", bench)
     assert first.status in ("done", "failed_errors") and first.metrics["request_errors"]["retryable"] == len(failing)
     assert 10 < len(failing) < 60
     calls.clear()
-    monkeypatch.setattr(ENGINES["stand_in"], "answer", first_answer)
+    monkeypatch.setattr(engines()["stand_in"], "answer", first_answer)
     _, again = run(tmp_path / "flaky", bench, retry_errors=True)
     assert again.status == "done" and again.metrics == whole.metrics
     assert len(calls) == 1 and sorted(calls[0]) == sorted(failing)  # the failures, and nothing else
@@ -153,7 +153,7 @@ def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monk
 def test_a_request_without_a_key_the_engine_reads_fails_the_cell_before_it_asks(tmp_path, bench, monkeypatch,
                                                                                ray_session):
     calls = streaming(monkeypatch)
-    monkeypatch.setattr(ENGINES["stand_in"], "reads", frozenset({"request_id", "no_such_key"}))
+    monkeypatch.setattr(engines()["stand_in"], "reads", frozenset({"request_id", "no_such_key"}))
     _, outcome = run(tmp_path / "keys", bench)
     assert outcome.status == "failed" and "no_such_key" in outcome.message and calls == []
 

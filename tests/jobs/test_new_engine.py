@@ -10,13 +10,13 @@ from stand_in import run
 from sweeps import SAMPLE
 
 from jobs.config import BenchmarkConfig
-from jobs.engines import ENGINES
+from jobs.engines.base import engines
 from jobs.loading import load_model
 
 TOY = '''
 """Always prefers the response in first position."""
 from benchmarks.row_types import ANSWER_BASE_KEYS
-from jobs.engines import Engine, register
+from jobs.engines.base import Engine, register
 
 
 class FirstAlways(Engine):
@@ -50,7 +50,7 @@ def test_an_engine_in_a_package_of_its_own_runs_a_cell(tmp_path, monkeypatch):
                                 bootstrap_resamples=10)
         root, outcome = run(tmp_path / "results", bench, model)
     finally:
-        ENGINES.pop("first_always", None)
+        engines().pop("first_always", None)
         sys.modules.pop("toy_engines", None)
     assert outcome.status == "done", outcome.message
     assert outcome.metrics["n"] == 6 and outcome.metrics["n_errors"] == 0

@@ -11,9 +11,9 @@ import pytest
 from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
-from actors.transformers_engine import TransformersEngine
 from benchmarks import rag_rewardbench as rb
 from jobs.analysis.report import report_text
+from jobs.engines.transformers.model import TransformersEngine
 from jobs.store import open_run
 from jobs.sweep.pipeline import run_sweep
 from scripts.same_metrics import run_differences

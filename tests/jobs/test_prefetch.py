@@ -14,7 +14,8 @@ from hub_server import HubRepo, fake_hub
 from sweeps import write_sweep
 
 from jobs.config import ModelConfig
-from jobs.engines import Prefetch, WeightsUnavailable, hub_weights
+from jobs.engines.prefetch import Prefetch, WeightsUnavailable
+from jobs.engines.weights import hub_weights
 from jobs.loading import load_sweep
 from jobs.sweep.pipeline import run_sweep
 

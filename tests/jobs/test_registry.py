@@ -165,7 +165,7 @@ def test_gpu_vllm_entries_carry_prefill_settings(registry):
 
 
 def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
-    from jobs.engines.vllm import engine_arguments as vllm_engine_arguments
+    from jobs.engines.vllm.engine import engine_arguments as vllm_engine_arguments
 
     known = vllm_engine_arguments()
     for model in _on_vllm_gpus(registry):
@@ -174,7 +174,7 @@ def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
 
 def test_engine_argument_names_are_read_without_importing_vllm_or_torch():
     """A driver checking a model file's engine_args must not load vLLM (and with it torch) for the names."""
-    code = ("import sys; from jobs.engines.vllm import engine_arguments; names = engine_arguments(); "
+    code = ("import sys; from jobs.engines.vllm.engine import engine_arguments; names = engine_arguments(); "
             "print(len(names), 'max_num_seqs' in names, 'not_an_arg' in names, "
             "[m for m in ('vllm', 'torch') if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -188,14 +188,14 @@ def test_engine_argument_names_are_the_fields_of_vllms_engine_args():
 
     from vllm.engine.arg_utils import EngineArgs
 
-    from jobs.engines.vllm import engine_arguments
+    from jobs.engines.vllm.engine import engine_arguments
 
     assert engine_arguments() == {f.name for f in dataclasses.fields(EngineArgs)}
 
 
 def test_a_cell_keeps_enough_batches_at_its_engine_to_fill_it_and_one_more():
     from jobs.config import ModelConfig
-    from jobs.engines.vllm import tasks_in_flight
+    from jobs.engines.vllm.engine import tasks_in_flight
 
     def model(batch_size: int, **engine_args) -> ModelConfig:
         return ModelConfig(name="m", path="p", kind="implicit", engine="vllm", batch_size=batch_size,
@@ -216,7 +216,7 @@ def test_the_engines_default_max_num_seqs_is_vllms():
     from vllm.config import SchedulerConfig
     from vllm.engine.arg_utils import EngineArgs
 
-    from jobs.engines.vllm import ENGINE_MAX_NUM_SEQS
+    from jobs.engines.vllm.engine import ENGINE_MAX_NUM_SEQS
 
     assert ENGINE_MAX_NUM_SEQS == SchedulerConfig.DEFAULT_MAX_NUM_SEQS
     assert "ENGINE_CONTEXT" not in inspect.getsource(EngineArgs.get_batch_defaults)  # no device default for it

@@ -9,7 +9,7 @@ from bundled_data import CORPUS, RETRIEVAL
 from benchmarks.options import typed_options
 from benchmarks.protocol import benchmark
 from jobs.config import ConfigError
-from jobs.engines.stand_in import stand_in_reply
+from jobs.engines.stand_in.engine import stand_in_reply
 from jobs.flow.ranked import rewrite_queries, rewriter_config
 from jobs.store.answers import ANSWERS, AnswerStore
 from jobs.store.run_root import RunRoot

@@ -12,8 +12,8 @@ import pytest
 from reference import smollm2_verdict_logprobs
 from sweeps import SAMPLE
 
-from actors import serve_judge
 from benchmarks import rag_rewardbench as rb
+from jobs.engines.vllm import serve_judge
 from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
 from jobs.sweep.pipeline import run_sweep

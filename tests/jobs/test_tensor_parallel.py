@@ -11,7 +11,7 @@ from sweeps import write_sweep
 
 from actors.model_store import TINY_CLASSIFIER, resolve_model
 from jobs.config import to_dict
-from jobs.engines import engine_of
+from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.loading import load_sweep
 from jobs.store.run_root import open_run

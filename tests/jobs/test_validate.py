@@ -22,7 +22,7 @@ from jobs.analysis.agreement import (
 )
 from jobs.cli import main
 from jobs.config import ConfigError, ModelConfig
-from jobs.engines import engine_of
+from jobs.engines.base import engine_of
 from jobs.loading import load_sweep
 from jobs.store.layout import VALIDATE
 from jobs.sweep import pipeline

@@ -3,7 +3,7 @@ last token that is not the config's pad id, 0). One's tokenizer pads with that s
 Two pad with SmolLM2's own pad token (2) instead: padded on the right, the last position of a short sequence is
 padding, so padded batches move its verdicts; padded on the left they happen not to, but any loader that pads on
 the right (RewardBench's scripts) would, so both are held for their pad ids. Our engine never pads, so only the
-padded-batch reference path (actors.padded_batch) and the pad-id check can tell them apart."""
+padded-batch reference path (jobs.engines.transformers.padded_batch) and the pad-id check can tell them apart."""
 from __future__ import annotations
 
 import json
@@ -12,8 +12,8 @@ import pytest
 from sweeps import write_sweep
 
 from actors.model_store import SMOLLM2, resolve_model
-from actors.padded_batch import PaddedBatchEngine
-from actors.transformers_engine import TransformersEngine
+from jobs.engines.transformers.model import TransformersEngine
+from jobs.engines.transformers.padded_batch import PaddedBatchEngine
 from jobs.loading import load_sweep
 from jobs.store.layout import VALIDATE
 from jobs.validate.scoring_paths import validate_sweep
@@ -64,8 +64,8 @@ def test_padded_batches_match_one_at_a_time_only_when_padding_is_on_the_left(cla
 def test_a_causal_lm_in_padded_batches_scores_as_one_at_a_time():
     """SmolLM2 (pads on the right) as an implicit RM and as a judge, through RequestScorer: a causal LM's
     log-probs are read at each sequence's own positions, so padding changes nothing but rounding."""
-    from actors.scorers import RequestScorer
     from benchmarks import rag_rewardbench as rb
+    from jobs.engines.transformers.scorers import RequestScorer
 
     items = [{"item_id": f"p{k}", "subset": "s", "prompt": "Which river flows through Vienna?" * k,
               "chosen": "The Danube.", "reject": "The Rhine, I think, though the passage does not say so."}

@@ -6,8 +6,7 @@ from hub_server import HubRepo, fake_hub
 
 from jobs.cli import main
 from jobs.config import ModelConfig
-from jobs.engines import unpinned, weights_record
-from jobs.engines.weights import folder_hash
+from jobs.engines.weights import folder_hash, unpinned, weights_record
 from jobs.loading import PROJECT_CONF, list_models
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

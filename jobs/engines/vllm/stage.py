@@ -2,9 +2,9 @@
 
 We template and tokenize ourselves (actors.templating) and hand the engine token ids with per-row sampling
 or pooling parameters: `ask` runs in light Ray Data tasks and sends a batch of request rows to the sweep's
-long-lived engine for the model (actors.vllm_server), which `prepare`s them in its own process, where the
+long-lived engine for the model (jobs.engines.vllm.server), which `prepare`s them in its own process, where the
 tokenizer is loaded once for the sweep, and turns the engine's outputs back into our rows with `read_answer`.
-A shared judge behind Ray Serve (actors.serve_judge) prepares in its processor's tasks and reads the same way.
+A shared judge behind Ray Serve (jobs.engines.vllm.serve_judge) prepares in its processor's tasks and reads the same way.
 What each kind asks of the engine:
 - discriminative: `classify` pooling with the activation off, so the score is the raw logit;
 - generative: a generation (greedy, or the request's own sampling: `temperature`, `top_p`, `seed`,
@@ -144,7 +144,7 @@ def engine_settings(model: dict[str, Any], path: str, task: str) -> EngineSettin
 def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix: str = "",
         columns: tuple[str, ...] = ANSWER_COLUMNS, keep_messages: bool = False):
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
-    (actors.vllm_server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
+    (jobs.engines.vllm.server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
     model files and tasks. The rows go as they are: the engine's process templates, tokenizes and reads them.
     Templated here, every Ray Data worker process loaded transformers and the tokenizer for itself (13 s of CPU
     each on 2 cores, 8 of them at once while the engine was starting: docs/scale.md)."""

@@ -3,7 +3,7 @@
 ray.data.llm's processors start their engine actors with a dataset and stop them with it; a sweep runs one
 dataset per cell and per round, so a 135M model paid ~70 s of start per cell and a 70B judge would pay
 minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks send it batches of request
-rows, which it prepares (actors.vllm_stage.prepare: our token ids with per-row sampling or pooling parameters)
+rows, which it prepares (jobs.engines.vllm.stage.prepare: our token ids with per-row sampling or pooling parameters)
 in a thread beside the engine, as vLLM's own AsyncLLM tokenizes in its front-end process; since it is async,
 the batches of every cell are in the engine at once and continuous batching mixes them.
 It reads the engine's outputs with vllm_stage.read_answer, as the shared judge's path does, and returns
@@ -28,9 +28,9 @@ from typing import Any
 
 from actors.engine_ledger import report, this_node
 from actors.hardware import rank_threads
-from actors.vllm_ranks import WORKER_EXTENSION
-from actors.vllm_stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
 from benchmarks.row_types import Answer
+from jobs.engines.vllm.ranks import WORKER_EXTENSION
+from jobs.engines.vllm.stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
 
 RUNNERS = {"classify": {"runner": "pooling", "convert": "classify"}, "judge": {"runner": "generate"},
            "logprobs": {"runner": "generate"}}
@@ -173,7 +173,7 @@ class VllmServer:
                 [None] * response_start + _logprob_dicts(prompt[response_start:])}
 
     async def ranks(self) -> list[dict[str, int]]:
-        """Each rank's rank, world size, process id and weights held (actors.vllm_ranks), in rank order: the only
+        """Each rank's rank, world size, process id and weights held (jobs.engines.vllm.ranks), in rank order: the only
         sign that a tensor-parallel engine ran as several processes, each holding part of the weights."""
         return await self.engine.collective_rpc("rank_report")
 

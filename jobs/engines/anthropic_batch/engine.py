@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 
-from actors.http_engine import Failure, chat_request, refused_key
 from benchmarks.protocol import Request
 from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
+from jobs.engines.http.client import Failure, chat_request, refused_key
 
 VERSION = "2023-06-01"  # the anthropic-version header the Message Batches API is documented with
 RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504, 529})

@@ -1,15 +1,15 @@
 """transformers: the scorer for what vLLM cannot load (score heads of a model card's own, remote code, a
-separate tokenizer), one engine per model file in the host (actors.scorers.ScorerServer)."""
+separate tokenizer), one engine per model file in the host (jobs.engines.transformers.scorers.ScorerServer)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from actors.scorers import ScorerServer, ask
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
 from jobs.engines.base import Engine, Log, Requests, Servers, register, resolved
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
+from jobs.engines.transformers.scorers import ScorerServer, ask
 
 HEAD = "a score head is read by the transformers engine for kind discriminative"
 
@@ -25,7 +25,7 @@ class Transformers(Engine):
         return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []
 
     def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
-        """Padded batches of its batch size (actors.padded_batch): the engine itself never pads, so this is
+        """Padded batches of its batch size (jobs.engines.transformers.padded_batch): the engine itself never pads, so this is
         where padding bugs show."""
         if model.kind == "discriminative" and model.head not in (None, "classifier"):
             return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from actors import serve_judge
-from actors.vllm_server import RUNNERS, VllmServer
-from actors.vllm_stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_request
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
 from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, resolved
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, in_blocks_of, merge_parts
+from jobs.engines.vllm import serve_judge
+from jobs.engines.vllm.server import RUNNERS, VllmServer
+from jobs.engines.vllm.stage import ANSWER_COLUMNS, ask, engine_settings, split_judge_request
 
 # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_SEQS: the most requests an engine built from engine arguments (as
 # VllmServer builds it) runs at once, unless the model file's engine_args set max_num_seqs.
@@ -119,7 +119,7 @@ class Vllm(Engine):
         """One rank: its CPUs (and vLLM's CPU settings), or a GPU. Tensor-parallel: one bundle per rank, all on
         one node (STRICT_PACK), the engine actor inside it. On GPUs vLLM starts its rank workers on Ray in those
         bundles; vLLM's CPU build refuses Ray's executor ("current platform cpu does not support ray",
-        vllm/v1/executor/ray_utils.py) and starts them as processes of the engine actor (actors.vllm_stage),
+        vllm/v1/executor/ray_utils.py) and starts them as processes of the engine actor (jobs.engines.vllm.stage),
         which run on the CPUs the bundles hold. The GPU-only line: each bundle's GPU."""
         runtime_env = engine_settings(settings, settings["path"], "judge").runtime_env
         if model.tensor_parallel_size == 1:

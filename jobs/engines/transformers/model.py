@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.hardware import resolve_dtype
-from actors.heads import make_head
 from actors.templating import Messages, overflow, templater
 from benchmarks.row_types import PromptAnswer
+from jobs.engines.transformers.heads import make_head
 
 
 class TransformersEngine:
@@ -22,13 +22,13 @@ class TransformersEngine:
     def __init__(self, path: str, *, task: str, dtype: str = "float32", max_model_len: int = 2048,
                  chat_template: str | None = None, revision: str | None = None, head: str | None = None,
                  trust_remote_code: bool = False, tokenizer: str | None = None):
-        """`head`: how a classify engine reads its score (actors.heads; unset: a stock classifier's logit).
+        """`head`: how a classify engine reads its score (jobs.engines.transformers.heads; unset: a stock classifier's logit).
         `trust_remote_code`: the model file's setting for code its repository ships, tokenizer and model alike.
         `tokenizer`: where the tokenizer is when the weights' repository has none (at its own default revision)."""
         import torch
         from transformers import AutoModelForCausalLM
 
-        from actors.reward_nets import Load
+        from jobs.engines.transformers.reward_nets import Load
 
         if task not in ("generate", "classify"):
             raise ValueError(f"task must be 'generate' or 'classify', not {task!r}")

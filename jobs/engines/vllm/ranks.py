@@ -2,7 +2,7 @@
 
 A tensor-parallel engine that ran on one rank would score exactly as one on two, so nothing in its answers
 shows that its ranks ran. vLLM mixes RankReport into its worker class (the engine argument
-worker_extension_cls, which actors.vllm_server sets), so `collective_rpc("rank_report")` asks every rank at
+worker_extension_cls, which jobs.engines.vllm.server sets), so `collective_rpc("rank_report")` asks every rank at
 once: its rank, the world size, its process and how many weights it holds (a share of the sharded layers).
 Its own module: each rank's process imports it, and nothing else of ours.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-WORKER_EXTENSION = "actors.vllm_ranks.RankReport"
+WORKER_EXTENSION = "jobs.engines.vllm.ranks.RankReport"
 
 
 def weights_held(model: Any) -> int:
@@ -20,11 +20,11 @@ def weights_held(model: Any) -> int:
     (vllm.model_executor.layers.utils.dispatch_cpu_unquantized_gemm, for bfloat16 weights), which
     `parameters()` would count as nothing."""
     held = 0
-    for module in model.modules():
-        for name, parameter in module.named_parameters(recurse=False):
-            if name == "weight" and parameter.numel() == 0 and hasattr(module, "output_partition_sizes"):
-                held += sum(module.output_partition_sizes) * getattr(module, "input_size_per_partition",
-                                                                     module.input_size)
+    for layer in model.modules():
+        for name, parameter in layer.named_parameters(recurse=False):
+            if name == "weight" and parameter.numel() == 0 and hasattr(layer, "output_partition_sizes"):
+                held += sum(layer.output_partition_sizes) * getattr(layer, "input_size_per_partition",
+                                                                     layer.input_size)
             else:
                 held += parameter.numel()
     return held

@@ -1,12 +1,13 @@
-"""bm25: a lexical retriever (actors.retrievers.BM25Index); no weights, one Ray task per domain's index."""
+"""bm25: a lexical retriever (index.py); no weights, one Ray task per domain's index."""
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from actors.retrievers import BM25Index, RetrieverModel, passage_text, store_index
+from actors.retrievers import RetrieverModel, passage_text, store_index
 from jobs.config import ModelConfig
 from jobs.engines.base import Log, Retriever, register
+from jobs.engines.bm25.index import BM25Index
 from jobs.store import RunRoot
 
 
@@ -20,6 +21,7 @@ class Bm25(Retriever):
     name = "bm25"
     packages = ("bm25s",)
     weights = False  # `path` names no weights to find
+    index = BM25Index
 
     def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
         return {"index": {"kind": "bm25"}}

@@ -2,7 +2,7 @@
 
 A 70B judge then loads once for the whole sweep instead of once per benchmark, and Serve adds replicas (up to
 `max_replicas`) while requests queue and removes them when idle. Cells reach it through ray.data.llm's
-ServeDeploymentProcessorConfig with completion requests that carry our token ids (actors.vllm_stage.prepare),
+ServeDeploymentProcessorConfig with completion requests that carry our token ids (jobs.engines.vllm.stage.prepare),
 so a shared judge sees exactly the prompts a per-cell engine would.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ import time
 from functools import partial
 from typing import Any
 
-from actors import vllm_stage
 from benchmarks.row_types import Answer, JudgePart
+from jobs.engines.vllm import stage as vllm_stage
 
 DEPLOYMENT = "judge"
 _DEPLOYING = threading.Lock()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from actors.http_engine import HttpJudge, api_credentials
 from actors.sampling import SAMPLING_PARAMS
 from benchmarks.protocol import Answer, Request
 from jobs.config import ModelConfig, to_dict
 from jobs.engines.base import Engine, Log, Servers, register, resolved
+from jobs.engines.http.client import HttpJudge, api_credentials
 from jobs.engines.rows import actor_pool
 
 

@@ -5,7 +5,7 @@ pooling returns too). Ten of RAG-RewardBench's 45 define their score otherwise i
 head under another name, a token appended before it is read, a two-layer score MLP, a logit of the language
 model head, or a preference vector instead of a scalar. A model file names its head with `head:`; each head
 here follows its card. Where the card's class is remote code (or only printed in the card), the head is our own
-implementation of the card's description (actors.reward_nets), loading the published weights by name.
+implementation of the card's description (jobs.engines.transformers.reward_nets), loading the published weights by name.
 
 This module imports nothing heavy, so configs can check head names without torch.
 """
@@ -24,7 +24,7 @@ def register(cls: type[Head]) -> type[Head]:
 
 
 def make_head(name: str, path: str, load: Any, tokens: Templater) -> Head:
-    """The head `name` over the weights at `path` (load: actors.reward_nets.Load), reading `tokens`' ids."""
+    """The head `name` over the weights at `path` (load: jobs.engines.transformers.reward_nets.Load), reading `tokens`' ids."""
     if name not in HEADS:
         raise ValueError(f"unknown score head {name!r}; heads: {', '.join(sorted(HEADS))}")
     return HEADS[name](path, load, tokens)
@@ -76,7 +76,7 @@ class ClassifierHead(Head):
             output_loading_info=True)
         if info["missing_keys"]:  # a head transformers had to invent scores nothing
             raise ValueError(f"{path}: the checkpoint has no {', '.join(sorted(info['missing_keys'])[:4])} for a "
-                             "stock classifier; name the model's `head:` (actors.heads) or trust its own code")
+                             "stock classifier; name the model's `head:` (jobs.engines.transformers.heads) or trust its own code")
         self.model.to(load.device).eval()
 
     def answer(self, ids: list[int], extra: Any) -> dict[str, Any]:
@@ -122,7 +122,7 @@ class _ValueHead(Head):
 
     def __init__(self, path: str, load: Any, tokens: Templater):
         super().__init__(path, load, tokens)
-        from actors.reward_nets import load_reward_net
+        from jobs.engines.transformers.reward_nets import load_reward_net
 
         self.net, self.config = load_reward_net(path, load, prefix=self.prefix, heads=self.modules,
                                                 internlm2=self.internlm2)
@@ -237,7 +237,7 @@ class GpmHead(Head):
 
     def __init__(self, path: str, load: Any, tokens: Templater):
         super().__init__(path, load, tokens)
-        from actors.reward_nets import load_reward_net
+        from jobs.engines.transformers.reward_nets import load_reward_net
 
         if tokens.tokenizer.eos_token_id is None:
             raise ValueError(f"{path}: the gpm head ends the sequence with the tokenizer's EOS, and it has none")

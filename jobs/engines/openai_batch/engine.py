@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from actors.http_engine import Failure, chat_request, completion_text, refused_key
 from benchmarks.protocol import Request
 from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
+from jobs.engines.http.client import Failure, chat_request, completion_text, refused_key
 
 ENDPOINT = "/v1/chat/completions"
 

@@ -1,5 +1,5 @@
 """sentence_transformers: a dense retriever; the corpus is encoded by a Ray Data pool of PassageEncoder actors,
-then stored exact or as a faiss HNSW graph (actors.retrievers.DenseIndex) by one Ray task per domain."""
+then stored exact or as a faiss HNSW graph (index.py) by one Ray task per domain."""
 from __future__ import annotations
 
 import time
@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from actors.hardware import resolve_dtype
-from actors.retrievers import DenseIndex, PassageEncoder, RetrieverModel, store_index
+from actors.retrievers import RetrieverModel, store_index
 from jobs.config import ModelConfig
 from jobs.console.step_progress import step_progress
 from jobs.engines.base import Log, Retriever, register
+from jobs.engines.sentence_transformers.index import DenseIndex, PassageEncoder
 from jobs.store import RunRoot
 
 
@@ -63,6 +64,7 @@ def store_dense(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str
 class SentenceTransformers(Retriever):
     name = "sentence_transformers"
     packages = ("sentence_transformers",)
+    index = DenseIndex
 
     def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
         """The weights, and the dtype the encoder will run in on this machine's kind of device (not the setting

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.templating import Messages, overflow
-from actors.transformers_engine import TransformersEngine
 from benchmarks.row_types import PromptAnswer
+from jobs.engines.transformers.model import TransformersEngine
 
 
 class PaddedBatchEngine(TransformersEngine):

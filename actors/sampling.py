@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.worker_model import WorkerModel
 from benchmarks.row_types import Request
 
 # Request columns engines consume; answer rows do not carry them on.
@@ -11,11 +12,11 @@ REQUEST_INPUTS = ("messages", "prefill", "candidates", "temperature", "top_p", "
 SAMPLING_PARAMS = ("max_tokens", "temperature", "top_p", "seed")
 
 
-def text_sampling(row: Request, model: dict[str, Any]) -> dict[str, Any]:
+def text_sampling(row: Request, model: WorkerModel) -> dict[str, Any]:
     """The generation's parameters: the request's own where its benchmark has a sampling protocol (e.g.
     temperature 0.8 over three seeded runs), else greedy up to the model's `max_new_tokens`. Every row gets the
     same keys and types, because Ray Data stores a column of dicts as one Arrow struct."""
-    return {"max_tokens": int(row.get("max_tokens") or model["max_new_tokens"]),
+    return {"max_tokens": int(row.get("max_tokens") or model.max_new_tokens),
             "temperature": float(row.get("temperature") or 0.0),
             "top_p": float(row.get("top_p") or 1.0),
             "seed": int(row.get("seed") or 0)}

@@ -96,11 +96,12 @@ def loop(data: Path, kind: str, path: str) -> dict:
 
 def offline_llm(data: Path, kind: str, path: str, max_model_len: int = 4096) -> dict:
     """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
+    from actors.worker_model import WorkerModel
     from jobs.config import to_dict
     from jobs.engines.vllm.stage import engine_settings
     from jobs.loading import load_model
 
-    settings = to_dict(load_model(model_entry(kind, path, max_model_len), "perf"))
+    settings = WorkerModel.of(to_dict(load_model(model_entry(kind, path, max_model_len), "perf")))
     task = "logprobs" if kind == "implicit" else "classify"
     engine_kwargs, runtime_env, _ = engine_settings(settings, path, task)
     os.environ.update((runtime_env or {}).get("env_vars", {}))

@@ -183,7 +183,7 @@ def test_every_engine_is_one_folder():
     # actors/ holds only what every engine's workers share, no one engine's code
     assert sorted(p.stem for p in (REPO / "actors").glob("*.py")) == [
         "__init__", "bertscore", "engine_calls", "engine_ledger", "hardware", "model_store", "retrievers", "sampling",
-        "templating"]
+        "templating", "worker_model"]
     assert {"jobs.engines.vllm.server", "jobs.engines.transformers.scorers", "jobs.engines.bm25.index"} <= set(WORKER_MODULES)
 
 

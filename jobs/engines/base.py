@@ -11,11 +11,13 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.model_store import resolve_model
 from actors.retrievers import Index, RetrieverModel
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
@@ -33,9 +35,9 @@ class Servers(Protocol):
     """What an engine asks of the sweep's engine host (jobs.engines.host.EngineHost, which starts engines
     through this registry, so it is named here by what it does)."""
 
-    def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]: ...
+    def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]: ...
 
-    def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str: ...
+    def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...
 
 
 class BatchSlot(Protocol):
@@ -103,12 +105,12 @@ class Engine:
         weights: model files whose names are equal share one engine."""
         return f"{model.name}-score"
 
-    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+    def server_actor(self, worker: WorkerModel, path: str, task: str, name: str, ledger: str
                      ) -> tuple[type, tuple[Any, ...]]:
         """The host's engine: the actor class and its arguments."""
         raise NotImplementedError(f"engine '{self.name}' has no engine in the host")
 
-    def placement(self, model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[dict[str, Any], Any]:
         """The engine actor's Ray options and the placement group they use, if any."""
         return {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus}, None
 
@@ -161,14 +163,13 @@ def engine_of(model: ModelConfig) -> Engine:
                          f"(engines: {', '.join(sorted(engines()))})") from None
 
 
-def resolved(model: ModelConfig) -> dict[str, Any]:
-    """The model's settings as the actors take them, with local folders for its weights."""
-    settings = to_dict(model)
-    if engine_of(model).weights:
-        settings["path"] = resolve_model(model.path)
-        if model.reference:
-            settings["reference"] = resolve_model(model.reference)
-    return settings
+def worker_model(model: ModelConfig) -> WorkerModel:
+    """What the model's workers read of it, with local folders for the weights this cluster loads."""
+    worker = WorkerModel.of(to_dict(model))
+    if not engine_of(model).weights:
+        return worker
+    return replace(worker, path=resolve_model(model.path),
+                   reference=resolve_model(model.reference) if model.reference else None)
 
 
 class Retriever(Engine):

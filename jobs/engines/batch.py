@@ -19,10 +19,11 @@ from types import SimpleNamespace
 from typing import Any, ClassVar, Protocol
 
 from actors.sampling import REQUEST_INPUTS
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
-from jobs.engines.base import BatchSlot, Log, Servers, resolved
+from jobs.engines.base import BatchSlot, Log, Servers, worker_model
 from jobs.engines.http.client import TEXT_ONLY, Failure, api_credentials
 from jobs.engines.http.engine import Http
 
@@ -82,13 +83,13 @@ class BatchApi(Http):
         "batch_poll_s": "only the batch engines poll a batch",
         "batch_max_wait_s": "only the batch engines wait for a batch"}
 
-    def provider(self, model: dict[str, Any], credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
         raise NotImplementedError
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers,
                batch: BatchSlot | None = None) -> Iterator[Answer]:
-        settings = resolved(model)
-        provider = self.provider(settings, api_credentials(settings))
+        worker = worker_model(model)
+        provider = self.provider(worker, api_credentials(worker))
         slot = batch if batch is not None else _Unkept()
         todo = {provider.custom_id(str(r["request_id"])): r for r in requests}
         if (entry := slot.get()) is not None:  # submitted by a run that stopped: its answers are not stored
@@ -99,12 +100,12 @@ class BatchApi(Http):
                 log(f"WARNING model '{model.name}': the provider no longer knows batch {entry['id']}; "
                     "its requests are submitted again")
             else:
-                yield from _collect(provider, slot, entry, todo, None, settings, log)
+                yield from _collect(provider, slot, entry, todo, None, worker, log)
         if todo:
             entry = provider.submit(list(todo.values()))
             slot.set(entry)
             log(f"model '{model.name}': submitted batch {entry['id']} of {len(todo)} requests ({entry['state']})")
-            yield from _collect(provider, slot, entry, todo, set(todo), settings, log)
+            yield from _collect(provider, slot, entry, todo, set(todo), worker, log)
 
 
 def _kept(slot: BatchSlot, before: dict[str, Any], after: dict[str, Any], log: Log, name: str) -> dict[str, Any]:
@@ -117,7 +118,7 @@ def _kept(slot: BatchSlot, before: dict[str, Any], after: dict[str, Any], log: L
 
 
 def _collect(provider: Provider, slot: BatchSlot, entry: dict[str, Any], todo: dict[str, Request],
-             held: set[str] | None, model: dict[str, Any], log: Log) -> Iterator[Answer]:
+             held: set[str] | None, model: WorkerModel, log: Log) -> Iterator[Answer]:
     """The answers of the batch to the requests in `todo` (popped as they come). `held`: the custom_ids this call
     submitted in it, each answered (with an error where the batch has no result for it); None for a batch an
     earlier run submitted, whose other requests stay in `todo` to be submitted again."""
@@ -129,25 +130,25 @@ def _collect(provider: Provider, slot: BatchSlot, entry: dict[str, Any], todo: d
         elif (request := todo.pop(result[0], None)) is not None:  # else stored before, or not asked now
             yield _row(request, result[1])
     if unreadable:
-        log(f"WARNING model '{model['name']}': {unreadable} lines of batch {entry['id']}'s results cannot be read")
+        log(f"WARNING model '{model.name}': {unreadable} lines of batch {entry['id']}'s results cannot be read")
     failure = provider.unanswered(entry)
     for custom_id in sorted(held or ()):
         if custom_id in todo:
-            yield _row(todo.pop(custom_id), {"text": None, "n_tokens": 0, "error": failure.row_error(model["name"])})
+            yield _row(todo.pop(custom_id), {"text": None, "n_tokens": 0, "error": failure.row_error(model.name)})
 
 
-def _wait(provider: Provider, slot: BatchSlot, entry: dict[str, Any], model: dict[str, Any], log: Log
+def _wait(provider: Provider, slot: BatchSlot, entry: dict[str, Any], model: WorkerModel, log: Log
           ) -> dict[str, Any]:
     """The entry once its batch ended, polled every batch_poll_s; BatchPending after batch_max_wait_s."""
-    wait_s, poll_s = float(model["batch_max_wait_s"]), float(model["batch_poll_s"])
+    wait_s, poll_s = float(model.batch_max_wait_s), float(model.batch_poll_s)
     deadline = time.monotonic() + wait_s
     while entry["state"] not in provider.final:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise BatchPending(f"model '{model['name']}': batch {entry['id']} still {entry['state']} after "
+            raise BatchPending(f"model '{model.name}': batch {entry['id']} still {entry['state']} after "
                                f"{wait_s:g} s (batch_max_wait_s); manifest.json keeps it and a rerun polls it")
         time.sleep(min(poll_s, left))
-        entry = _kept(slot, entry, provider.poll(entry), log, model["name"])
+        entry = _kept(slot, entry, provider.poll(entry), log, model.name)
     return entry
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from actors.engine_ledger import MODELS_JOINED_BY, EngineLedger
+from actors.worker_model import WorkerModel
 from jobs.config import ModelConfig
 from jobs.console.step_progress import elapsed_lines
 from jobs.engines.base import engine_of
@@ -59,17 +60,17 @@ class EngineHost:
     def _names(self, models: Iterable[ModelConfig]) -> list[str]:
         return [f"{self.prefix}-{name}" for model in models for name in engine_of(model).server_names(model)]
 
-    def server(self, model: ModelConfig, settings: dict[str, Any], path: str, task: str) -> str:
+    def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str:
         """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
         import ray
 
         engine = engine_of(model)
-        name = f"{self.prefix}-{engine.server_name(model, reference=path != settings['path'])}"
+        name = f"{self.prefix}-{engine.server_name(model, reference=path != worker.path)}"
         with self._lock:
             if name in self._servers:
                 return name
-            cls, args = engine.server_actor(settings, path, task, name, self.ledger)
-            options, group = engine.placement(model, settings)
+            cls, args = engine.server_actor(worker, path, task, name, self.ledger)
+            options, group = engine.placement(model, worker)
             handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
                                              **options).remote(*args)
             self._servers[name] = (handle, group)
@@ -97,13 +98,13 @@ class EngineHost:
             return
         self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
 
-    def local(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+    def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]:
         """The settings and weights path an engine and its cells' tasks load: hub specs replaced by their local
         snapshots once the sweep's prefetch has them (waited for here, in the cell's thread, so other engines
         start meanwhile); unchanged without a prefetch."""
         if self.weights is None:
-            return settings, path
-        return self.weights.localized(model, settings, path)
+            return worker, path
+        return self.weights.localized(model, worker, path)
 
     def expect(self, models: Iterable[ModelConfig]) -> None:
         """A cell that will send requests to these models is on its way."""

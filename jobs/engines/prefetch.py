@@ -14,9 +14,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from actors.worker_model import WorkerModel
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.weights import HubWeights, download, gb, hub_weights, revision_of, source_of
@@ -83,17 +84,18 @@ class Prefetch:
             raise WeightsUnavailable(f"{spec}: {type(result).__name__}: {_first_line(result)}")
         return result
 
-    def localized(self, model: ModelConfig, settings: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+    def localized(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]:
         """An engine's settings and weights path once the hub specs it loads (its weights, and the tokenizer of
         the model's own engine) are downloaded, those specs replaced by their local snapshots when `localize`."""
-        own = path == settings["path"]
-        local = dict(settings)
+        own = path == worker.path
+        local: dict[str, str] = {}
         for key in ("path", "tokenizer") if own else ("reference",):
-            spec = settings.get(key)
+            spec = getattr(worker, key)
             if spec and source_of(spec) == "hub":
                 folder = self.local(spec, revision_of(model, key))
                 local[key] = folder if self.localize else spec
-        return local, local["path" if own else "reference"]
+        worker = replace(worker, **local)
+        return worker, getattr(worker, "path" if own else "reference")
 
     def close(self) -> None:
         """No download starts after this (an engine that still asks for one is told); one under way finishes on

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.templating import templater
+from actors.worker_model import WorkerModel
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark_names
@@ -37,7 +38,7 @@ from jobs.analysis.agreement import (
 )
 from jobs.config import KINDS, ConfigError, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines.answering import answer_requests
-from jobs.engines.base import engine_of, resolved
+from jobs.engines.base import engine_of, worker_model
 from jobs.engines.host import EngineHost
 from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
 from jobs.engines.transformers.scorers import RequestScorer
@@ -130,7 +131,7 @@ def tokenizer_facts(model: ModelConfig) -> dict[str, Any]:
     """What decides the tokens a model sees: sha256 of its chat template (the model file's, else the
     tokenizer's) and of its tokenizer (its tokenizer.json serialisation, else its vocabulary), its EOS and pad
     tokens and padding side."""
-    source = model.tokenizer or resolved(model)["path"]
+    source = model.tokenizer or worker_model(model).path
     tokenizer = templater(source, model.chat_template, None if model.tokenizer else model.revision,
                           model.trust_remote_code).tokenizer
     backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -147,7 +148,7 @@ def config_pad_id(model: ModelConfig) -> int | None:
     it); None when the config sets none."""
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(resolved(model)["path"], revision=model.revision,
+    config = AutoConfig.from_pretrained(worker_model(model).path, revision=model.revision,
                                         trust_remote_code=model.trust_remote_code)
     pad = getattr(config, "pad_token_id", None)
     return pad if isinstance(pad, int) else None
@@ -161,13 +162,13 @@ def reference_answers(model: ModelConfig, requests: list[Request], padded: int |
     """The reference path's answers, in a Ray task holding the model's CPUs and GPUs (the driver may have none)."""
     import ray
 
-    def score(settings: dict[str, Any], padded_batch: int | None) -> list[Answer]:
+    def score(worker: WorkerModel, padded_batch: int | None) -> list[Answer]:
         keys = list(dict.fromkeys(key for request in requests for key in request))
-        columns = RequestScorer(settings, padded_batch)({key: [r.get(key) for r in requests] for key in keys})
+        columns = RequestScorer(worker, padded_batch)({key: [r.get(key) for r in requests] for key in keys})
         return [{key: values[i] for key, values in columns.items()} for i in range(len(requests))]
 
     task = ray.remote(num_cpus=model.num_cpus, num_gpus=model.num_gpus)(score)
-    return ray.get(task.remote(resolved(model), padded))
+    return ray.get(task.remote(worker_model(model), padded))
 
 
 def score_paths(model: ModelConfig, requests: list[Request], host: EngineHost, log: Log

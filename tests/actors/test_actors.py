@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from worker_models import worker
 
 from actors.model_store import SMOLLM2, TINY_CLASSIFIER, resolve_model
 from actors.sampling import REQUEST_INPUTS, text_sampling
@@ -191,8 +192,7 @@ def test_response_logprobs_wants_an_assistant_turn_last(hf_policy, pairs):
 # ---- vLLM stage rows (the engine itself runs in tests/jobs/test_pipeline.py) -------------------------------
 
 def _model(**overrides):
-    return {"path": "p", "revision": None, "max_model_len": 2048, "max_new_tokens": 8, "chat_template": None,
-            **overrides}
+    return worker(**{"path": "p", "max_model_len": 2048, "max_new_tokens": 8, **overrides})
 
 
 def test_judge_request_becomes_two_rows_with_uniform_sampling_params(smollm2_path):

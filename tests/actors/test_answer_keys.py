@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from worker_models import worker
 
 from actors.sampling import REQUEST_INPUTS
 from benchmarks.row_types import (
@@ -71,7 +72,7 @@ def _batch(requests):
 
 
 def test_an_api_judges_answers_have_the_judge_keys():
-    judge = HttpJudge({"name": "api", "max_retries": 0, "timeout_s": 1, "max_concurrency": 1, "max_new_tokens": 8},
+    judge = HttpJudge(worker(name="api", max_retries=0, timeout_s=1, max_concurrency=1, max_new_tokens=8),
                       "http://127.0.0.1:9", Secret("k"))
 
     async def answer_all(conversations, samplings):
@@ -108,7 +109,7 @@ class _StandInEngine:
 ])
 def test_a_transformers_scorers_answers_have_their_tasks_keys(kind, task, extra, reference):
     scorer = RequestScorer.__new__(RequestScorer)  # no weights: the engine is a stand-in
-    scorer.model, scorer.kind, scorer.engine = {"name": "m", "max_new_tokens": 8}, kind, _StandInEngine()
+    scorer.model, scorer.kind, scorer.engine = worker(max_new_tokens=8), kind, _StandInEngine()
     scorer.reference = _StandInEngine() if reference else None
     out = scorer(_batch([{**REQUEST, **extra}]))
     rows = [{key: values[0] for key, values in out.items()}]

@@ -1,5 +1,8 @@
 """actors.hardware: bfloat16 only where the CPU computes it natively, vLLM's CPU thread settings, and engine arguments."""
+from dataclasses import replace
+
 import pytest
+from worker_models import worker
 
 from actors.hardware import (
     IF_NATIVE,
@@ -59,15 +62,15 @@ def test_tcmalloc_is_preloaded_where_installed_before_the_users_own_preloads(tmp
 
 
 def test_the_model_files_engine_args_come_last():
-    model = {"name": "m", "path": "/x", "dtype": "float32", "max_model_len": 2048, "tensor_parallel_size": 1, "enforce_eager": True,
-             "kv_cache_gib": 1, "num_cpus": 1, "num_gpus": 0}
+    model = worker(path="/x", dtype="float32", max_model_len=2048, tensor_parallel_size=1, enforce_eager=True,
+                   kv_cache_gib=1, num_cpus=1, num_gpus=0)
     kwargs, _, _ = engine_settings(model, "/x", "logprobs")
     assert kwargs["max_num_batched_tokens"] == 8192 and kwargs["enable_prefix_caching"]
     assert engine_settings(model, "/x", "judge")[0]["enable_prefix_caching"]
     assert not engine_settings(model, "/x", "classify")[0]["enable_prefix_caching"]
-    kwargs, _, _ = engine_settings({**model, "engine_args": {"enable_prefix_caching": False}}, "/x", "logprobs")
+    kwargs, _, _ = engine_settings(replace(model, engine_args={"enable_prefix_caching": False}), "/x", "logprobs")
     assert not kwargs["enable_prefix_caching"]
-    kwargs, _, _ = engine_settings({**model, "engine_args": {"max_num_batched_tokens": 4096}}, "/x", "logprobs")
+    kwargs, _, _ = engine_settings(replace(model, engine_args={"max_num_batched_tokens": 4096}), "/x", "logprobs")
     assert kwargs["max_num_batched_tokens"] == 4096
 
 
@@ -81,9 +84,9 @@ def test_a_tensor_parallel_cpu_engine_gives_each_rank_an_equal_run_of_cores():
 
 
 def test_tensor_parallel_on_cpu_runs_its_ranks_as_processes_and_on_gpu_leaves_the_executor_to_vllm():
-    cpu = {"name": "m", "path": "some/model", "dtype": "float32", "max_model_len": 512, "tensor_parallel_size": 2, "enforce_eager": True,
-           "num_gpus": 0, "num_cpus": 1, "kv_cache_gib": 1}
+    cpu = worker(path="some/model", dtype="float32", max_model_len=512, tensor_parallel_size=2, enforce_eager=True,
+                 num_gpus=0, num_cpus=1, kv_cache_gib=1)
     kwargs, _, placement = engine_settings(cpu, "some/model", "classify")
     assert kwargs["distributed_executor_backend"] == "mp" and placement == {"bundles": [{"CPU": 1.0}] * 2}
-    kwargs, _, _ = engine_settings({**cpu, "num_gpus": 1}, "some/model", "classify")
+    kwargs, _, _ = engine_settings(replace(cpu, num_gpus=1), "some/model", "classify")
     assert "distributed_executor_backend" not in kwargs

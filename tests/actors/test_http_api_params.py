@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from http.server import ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
 from loopback import JsonHandler, serve
+from worker_models import worker_of
 
 from actors.sampling import text_sampling
-from jobs.config import to_dict
+from actors.worker_model import WorkerModel
 from jobs.engines.http.client import HttpJudge, Secret, request_params
 from jobs.loading import load_model
 
@@ -61,8 +63,8 @@ def _batch(n: int = 2) -> dict:
             "messages": [[{"role": "user", "content": f"question {i}"}] for i in range(n)]}
 
 
-def _o1() -> dict:
-    return {**to_dict(load_model("o1_mini_2024_09_12", "test")), "max_retries": 0}
+def _o1() -> WorkerModel:
+    return worker_of(load_model("o1_mini_2024_09_12", "test"), max_retries=0)
 
 
 def test_request_params_rename_and_drop_as_the_model_file_says():
@@ -79,13 +81,13 @@ def test_an_o1_style_model_is_sent_max_completion_tokens_and_no_sampling_tempera
     assert out["text"] == ["Choose 1", "Choose 1"] and out["error"] == [None, None]
     for body in state["bodies"]:
         assert not set(O1_REJECTS) & set(body)
-        assert body["max_completion_tokens"] == model["max_new_tokens"] == 4096
+        assert body["max_completion_tokens"] == model.max_new_tokens == 4096
         assert body["model"] == "o1-mini-2024-09-12" and body["seed"] == 0
 
 
 def test_a_benchmarks_sampling_reaches_an_ordinary_api_model_unchanged(server):
     base, state = server(reasoning=False)
-    model = {**to_dict(load_model("gpt_4o", "test")), "max_retries": 0}
+    model = worker_of(load_model("gpt_4o", "test"), max_retries=0)
     row = {"temperature": 0.8, "top_p": 0.7, "seed": 11, "max_tokens": 40}
     batch = {**_batch(1), **{key: [value] for key, value in row.items()}}
     HttpJudge(model, base, Secret("sk-test"))(batch)
@@ -95,7 +97,7 @@ def test_a_benchmarks_sampling_reaches_an_ordinary_api_model_unchanged(server):
 
 def test_without_api_params_a_reasoning_endpoint_refuses_and_the_row_says_why(server):
     base, _ = server(reasoning=True)
-    model = {**_o1(), "api_params": {}}
+    model = replace(_o1(), api_params={})
     out = HttpJudge(model, base, Secret("sk-test"))(_batch(1))
     assert out["text"] == [None] and out["error"][0].startswith("api: HTTP 400")
     assert "max_tokens" in out["error"][0]

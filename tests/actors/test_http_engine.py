@@ -23,8 +23,10 @@ import pytest
 from fault_rows import record
 from loopback import JsonHandler, ScriptedApi, chat_completion, serve
 from sweeps import SAMPLE, write_sweep
+from worker_models import worker
 
 from actors.model_store import resolve_model
+from actors.worker_model import WorkerModel
 from benchmarks import rag_rewardbench as rb
 from jobs.engines.http.client import ApiAuthError, HttpJudge, Secret, api_credentials
 from jobs.engines.transformers.model import TransformersEngine
@@ -38,10 +40,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _model(**overrides) -> dict:
-    return {"name": "api_judge", "path": "smollm2", "max_new_tokens": 8, "max_concurrency": 4, "max_retries": 2,
-            "timeout_s": 120.0, "api_base_env": "RAGJUDGE_TEST_API_BASE", "api_key_env": "RAGJUDGE_TEST_API_KEY",
-            **overrides}
+def _model(**overrides) -> WorkerModel:
+    return worker(**{"name": "api_judge", "path": "smollm2", "max_new_tokens": 8, "max_concurrency": 4,
+                     "max_retries": 2, "timeout_s": 120.0, "api_base_env": "RAGJUDGE_TEST_API_BASE",
+                     "api_key_env": "RAGJUDGE_TEST_API_KEY", **overrides})
 
 
 def _batch(requests: list[dict]) -> dict:

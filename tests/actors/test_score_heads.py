@@ -20,8 +20,8 @@ from tiny_reward_models import (
     tokenizer,
 )
 from transformers import LlamaForCausalLM, LlamaModel, MistralConfig, MistralModel
+from worker_models import worker_of
 
-from jobs.config import to_dict
 from jobs.engines.transformers.model import TransformersEngine
 from jobs.engines.transformers.scorers import RequestScorer
 from jobs.loading import load_model
@@ -83,9 +83,9 @@ def test_starling_reads_v_head_before_the_first_pad_id_with_a_tokenizer_from_els
 
 def test_the_request_scorer_passes_head_tokenizer_and_template_from_the_model_file(tmp_path):
     *_, folder, tokenizer_path = _starling(tmp_path)
-    settings = to_dict(load_model("starling_rm_34b", "test"))
-    settings.update(path=str(folder), tokenizer=tokenizer_path, dtype="float32", max_model_len=4096)
-    direct = TransformersEngine(str(folder), task="classify", head="starling", chat_template=settings["chat_template"],
+    settings = worker_of(load_model("starling_rm_34b", "test"), path=str(folder), tokenizer=tokenizer_path,
+                         dtype="float32", max_model_len=4096)
+    direct = TransformersEngine(str(folder), task="classify", head="starling", chat_template=settings.chat_template,
                                 tokenizer=tokenizer_path, max_model_len=4096)
     batch = {"request_id": np.array(["a#chosen", "a#reject"]), "item_id": np.array(["a", "a"]),
              "messages": np.array(CONVERSATIONS, dtype=object)}

@@ -10,10 +10,10 @@ import gc
 
 import pytest
 from reference import smollm2_verdict_logprobs
+from worker_models import worker_of
 
 from actors.model_store import resolve_model
 from benchmarks import rag_rewardbench as rb
-from jobs.config import to_dict
 from jobs.engines.vllm.stage import engine_settings, prepare, split_judge_request
 from jobs.loading import load_model
 
@@ -33,8 +33,8 @@ def request(request_id: str, answer: str) -> dict:
 def implicit_server():
     from jobs.engines.vllm.server import VllmServer
 
-    model = to_dict(load_model("smollm2_implicit", "test"))
-    path = resolve_model(model["path"])
+    model = worker_of(load_model("smollm2_implicit", "test"))
+    path = resolve_model(model.path)
     runtime_env = engine_settings(model, path, "logprobs")[1]  # what the sweep gives the engine's actor
     with pytest.MonkeyPatch.context() as patch:
         for name, value in runtime_env["env_vars"].items():
@@ -88,7 +88,7 @@ def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monke
     server, _, path, loop = implicit_server
     reports = []
     monkeypatch.setattr("jobs.engines.vllm.server.report", lambda ledger, method, *args: reports.append(args))
-    judge = to_dict(load_model("smollm2_judge", "test"))
+    judge = worker_of(load_model("smollm2_judge", "test"))
     item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
             "reject": ANSWERS[1]}
     request = rb.expand(item, "generative")[0]

@@ -16,6 +16,7 @@ import pytest
 from batch_api import ANTHROPIC_PATH, OPENAI_PATH, BatchServer, answer_to
 from stand_in import run
 from sweeps import SAMPLE
+from worker_models import worker
 
 from jobs.config import BenchmarkConfig, ModelConfig
 from jobs.engines.anthropic_batch.engine import AnthropicBatches
@@ -26,7 +27,7 @@ ENGINES = ["openai_batch", "anthropic_batch"]
 # The custom_id each engine sends for a request_id: OpenAI takes the request_id, Anthropic a digest of ids it
 # does not take (with '#').
 CUSTOM_ID = {"openai_batch": str,
-             "anthropic_batch": AnthropicBatches({"timeout_s": 1.0}, "http://127.0.0.1", "-").custom_id}
+             "anthropic_batch": AnthropicBatches(worker(timeout_s=1.0), "http://127.0.0.1", "-").custom_id}
 
 
 def _model(engine: str, **settings) -> ModelConfig:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from hub_server import HubRepo, fake_hub
 from sweeps import write_sweep
+from worker_models import worker_of
 
+from actors.worker_model import WorkerModel
 from jobs.config import ModelConfig
 from jobs.engines.prefetch import Prefetch, WeightsUnavailable
 from jobs.engines.weights import hub_weights
@@ -49,8 +51,8 @@ def test_two_engines_on_weights_still_downloading_wait_for_that_one_download(tmp
                   tmp_path / "hf", monkeypatch) as hub:
         model = _model("a", "org/a", tokenizer="org/tok")
         prefetch = Prefetch(hub_weights([model]), lambda line: None)
-        settings = {"path": "org/a", "tokenizer": "org/tok", "reference": None}
-        got: list[tuple[dict, str]] = []
+        settings = worker_of(model)
+        got: list[tuple[WorkerModel, str]] = []
         engines = [threading.Thread(target=lambda: got.append(prefetch.localized(model, settings, "org/a")))
                    for _ in range(2)]
         for engine in engines:
@@ -58,8 +60,8 @@ def test_two_engines_on_weights_still_downloading_wait_for_that_one_download(tmp
         for engine in engines:
             engine.join(timeout=30)
         snapshot = str(tmp_path / "hf" / "models--org--a" / "snapshots" / hub.repos["org/a"].commit)
-        assert [(s["path"], path) for s, path in got] == [(snapshot, snapshot)] * 2
-        assert got[0][0]["tokenizer"].endswith(hub.repos["org/tok"].commit)
+        assert [(s.path, path) for s, path in got] == [(snapshot, snapshot)] * 2
+        assert got[0][0].tokenizer.endswith(hub.repos["org/tok"].commit) and settings.path == "org/a"  # a copy
         assert dict(hub.downloads) == {"org/a/config.json": 1, "org/a/model.safetensors": 1, "org/tok/tokenizer.json": 1}
 
 
@@ -100,6 +102,6 @@ def test_on_a_cluster_of_other_machines_engines_wait_for_the_download_then_load_
     with fake_hub({"org/a": HubRepo(FILES, delay_s=0.5)}, tmp_path / "hf", monkeypatch) as hub:
         model = _model("a", "org/a")
         prefetch = Prefetch(hub_weights([model]), lambda line: None, localize=False)
-        settings, path = prefetch.localized(model, {"path": "org/a", "tokenizer": None, "reference": None}, "org/a")
-        assert (settings["path"], path) == ("org/a", "org/a")  # a folder of this disk may not be on theirs
+        settings, path = prefetch.localized(model, worker_of(model), "org/a")
+        assert (settings.path, path) == ("org/a", "org/a")  # a folder of this disk may not be on theirs
         assert hub.downloads["org/a/model.safetensors"] == 1  # and the cache holds it before the engine starts

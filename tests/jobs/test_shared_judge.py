@@ -40,7 +40,7 @@ def shared_run(ray_session, tmp_path_factory):
     yield sweep, outcomes, lines, RunRoot(str(folder / "results"), "shared")
     from ray import serve
 
-    serve.delete(serve_judge.app_name({"name": "shared_judge"}))
+    serve.delete(serve_judge.app_name("shared_judge"))
 
 
 def test_one_deployment_serves_both_benchmarks(shared_run):
@@ -70,7 +70,7 @@ def test_the_deployment_scales_within_the_model_files_settings(shared_run):
     # Serve's client: no public getter of a deployment's config without the dashboard
     from ray.serve.context import _get_global_client
 
-    app = serve_judge.app_name({"name": "shared_judge"})
+    app = serve_judge.app_name("shared_judge")
     details = _get_global_client().get_serve_details()["applications"][app]["deployments"][serve_judge.DEPLOYMENT]
     scaling = details["deployment_config"]["autoscaling_config"]
     assert (scaling["min_replicas"], scaling["max_replicas"], scaling["target_ongoing_requests"],
@@ -82,7 +82,7 @@ def test_replicas_rise_under_load_and_fall_back_when_idle(shared_run):
     from ray import serve
     from ray.serve.llm.openai_api_models import CompletionRequest
 
-    app = serve_judge.app_name({"name": "shared_judge"})
+    app = serve_judge.app_name("shared_judge")
 
     def running() -> int:
         states = serve.status().applications[app].deployments[serve_judge.DEPLOYMENT].replica_states

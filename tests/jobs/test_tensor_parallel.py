@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from sweeps import write_sweep
+from worker_models import worker_of
 
 from actors.model_store import TINY_CLASSIFIER, resolve_model
-from jobs.config import to_dict
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.loading import load_sweep
@@ -26,7 +26,7 @@ def test_the_placement_group_has_a_cpu_bundle_per_rank_on_one_node(ray_session, 
     ray = ray_session
     sweep = load_sweep(write_sweep(tmp_path, "tp", [TP2], f'root: "{tmp_path / "results"}"'))
     model = sweep.models["tiny_tp2"]
-    options, group = engine_of(model).placement(model, to_dict(model))
+    options, group = engine_of(model).placement(model, worker_of(model))
     try:
         assert group.bundle_specs == [{"CPU": 1.0}, {"CPU": 1.0}]
         assert ray.util.placement_group_table(group)["strategy"] == "STRICT_PACK"

@@ -7,9 +7,11 @@ padded-batch reference path (jobs.engines.transformers.padded_batch) and the pad
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from sweeps import write_sweep
+from worker_models import worker
 
 from actors.model_store import SMOLLM2, resolve_model
 from jobs.engines.transformers.model import TransformersEngine
@@ -70,12 +72,11 @@ def test_a_causal_lm_in_padded_batches_scores_as_one_at_a_time():
     items = [{"item_id": f"p{k}", "subset": "s", "prompt": "Which river flows through Vienna?" * k,
               "chosen": "The Danube.", "reject": "The Rhine, I think, though the passage does not say so."}
              for k in (1, 3)]
-    model = {"name": "smollm2", "path": resolve_model(SMOLLM2), "dtype": "float32", "max_model_len": 2048,
-             "max_new_tokens": 1}
+    model = worker(name="smollm2", path=resolve_model(SMOLLM2), dtype="float32", max_model_len=2048, max_new_tokens=1)
     for kind, columns in (("implicit", ("logp_sum", "logp_mean")), ("generative", ("candidate_logprobs",))):
         requests = [r for item in items for r in rb.expand(item, kind)]
         batch = {key: [r[key] for r in requests] for key in requests[0]}
-        alone, padded = (RequestScorer({**model, "kind": kind}, size)(batch) for size in (None, 4))
+        alone, padded = (RequestScorer(replace(model, kind=kind), size)(batch) for size in (None, 4))
         for column in columns:
             flat = [[v for value in answers[column] for v in (value if isinstance(value, list) else [value])]
                     for answers in (alone, padded)]

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
 from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
@@ -40,11 +41,11 @@ class AnthropicBatches:
 
     final = frozenset({"ended"})
 
-    def __init__(self, model: dict[str, Any], base_url: str, api_key: str):
+    def __init__(self, model: WorkerModel, base_url: str, api_key: str):
         self.model = model
         self.client = httpx.Client(base_url=base_url.rstrip("/").removesuffix("/v1"),
                                    headers={"x-api-key": str(api_key), "anthropic-version": VERSION},
-                                   timeout=float(model["timeout_s"]))
+                                   timeout=float(model.timeout_s))
 
     def custom_id(self, request_id: str) -> str:
         """The request_id where Anthropic takes it, else a digest of it (ids with '#' or ':', longer than 64)."""
@@ -71,7 +72,7 @@ class AnthropicBatches:
         if not entry.get("results_url"):
             return
         for record in json_lines(self._call("GET", entry["results_url"], parse=False).text):
-            yield None if record is None else (record["custom_id"], _answer(record, self.model["name"]))
+            yield None if record is None else (record["custom_id"], _answer(record, self.model.name))
 
     def unanswered(self, entry: dict[str, Any]) -> Failure:
         return Failure("the batch has no result for this request")  # every request of an ended batch has a line
@@ -79,12 +80,12 @@ class AnthropicBatches:
     def _params(self, request: Request) -> dict[str, Any]:
         messages, sampling = chat_request(request, self.model)
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
-        return {"model": self.model["path"], "messages": [m for m in messages if m["role"] != "system"],
+        return {"model": self.model.path, "messages": [m for m in messages if m["role"] != "system"],
                 **({"system": system} if system else {}), **{k: v for k, v in sampling.items() if k != "seed"}}
 
     def _call(self, method: str, url: str, parse: bool = True, **kwargs: Any) -> Any:
         """The reply (its JSON, or the response when not `parse`), after retries; 401 stops the cell."""
-        retries, attempt = int(self.model["max_retries"]), 0
+        retries, attempt = int(self.model.max_retries), 0
         while True:
             wait_s = min(0.5 * 2 ** attempt, 8.0)
             try:
@@ -134,7 +135,7 @@ class AnthropicBatch(BatchApi):
     name = "anthropic_batch"
     packages = ("httpx",)
 
-    def provider(self, model: dict[str, Any], credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
         return AnthropicBatches(model, **credentials)
 
 

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from actors.sampling import REQUEST_INPUTS, text_sampling
+from actors.worker_model import WorkerModel
 from benchmarks.decoding import quoted
 from benchmarks.row_types import PromptAnswer
 
@@ -36,18 +37,18 @@ class ApiAuthError(RuntimeError):
     """The endpoint refused the key: every request would fail, so the cell stops with this message."""
 
 
-def api_credentials(model: dict[str, Any]) -> dict[str, Any]:
+def api_credentials(model: WorkerModel) -> dict[str, Any]:
     """Base URL and key from the environment variables a model config names, read on the driver.
 
     Worker nodes need not have the variables; the values travel as constructor arguments, wrapped in Secret.
     """
     values = {}
     for key in ("api_base_env", "api_key_env"):
-        name = model.get(key)
+        name = getattr(model, key)
         if not name:
-            raise ValueError(f"model '{model['name']}': '{key}' is not set; an http engine needs it")
+            raise ValueError(f"model '{model.name}': '{key}' is not set; an http engine needs it")
         if not os.environ.get(name):
-            raise ValueError(f"model '{model['name']}': environment variable {name} ({key}) is not set")
+            raise ValueError(f"model '{model.name}': environment variable {name} ({key}) is not set")
         values[key] = os.environ[name]
     return {"base_url": values["api_base_env"], "api_key": Secret(values["api_key_env"])}
 
@@ -68,28 +69,28 @@ def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> 
 TEXT_ONLY = {"truncated": False, "candidate_logprobs": None}
 
 
-def chat_request(row: dict[str, Any], model: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+def chat_request(row: dict[str, Any], model: WorkerModel) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
     `api_params`). Shared by the http engine and the batch engines, which send the same body another way."""
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
-    return messages, request_params(text_sampling(row, model), dict(model.get("api_params") or {}))
+    return messages, request_params(text_sampling(row, model), dict(model.api_params or {}))
 
 
-def refused_key(model: dict[str, Any], status: int | None) -> ApiAuthError:
+def refused_key(model: WorkerModel, status: int | None) -> ApiAuthError:
     """The error that stops a cell whose endpoint refused the key: it names the variable, never the value."""
-    return ApiAuthError(f"model '{model['name']}': the endpoint refused the key in {model['api_key_env']} "
+    return ApiAuthError(f"model '{model.name}': the endpoint refused the key in {model.api_key_env} "
                         f"(HTTP {status})")
 
 
 class HttpJudge:
     """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once."""
 
-    def __init__(self, model: dict[str, Any], base_url: str, api_key: str):
+    def __init__(self, model: WorkerModel, base_url: str, api_key: str):
         from openai import AsyncOpenAI
 
         self.model = model
         self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
-                                  max_retries=int(model["max_retries"]), timeout=float(model["timeout_s"]))
+                                  max_retries=int(model.max_retries), timeout=float(model.timeout_s))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(batch["messages"]))]
@@ -104,7 +105,7 @@ class HttpJudge:
 
     async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[dict[str, Any]]
                           ) -> list[PromptAnswer]:
-        limit = asyncio.Semaphore(int(self.model["max_concurrency"]))
+        limit = asyncio.Semaphore(int(self.model.max_concurrency))
         return await asyncio.gather(*(self._answer(c, s, limit) for c, s in zip(conversations, samplings)))
 
     async def _answer(self, messages: list[dict[str, str]], sampling: dict[str, Any], limit: asyncio.Semaphore
@@ -114,17 +115,17 @@ class HttpJudge:
         async with limit:
             try:
                 response = await self.client.chat.completions.create(
-                    model=self.model["path"], messages=messages, **sampling)
+                    model=self.model.path, messages=messages, **sampling)
             except openai.AuthenticationError as exc:
                 raise refused_key(self.model, exc.status_code) from None
             # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
             # json.JSONDecodeError through): this row fails, the others go on.
             except (openai.APIError, json.JSONDecodeError) as exc:
-                failure = request_failure(exc, float(self.model["timeout_s"]))
-                return {"text": None, "n_tokens": 0, "error": failure.row_error(self.model["name"])}
+                failure = request_failure(exc, float(self.model.timeout_s))
+                return {"text": None, "n_tokens": 0, "error": failure.row_error(self.model.name)}
         text, failure = completion_text(response)
         usage = getattr(response, "usage", None)
-        return {"text": text, "error": failure and failure.row_error(self.model["name"]),
+        return {"text": text, "error": failure and failure.row_error(self.model.name),
                 "n_tokens": getattr(usage, "prompt_tokens", None) or 0}
 
 

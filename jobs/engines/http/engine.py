@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from actors.sampling import SAMPLING_PARAMS
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from jobs.config import ModelConfig, to_dict
-from jobs.engines.base import Engine, Log, Servers, register, resolved
+from jobs.engines.base import Engine, Log, Servers, register, worker_model
 from jobs.engines.http.client import HttpJudge, api_credentials
 from jobs.engines.rows import actor_pool
 
@@ -34,7 +35,7 @@ class Http(Engine):
 
     def preflight(self, model: ModelConfig) -> list[str]:
         try:
-            api_credentials(to_dict(model))
+            api_credentials(WorkerModel.of(to_dict(model)))
         except ValueError as e:
             return [str(e)]
         return []
@@ -44,8 +45,8 @@ class Http(Engine):
         return [problem.removeprefix(f"model '{model.name}': ") for problem in self.preflight(model)]
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
-        settings = resolved(model)
-        return actor_pool(requests, model, HttpJudge, {"model": settings, **api_credentials(settings)})
+        worker = worker_model(model)
+        return actor_pool(requests, model, HttpJudge, {"model": worker, **api_credentials(worker)})
 
 
 register(Http())

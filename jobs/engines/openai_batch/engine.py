@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
 from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
@@ -28,12 +29,12 @@ class OpenAIBatches:
 
     final = frozenset({"completed", "failed", "expired", "cancelled"})
 
-    def __init__(self, model: dict[str, Any], base_url: str, api_key: str):
+    def __init__(self, model: WorkerModel, base_url: str, api_key: str):
         from openai import OpenAI
 
         self.model = model
-        self.client = OpenAI(base_url=base_url, api_key=str(api_key), max_retries=int(model["max_retries"]),
-                             timeout=float(model["timeout_s"]))
+        self.client = OpenAI(base_url=base_url, api_key=str(api_key), max_retries=int(model.max_retries),
+                             timeout=float(model.timeout_s))
 
     def custom_id(self, request_id: str) -> str:
         return request_id
@@ -43,7 +44,7 @@ class OpenAIBatches:
         for request in requests:
             messages, sampling = chat_request(request, self.model)
             lines.append(json.dumps({"custom_id": str(request["request_id"]), "method": "POST", "url": ENDPOINT,
-                                     "body": {"model": self.model["path"], "messages": messages, **sampling}}))
+                                     "body": {"model": self.model.path, "messages": messages, **sampling}}))
         with self._key_checked():
             upload = self.client.files.create(file=("requests.jsonl", "\n".join(lines).encode()), purpose="batch")
             batch = self.client.batches.create(input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h")
@@ -68,7 +69,7 @@ class OpenAIBatches:
                 with self._key_checked():
                     text = self.client.files.content(file_id).text
                 for record in json_lines(text):
-                    yield None if record is None else (record["custom_id"], _answer(record, self.model["name"]))
+                    yield None if record is None else (record["custom_id"], _answer(record, self.model.name))
 
     def unanswered(self, entry: dict[str, Any]) -> Failure:
         if entry["state"] == "failed":
@@ -111,7 +112,7 @@ class OpenAIBatch(BatchApi):
     name = "openai_batch"
     packages = ("openai",)
 
-    def provider(self, model: dict[str, Any], credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
         return OpenAIBatches(model, **credentials)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
-from jobs.engines.base import Engine, Log, Requests, Servers, register, resolved
+from jobs.engines.base import Engine, Log, Requests, Servers, register, worker_model
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
 from jobs.engines.transformers.scorers import ScorerServer, ask
 
@@ -31,15 +32,15 @@ class Transformers(Engine):
             return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
         return f"transformers, padded batches of {model.batch_size}", model.batch_size
 
-    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+    def server_actor(self, worker: WorkerModel, path: str, task: str, name: str, ledger: str
                      ) -> tuple[type, tuple[Any, ...]]:
         """The scorer reads the model file's kind and head, so its engine stays the file's own."""
-        return ScorerServer, (settings, name, ledger)
+        return ScorerServer, (worker, name, ledger)
 
     def answer(self, requests: Requests, model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
-        settings = resolved(model)
-        settings, path = host.local(model, settings, settings["path"])  # hub weights: their snapshot, once fetched
-        server = host.server(model, settings, path, "score")
+        worker = worker_model(model)
+        worker, path = host.local(model, worker, worker.path)  # hub weights: their snapshot, once fetched
+        server = host.server(model, worker, path, "score")
         ds = as_dataset(requests).map_batches(ask, batch_size=model.batch_size, **LIGHT, fn_kwargs={"server": server})
         return merge_parts(dataset_rows(ds))
 

@@ -14,6 +14,7 @@ from actors.engine_calls import call_engine
 from actors.engine_ledger import report, this_node
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
+from actors.worker_model import WorkerModel
 from benchmarks.row_types import PromptAnswer
 from jobs.engines.transformers.model import TransformersEngine
 from jobs.engines.transformers.padded_batch import PaddedBatchEngine
@@ -27,27 +28,27 @@ def _conversation(messages: Any) -> list[dict[str, str]]:
 class RequestScorer:
     """`map_batches` class: adds the model's answer columns to a batch of request rows.
 
-    The model dict is a ModelConfig as a plain dict with `path` (and `reference`) resolved to local folders.
+    The model is the record its engine hands workers (actors.worker_model), `path` and `reference` local folders.
     discriminative -> the columns of its score head (jobs.engines.transformers.heads: `score`, or GPM's preference vectors);
     generative -> text and candidate_logprobs; implicit -> logp_sum / logp_mean under the policy, and
     ref_logp_* under the reference model if there is one.
     """
 
-    def __init__(self, model: dict[str, Any], padded_batch: int | None = None):
+    def __init__(self, model: WorkerModel, padded_batch: int | None = None):
         """`padded_batch`: forward that many sequences at a time, padded (jobs.engines.transformers.padded_batch: the reference
         path of `ragjudge validate`); None, one at a time, unpadded, as the sweep scores."""
-        self.model, self.kind, self.padded_batch = model, model["kind"], padded_batch
+        self.model, self.kind, self.padded_batch = model, model.kind, padded_batch
         task = "classify" if self.kind == "discriminative" else "generate"
-        self.engine = self._engine(model["path"], task)
-        self.reference = self._engine(model["reference"], "generate") if model.get("reference") else None
+        self.engine = self._engine(model.path, task)
+        self.reference = self._engine(model.reference, "generate") if model.reference else None
 
     def _engine(self, path: str, task: str) -> TransformersEngine:
-        own = path == self.model["path"]  # the head and tokenizer settings are the model's, not its reference's
-        settings = {"task": task, "dtype": self.model["dtype"], "max_model_len": int(self.model["max_model_len"]),
-                    "chat_template": self.model.get("chat_template"), "revision": revision_for(self.model, path),
-                    "head": self.model.get("head") if own else None,
-                    "trust_remote_code": bool(self.model.get("trust_remote_code")),
-                    "tokenizer": self.model.get("tokenizer") if own else None}
+        own = path == self.model.path  # the head and tokenizer settings are the model's, not its reference's
+        settings = {"task": task, "dtype": self.model.dtype, "max_model_len": int(self.model.max_model_len),
+                    "chat_template": self.model.chat_template, "revision": revision_for(self.model, path),
+                    "head": self.model.head if own else None,
+                    "trust_remote_code": bool(self.model.trust_remote_code),
+                    "tokenizer": self.model.tokenizer if own else None}
         if self.padded_batch:
             return PaddedBatchEngine(path, batch_size=self.padded_batch, **settings)
         return TransformersEngine(path, **settings)
@@ -98,9 +99,9 @@ class ScorerServer:
     """A RequestScorer kept for the whole sweep (jobs.engines.host): cells send it their batches, so the model
     loads once per sweep, not once per cell and round; `key` names it in the sweep's ledger."""
 
-    def __init__(self, model: dict[str, Any], key: str, ledger: str | None = None):
+    def __init__(self, model: WorkerModel, key: str, ledger: str | None = None):
         start = time.time()
-        self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model["name"]
+        self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model.name
         report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node(), start)
 
     def answer(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
-from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, resolved
+from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, worker_model
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, in_blocks_of, merge_parts
 from jobs.engines.vllm import serve_judge
 from jobs.engines.vllm.server import RUNNERS, VllmServer
@@ -103,25 +104,25 @@ class Vllm(Engine):
         everything engine_settings and placement build the engine from, so any two model files that would build
         the same engine, whatever their kind, get the same name. The configured dtype counts as written:
         `bfloat16-if-native` resolves on the driver, which may lack the engine's GPU."""
-        settings, task = to_dict(model), engine_task(model)
-        path = settings["reference"] if reference else settings["path"]
-        identity = [path, RUNNERS[task], *engine_settings(settings, path, task), model.dtype, model.num_cpus,
+        written, task = WorkerModel.of(to_dict(model)), engine_task(model)
+        path = written.reference if reference else written.path
+        identity = [path, RUNNERS[task], *engine_settings(written, path, task), model.dtype, model.num_cpus,
                     model.num_gpus]
         digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
         weights = re.split(r"[/:]", path.rstrip("/"))[-1][:40]
         return f"{weights}-{RUNNERS[task]['runner']}-{digest}"
 
-    def server_actor(self, settings: dict[str, Any], path: str, task: str, name: str, ledger: str
+    def server_actor(self, worker: WorkerModel, path: str, task: str, name: str, ledger: str
                      ) -> tuple[type, tuple[Any, ...]]:
-        return VllmServer, (settings, path, task, name, ledger)
+        return VllmServer, (worker, path, task, name, ledger)
 
-    def placement(self, model: ModelConfig, settings: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[dict[str, Any], Any]:
         """One rank: its CPUs (and vLLM's CPU settings), or a GPU. Tensor-parallel: one bundle per rank, all on
         one node (STRICT_PACK), the engine actor inside it. On GPUs vLLM starts its rank workers on Ray in those
         bundles; vLLM's CPU build refuses Ray's executor ("current platform cpu does not support ray",
         vllm/v1/executor/ray_utils.py) and starts them as processes of the engine actor (jobs.engines.vllm.stage),
         which run on the CPUs the bundles hold. The GPU-only line: each bundle's GPU."""
-        runtime_env = engine_settings(settings, settings["path"], "judge").runtime_env
+        runtime_env = engine_settings(worker, worker.path, "judge").runtime_env
         if model.tensor_parallel_size == 1:
             return ({"num_cpus": model.num_cpus, "num_gpus": 1} if model.num_gpus else
                     {"num_cpus": model.num_cpus, "runtime_env": runtime_env}), None
@@ -142,16 +143,16 @@ class Vllm(Engine):
 
         if model.shared:
             return _shared(requests, model, log)
-        settings, task = resolved(model), engine_task(model)
+        worker, task = worker_model(model), engine_task(model)
         ds = as_dataset(requests)
         if task == "judge":  # a request with a prefill is two parts: blocks of a batch again, a task a batch
             ds = in_blocks_of(ds.flat_map(split_judge_request, **LIGHT), model.batch_size)
-        reference = settings.get("reference") if model.kind == "implicit" else None
-        paths = [(settings["path"], "", ANSWER_COLUMNS + (("messages",) if reference else ()))]
+        reference = worker.reference if model.kind == "implicit" else None
+        paths = [(worker.path, "", ANSWER_COLUMNS + (("messages",) if reference else ()))]
         if reference:
             paths.append((reference, "ref_", ANSWER_COLUMNS + ("logp_sum", "logp_mean", "n_response_tokens")))
         for path, prefix, columns in paths:
-            local, path = host.local(model, settings, path)  # hub weights: their snapshot, once fetched
+            local, path = host.local(model, worker, path)  # hub weights: their snapshot, once fetched
             server = host.server(model, local, path, task)
             ds = ds.map_batches(ask, batch_size=model.batch_size, batch_format="pyarrow", **LIGHT,
                                 compute=ray.data.TaskPoolStrategy(size=tasks_in_flight(model)),
@@ -172,10 +173,10 @@ def tasks_in_flight(model: ModelConfig) -> int:
 
 def _shared(requests: Requests, model: ModelConfig, log: Log) -> Iterator[Answer]:
     """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue."""
-    settings = resolved(model)
-    started = serve_judge.deploy(settings)
+    worker = worker_model(model)
+    started = serve_judge.deploy(worker)
     log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
-    return merge_parts(dataset_rows(serve_judge.answer(as_dataset(requests), settings)))
+    return merge_parts(dataset_rows(serve_judge.answer(as_dataset(requests), worker)))
 
 
 register(Vllm())

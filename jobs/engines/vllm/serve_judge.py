@@ -12,6 +12,7 @@ import time
 from functools import partial
 from typing import Any
 
+from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, JudgePart
 from jobs.engines.vllm import stage as vllm_stage
 
@@ -19,36 +20,37 @@ DEPLOYMENT = "judge"
 _DEPLOYING = threading.Lock()
 
 
-def app_name(model: dict[str, Any]) -> str:
-    return f"ragjudge-{model['name']}"
+def app_name(model: str) -> str:
+    """The Serve application of the shared judge named `model`."""
+    return f"ragjudge-{model}"
 
 
-def deploy(model: dict[str, Any], timeout_s: float = 900.0) -> bool:
+def deploy(model: WorkerModel, timeout_s: float = 900.0) -> bool:
     """Start the model's deployment unless it is already running; True if this call started it."""
     with _DEPLOYING:  # cells run in threads: two cells of one judge must not both start it
         return _deploy(model, timeout_s)
 
 
-def _deploy(model: dict[str, Any], timeout_s: float) -> bool:
+def _deploy(model: WorkerModel, timeout_s: float) -> bool:
     from ray import serve
     from ray.serve.llm import LLMConfig, ModelLoadingConfig, build_llm_deployment
 
-    app = app_name(model)
+    app = app_name(model.name)
     status = serve.status().applications.get(app)
     if status is not None and status.status == "RUNNING":
         return False
-    engine_kwargs, runtime_env, placement = vllm_stage.engine_settings(model, model["path"], "judge")
+    engine_kwargs, runtime_env, placement = vllm_stage.engine_settings(model, model.path, "judge")
     if placement is None:  # GPUs: one bundle per tensor-parallel rank
-        placement = {"bundles": [{"GPU": 1, "CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
+        placement = {"bundles": [{"GPU": 1, "CPU": float(model.num_cpus)}] * int(model.tensor_parallel_size)}
     config = LLMConfig(
-        model_loading_config=ModelLoadingConfig(model_id=model["name"], model_source=model["path"]),
+        model_loading_config=ModelLoadingConfig(model_id=model.name, model_source=model.path),
         engine_kwargs=engine_kwargs,
         runtime_env=runtime_env,
         placement_group_config=placement,
         deployment_config={"name": DEPLOYMENT, "autoscaling_config": {
-            "min_replicas": int(model["min_replicas"]), "max_replicas": int(model["max_replicas"]),
-            "target_ongoing_requests": int(model["target_ongoing_requests"]),
-            "downscale_delay_s": float(model["downscale_delay_s"]), "upscale_delay_s": 1.0}},
+            "min_replicas": int(model.min_replicas), "max_replicas": int(model.max_replicas),
+            "target_ongoing_requests": int(model.target_ongoing_requests),
+            "downscale_delay_s": float(model.downscale_delay_s), "upscale_delay_s": 1.0}},
     )
     serve.run(build_llm_deployment(config, override_serve_options={"name": DEPLOYMENT}), name=app, blocking=False)
     deadline = time.time() + timeout_s
@@ -57,17 +59,17 @@ def _deploy(model: dict[str, Any], timeout_s: float) -> bool:
         if status is not None and status.status == "RUNNING":
             return True
         if status is not None and status.status == "DEPLOY_FAILED":
-            raise RuntimeError(f"shared judge '{model['name']}' failed to deploy: {status.message}")
+            raise RuntimeError(f"shared judge '{model.name}' failed to deploy: {status.message}")
         time.sleep(2)
-    raise TimeoutError(f"shared judge '{model['name']}' did not start in {timeout_s:.0f} s")
+    raise TimeoutError(f"shared judge '{model.name}' did not start in {timeout_s:.0f} s")
 
 
-def _request(row: JudgePart, model: dict[str, Any]) -> dict[str, Any]:
+def _request(row: JudgePart, model: WorkerModel) -> dict[str, Any]:
     """A judge request part -> an OpenAI completion request over our token ids."""
-    prepared = vllm_stage.prepare(row, model, model["path"], "judge")
+    prepared = vllm_stage.prepare(row, model, model.path, "judge")
     params = prepared.pop("sampling_params")
     prompt = prepared.pop("tokenized_prompt")
-    kwargs = {"model": model["name"], "prompt": prompt, **params, "return_tokens_as_token_ids": True, "stream": False}
+    kwargs = {"model": model.name, "prompt": prompt, **params, "return_tokens_as_token_ids": True, "stream": False}
     if "logprob_token_ids" in params:
         # The API wants `logprobs` beside `logprob_token_ids`; it then reports exactly the listed tokens.
         kwargs["logprobs"] = len(params["logprob_token_ids"])
@@ -98,13 +100,13 @@ def _request_class() -> type:
     return TokenIdsCompletionRequest
 
 
-def answer(requests, model: dict[str, Any]):
+def answer(requests, model: WorkerModel):
     """The answers of the model's shared deployment to `requests` (a Ray Dataset of judge request rows)."""
     from ray.data.llm import ServeDeploymentProcessorConfig, build_processor
 
     config = ServeDeploymentProcessorConfig(
-        deployment_name=DEPLOYMENT, app_name=app_name(model), dtype_mapping={"CompletionRequest": _request_class()},
-        batch_size=int(model["batch_size"]), concurrency=(int(model["min_actors"]), int(model["max_actors"])))
+        deployment_name=DEPLOYMENT, app_name=app_name(model.name), dtype_mapping={"CompletionRequest": _request_class()},
+        batch_size=int(model.batch_size), concurrency=(int(model.min_actors), int(model.max_actors)))
     light = {"num_cpus": 0.25}
     processor = build_processor(config, preprocess=partial(_request, model=model),
                                 postprocess=partial(_answer, columns=vllm_stage.ANSWER_COLUMNS),

@@ -28,6 +28,7 @@ from typing import Any
 
 from actors.engine_ledger import report, this_node
 from actors.hardware import rank_threads
+from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer
 from jobs.engines.vllm.ranks import WORKER_EXTENSION
 from jobs.engines.vllm.stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
@@ -48,13 +49,13 @@ class VllmServer:
     """One engine, built from `model`'s settings for weights at `path` and `task`, answering every task of its
     runner; `key` names it in the sweep's ledger."""
 
-    def __init__(self, model: dict[str, Any], path: str, task: str, key: str, ledger: str | None = None):
+    def __init__(self, model: WorkerModel, path: str, task: str, key: str, ledger: str | None = None):
         import vllm
 
         start = time.time()
         self.runner, self.key, self.ledger = RUNNERS[task], key, ledger
         engine_kwargs = engine_settings(model, path, task).kwargs
-        if engine_kwargs["tensor_parallel_size"] > 1 and not model.get("num_gpus"):  # the ranks' cores
+        if engine_kwargs["tensor_parallel_size"] > 1 and not model.num_gpus:  # the ranks' cores
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = rank_threads(engine_kwargs["tensor_parallel_size"],
                                                                    sorted(os.sched_getaffinity(0)))
         # whether prompt log-prob rows read the prefix cache (a judge's rows read it inside vLLM, as usual)
@@ -63,9 +64,9 @@ class VllmServer:
             model=path, **{"worker_extension_cls": WORKER_EXTENSION, **engine_kwargs}, **self.runner))
         self.ids = itertools.count()
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
-        report(ledger, "started", key, model["name"], "vllm", time.time() - start, this_node(), start)
+        report(ledger, "started", key, model.name, "vllm", time.time() - start, this_node(), start)
 
-    async def answer(self, requests: list[dict[str, Any]], task: str, model: dict[str, Any], path: str,
+    async def answer(self, requests: list[dict[str, Any]], task: str, model: WorkerModel, path: str,
                      columns: tuple[str, ...] = ANSWER_COLUMNS, prefix: str = "", keep_messages: bool = False
                      ) -> list[Answer]:
         """Answers to request rows of `task`, in order, prepared with `model`'s settings for the weights at `path`
@@ -98,7 +99,7 @@ class VllmServer:
                   "cached_prompt_tokens": sum(out.num_cached_tokens or 0 for out in outputs),
                   "generated_tokens": sum(len(out.outputs[0].token_ids) for out in outputs
                                           if task != "classify")}
-        report(self.ledger, "add", self.key, model["name"], "vllm", counts)
+        report(self.ledger, "add", self.key, model.name, "vllm", counts)
         return [read_answer({**row, **self._columns(out, task, int(row.get("response_start") or 0))}, task, columns,
                             prefix) for row, out in zip(rows, outputs)]
 

@@ -25,6 +25,7 @@ from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
+from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, JudgePart, Request
 
 # ray.data.llm (the shared judge's Serve processor) numbers its rows in a `request_id` column of its own,
@@ -40,14 +41,14 @@ def split_judge_request(row: Request) -> list[JudgePart]:
     return [{**row, "part": part, "n_parts": len(parts)} for part in parts]
 
 
-def prepare(row: Request, model: dict[str, Any], path: str, task: str, keep_messages: bool = False
+def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_messages: bool = False
             ) -> dict[str, Any]:
     """Request row -> engine row. `task` is what this engine computes: classify | judge | logprobs.
 
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
     prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
     """
-    tpl = templater(path, model.get("chat_template"), revision_for(model, path), bool(model.get("trust_remote_code")))
+    tpl = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code))
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
     out = {key: value for key, value in row.items() if key not in REQUEST_INPUTS and key != "request_id"}
     out[_OUR_ID] = row["request_id"]
@@ -73,7 +74,7 @@ def prepare(row: Request, model: dict[str, Any], path: str, task: str, keep_mess
         else:
             ids = tpl.opened(messages)
         out["sampling_params"] = params
-    problem = overflow(len(ids), int(model["max_model_len"]), generates=task != "classify")
+    problem = overflow(len(ids), int(model.max_model_len), generates=task != "classify")
     out["n_tokens"] = max(len(ids), int(row.get("n_tokens") or 0))
     out["error"] = row.get("error") or problem
     out["truncated"] = bool(row.get("truncated")) or problem is not None
@@ -112,36 +113,36 @@ class EngineSettings(NamedTuple):
     placement: dict[str, Any] | None  # Ray Serve placement bundles (CPU: one bundle of num_cpus per rank)
 
 
-def engine_settings(model: dict[str, Any], path: str, task: str) -> EngineSettings:
+def engine_settings(model: WorkerModel, path: str, task: str) -> EngineSettings:
     """vLLM engine arguments, runtime env and placement bundles, for per-cell engines and shared judges alike."""
-    device = "cuda" if model.get("num_gpus") else "cpu"
+    device = "cuda" if model.num_gpus else "cpu"
     engine_kwargs = {
-        "dtype": resolve_dtype(model["dtype"], device),
-        "max_model_len": int(model["max_model_len"]),
-        "tensor_parallel_size": int(model["tensor_parallel_size"]),
+        "dtype": resolve_dtype(model.dtype, device),
+        "max_model_len": int(model.max_model_len),
+        "tensor_parallel_size": int(model.tensor_parallel_size),
         # Judges and implicit RMs (whose prompt log-probs read the cache only through VllmServer); our
         # classifiers pool the whole prompt.
         "enable_prefix_caching": task in ("judge", "logprobs"),
-        "enforce_eager": bool(model["enforce_eager"]),
+        "enforce_eager": bool(model.enforce_eager),
         "revision": revision_for(model, path),
-        "trust_remote_code": bool(model.get("trust_remote_code")),  # the model file's own setting, never global
+        "trust_remote_code": bool(model.trust_remote_code),  # the model file's own setting, never global
     }
     runtime_env, placement = None, None
-    if not model.get("num_gpus"):  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine
-        runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model["kv_cache_gib"])), **cpu_engine_env()}}
+    if not model.num_gpus:  # vLLM's CPU build: a bounded KV cache and CPU bundles for the engine
+        runtime_env = {"env_vars": {"VLLM_CPU_KVCACHE_SPACE": str(int(model.kv_cache_gib)), **cpu_engine_env()}}
         # A seeded request whose prompt is prefilled in chunks makes vLLM rewind its sampler's generator, which
         # a CPU torch.Generator cannot do ("CPU Generator does not use offset": the engine dies). Whole-prompt
         # prefills never rewind, so seeded sampling (Bi'anBench's three runs) works on CPU too.
         engine_kwargs["enable_chunked_prefill"] = False
-        engine_kwargs["max_num_batched_tokens"] = max(int(model["max_model_len"]), 8192)
-        if int(model["tensor_parallel_size"]) > 1:  # ranks as processes: the CPU build refuses Ray's executor
+        engine_kwargs["max_num_batched_tokens"] = max(int(model.max_model_len), 8192)
+        if int(model.tensor_parallel_size) > 1:  # ranks as processes: the CPU build refuses Ray's executor
             engine_kwargs["distributed_executor_backend"] = "mp"
-        placement = {"bundles": [{"CPU": float(model["num_cpus"])}] * int(model["tensor_parallel_size"])}
-    engine_kwargs.update(model.get("engine_args") or {})  # the model file's word is last
+        placement = {"bundles": [{"CPU": float(model.num_cpus)}] * int(model.tensor_parallel_size)}
+    engine_kwargs.update(model.engine_args or {})  # the model file's word is last
     return EngineSettings(engine_kwargs, runtime_env, placement)
 
 
-def ask(batch, model: dict[str, Any], path: str, task: str, server: str, prefix: str = "",
+def ask(batch, model: WorkerModel, path: str, task: str, server: str, prefix: str = "",
         columns: tuple[str, ...] = ANSWER_COLUMNS, keep_messages: bool = False):
     """`map_batches` function: a batch of request rows (Arrow) -> its answer rows, from the named server actor
     (jobs.engines.vllm.server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other

@@ -1,0 +1,61 @@
+"""What an engine's workers read of a model file, as one frozen record.
+
+The driver builds it once from the model's config (jobs.engines.base.worker_model), with its weights as local
+folders where this cluster loads them, and hands it to the engine's actors and Ray Data stages; a worker reads
+attributes, never keys, so a setting it needs but the record lacks fails where the record is written, not in a
+worker an hour into a sweep. Where the driver swaps a hub spec for its downloaded snapshot it makes a changed
+copy (dataclasses.replace).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WorkerModel:
+    name: str
+    kind: str
+    path: str  # its weights: a local folder once resolved, else as the model file names them
+    revision: str | None  # pins `path` only (model_store.revision_for)
+    reference: str | None  # an implicit RM's reference model
+    tokenizer: str | None  # a tokenizer of its own (the transformers engine)
+    chat_template: str | None
+    trust_remote_code: bool
+    head: str | None  # how a reward model's score is read (jobs/engines/transformers/heads.py)
+    dtype: str
+    max_model_len: int
+    max_new_tokens: int
+    # where and how wide it runs
+    batch_size: int
+    min_actors: int
+    max_actors: int
+    num_cpus: float
+    num_gpus: float
+    tensor_parallel_size: int
+    kv_cache_gib: int
+    enforce_eager: bool
+    engine_args: Mapping[str, Any]  # vLLM's engine arguments as the model file writes them (any of vLLM's)
+    # an API judge
+    api_base_env: str | None
+    api_key_env: str | None
+    api_params: Mapping[str, str | None]
+    max_concurrency: int
+    max_retries: int
+    timeout_s: float
+    batch_poll_s: float
+    batch_max_wait_s: float
+    # a shared Serve judge
+    min_replicas: int
+    max_replicas: int
+    target_ongoing_requests: int
+    downscale_delay_s: float
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> WorkerModel:
+        """The record of a model's settings as a plain mapping (its config's to_dict); other keys are left."""
+        missing = [f.name for f in fields(cls) if f.name not in settings]
+        if missing:
+            raise KeyError(f"model settings lack {', '.join(missing)}")
+        return cls(**{f.name: settings[f.name] for f in fields(cls)})

@@ -1,7 +1,7 @@
 """What every engine reads from a request besides its messages: the generation's sampling parameters."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from actors.worker_model import WorkerModel
 from benchmarks.row_types import Request
@@ -12,7 +12,17 @@ REQUEST_INPUTS = ("messages", "prefill", "candidates", "temperature", "top_p", "
 SAMPLING_PARAMS = ("max_tokens", "temperature", "top_p", "seed")
 
 
-def text_sampling(row: Request, model: WorkerModel) -> dict[str, Any]:
+class Sampling(TypedDict, total=False):
+    """A generation's parameters by our names, which are also vLLM's SamplingParams keywords."""
+
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int
+    logprob_token_ids: list[int]  # vLLM only: the log-probs of these tokens (a judge's candidates)
+
+
+def text_sampling(row: Request, model: WorkerModel) -> Sampling:
     """The generation's parameters: the request's own where its benchmark has a sampling protocol (e.g.
     temperature 0.8 over three seeded runs), else greedy up to the model's `max_new_tokens`. Every row gets the
     same keys and types, because Ray Data stores a column of dicts as one Arrow struct."""

@@ -63,12 +63,10 @@ class _Failure(TypedDict):
     error: str | None  # why this request has no answer (an overflow, a failed API call); None: answered
 
 
-class PromptAnswer(_Failure, total=False):
-    """What an engine computes for one prompt, before the request's columns join it: its error and the
-    columns of its task (ANSWER_KEYS), None where the error left them unanswered."""
+class TaskColumns(TypedDict, total=False):
+    """The columns of an engine's task (ANSWER_KEYS), as a score head or a generation computes them; None where
+    an error left them unanswered."""
 
-    n_tokens: int  # the prompt's tokens (the larger part's, for a split judge request)
-    truncated: bool  # the prompt did not fit the context: not sent, `error` says so
     text: str | None  # judge: the generated text
     candidate_logprobs: list[float | None] | None  # judge with a prefill: per candidate, None outside top-k
     score: float | None  # classify: the score head's value (a raw logit for a stock classifier)
@@ -79,6 +77,16 @@ class PromptAnswer(_Failure, total=False):
     n_response_tokens: int | None  # ... over this many tokens
     ref_logp_sum: float | None  # logprobs with a reference model: the same under the reference
     ref_logp_mean: float | None
+
+
+class _Prompt(_Failure, total=False):
+    n_tokens: int  # the prompt's tokens (the larger part's, for a split judge request)
+    truncated: bool  # the prompt did not fit the context: not sent, `error` says so
+
+
+class PromptAnswer(_Prompt, TaskColumns, total=False):
+    """What an engine computes for one prompt, before the request's columns join it: its error, its size and
+    its task's columns."""
 
 
 class _AnswerKeys(TypedDict):

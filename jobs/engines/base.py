@@ -13,7 +13,7 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypedDict
 
 from actors.model_store import resolve_model
 from actors.retrievers import Index, RetrieverModel
@@ -40,13 +40,28 @@ class Servers(Protocol):
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...
 
 
+class BatchEntry(TypedDict, total=False):
+    """A provider batch as manifest.json keeps it (per cell and route), so a resumed run polls it again."""
+
+    provider: str  # "openai" | "anthropic"
+    id: str  # the provider's batch id
+    state: str  # in the provider's words (openai: validating ... completed; anthropic: in_progress, ended)
+    requests: int
+    submitted_at: float  # Unix time
+    input_file_id: str  # openai: the uploaded requests ...
+    output_file_id: str | None  # ... and, once it ends, its results ...
+    error_file_id: str | None  # ... and the failed requests
+    errors: list[str]  # openai: why the batch failed its validation
+    results_url: str | None  # anthropic: where the ended batch's results are
+
+
 class BatchSlot(Protocol):
     """Where an engine that sends a cell's requests as one provider batch keeps that batch (its id and state:
     manifest.json, per cell and route), so a resumed run polls it instead of submitting it again."""
 
-    def get(self) -> dict[str, Any] | None: ...
+    def get(self) -> BatchEntry | None: ...
 
-    def set(self, entry: dict[str, Any]) -> None: ...
+    def set(self, entry: BatchEntry) -> None: ...
 
 
 class Engine:

@@ -23,8 +23,8 @@ from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
-from jobs.engines.base import BatchSlot, Log, Servers, worker_model
-from jobs.engines.http.client import TEXT_ONLY, Failure, api_credentials
+from jobs.engines.base import BatchEntry, BatchSlot, Log, Servers, worker_model
+from jobs.engines.http.client import TEXT_ONLY, Credentials, Failure, api_credentials
 from jobs.engines.http.engine import Http
 
 Result = tuple[str, PromptAnswer]  # a request's custom_id and its answer
@@ -45,17 +45,17 @@ class Provider(Protocol):
 
     def custom_id(self, request_id: str) -> str: ...
 
-    def submit(self, requests: list[Request]) -> dict[str, Any]: ...
+    def submit(self, requests: list[Request]) -> BatchEntry: ...
 
-    def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def poll(self, entry: BatchEntry) -> BatchEntry:
         """The entry with the batch's state now; BatchGone where the provider does not know the batch."""
         ...
 
-    def results(self, entry: dict[str, Any]) -> Iterator[Result | None]:
+    def results(self, entry: BatchEntry) -> Iterator[Result | None]:
         """Each result of an ended batch; None for a line that cannot be read (counted, never raised)."""
         ...
 
-    def unanswered(self, entry: dict[str, Any]) -> Failure:
+    def unanswered(self, entry: BatchEntry) -> Failure:
         """Why a request of the ended batch has no result (e.g. the batch failed its validation, or expired)."""
         ...
 
@@ -64,12 +64,12 @@ class _Unkept:
     """A BatchSlot outside a cell (e.g. `ragjudge validate`): the batch is kept for this call only."""
 
     def __init__(self) -> None:
-        self.entry: dict[str, Any] | None = None
+        self.entry: BatchEntry | None = None
 
-    def get(self) -> dict[str, Any] | None:
+    def get(self) -> BatchEntry | None:
         return self.entry
 
-    def set(self, entry: dict[str, Any]) -> None:
+    def set(self, entry: BatchEntry) -> None:
         self.entry = entry
 
 
@@ -83,7 +83,7 @@ class BatchApi(Http):
         "batch_poll_s": "only the batch engines poll a batch",
         "batch_max_wait_s": "only the batch engines wait for a batch"}
 
-    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
         raise NotImplementedError
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers,
@@ -108,7 +108,7 @@ class BatchApi(Http):
             yield from _collect(provider, slot, entry, todo, set(todo), worker, log)
 
 
-def _kept(slot: BatchSlot, before: dict[str, Any], after: dict[str, Any], log: Log, name: str) -> dict[str, Any]:
+def _kept(slot: BatchSlot, before: BatchEntry, after: BatchEntry, log: Log, name: str) -> BatchEntry:
     """`after`, written to the slot where it differs from `before`; a new state is logged."""
     if after != before:
         slot.set(after)
@@ -117,7 +117,7 @@ def _kept(slot: BatchSlot, before: dict[str, Any], after: dict[str, Any], log: L
     return after
 
 
-def _collect(provider: Provider, slot: BatchSlot, entry: dict[str, Any], todo: dict[str, Request],
+def _collect(provider: Provider, slot: BatchSlot, entry: BatchEntry, todo: dict[str, Request],
              held: set[str] | None, model: WorkerModel, log: Log) -> Iterator[Answer]:
     """The answers of the batch to the requests in `todo` (popped as they come). `held`: the custom_ids this call
     submitted in it, each answered (with an error where the batch has no result for it); None for a batch an
@@ -137,8 +137,8 @@ def _collect(provider: Provider, slot: BatchSlot, entry: dict[str, Any], todo: d
             yield _row(todo.pop(custom_id), {"text": None, "n_tokens": 0, "error": failure.row_error(model.name)})
 
 
-def _wait(provider: Provider, slot: BatchSlot, entry: dict[str, Any], model: WorkerModel, log: Log
-          ) -> dict[str, Any]:
+def _wait(provider: Provider, slot: BatchSlot, entry: BatchEntry, model: WorkerModel, log: Log
+          ) -> BatchEntry:
     """The entry once its batch ended, polled every batch_poll_s; BatchPending after batch_max_wait_s."""
     wait_s, poll_s = float(model.batch_max_wait_s), float(model.batch_poll_s)
     deadline = time.monotonic() + wait_s

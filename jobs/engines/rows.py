@@ -2,7 +2,7 @@
 request in parts."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.protocol import Answer
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 
 
-def dataset_rows(ds) -> Iterator[dict[str, Any]]:
+def dataset_rows(ds) -> Iterator[dict[str, Any]]:  # Arrow: a dataset's rows as Ray Data gives them
     """Stream a Ray dataset's rows to the driver as plain dicts, without materializing it. Each block as soon
     as it is ready: Ray's prefetching holds a block back until the next one is ready, and answers held there
     are neither stored when a run stops (jobs.sweep.interrupt) nor seen by progress while the engine waits."""
@@ -49,7 +49,7 @@ def in_blocks_of(ds: Dataset, rows: int) -> Dataset:
     return Dataset._from_parent(ds, LogicalPlan(op, ds.context))
 
 
-def actor_pool(requests: Requests, model: ModelConfig, actor: type, kwargs: dict[str, Any]) -> Iterator[Answer]:
+def actor_pool(requests: Requests, model: ModelConfig, actor: type, kwargs: Mapping[str, object]) -> Iterator[Answer]:
     """`requests` answered by a pool of `actor`s of the model's own (min_actors to max_actors)."""
     import ray
 
@@ -60,13 +60,13 @@ def actor_pool(requests: Requests, model: ModelConfig, actor: type, kwargs: dict
     return merge_parts(dataset_rows(ds))
 
 
-def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[Answer]:
+def merge_parts(rows: Iterable[Answer]) -> Iterator[Answer]:
     """Engine rows -> one answer per request: an engine that split a request (`n_parts`) is merged back.
 
     The parts carry different answer columns; a batch that mixes them fills the other part's columns with
     None, so a value is never overwritten by None, flags are or-ed and token counts take the maximum.
     """
-    pending: dict[str, list[dict[str, Any]]] = {}
+    pending: dict[str, list[Answer]] = {}
     for row in rows:
         row.pop("part", None)
         n_parts = row.pop("n_parts", None)
@@ -77,7 +77,7 @@ def merge_parts(rows: Iterable[dict[str, Any]]) -> Iterator[Answer]:
         parts.append(row)
         if len(parts) < n_parts:
             continue
-        merged: dict[str, Any] = {}
+        merged = {}
         for part in pending.pop(row["request_id"]):
             for key, value in part.items():
                 if key == "n_tokens":

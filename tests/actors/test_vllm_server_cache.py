@@ -97,4 +97,4 @@ def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monke
     assert verdict["candidate_logprobs"] == pytest.approx(smollm2_verdict_logprobs(request["messages"]), abs=2e-3)
     assert text["text"]
     [(_, model, _, counts)] = reports
-    assert model == judge["name"] and counts["requests"] == 2 and counts["generated_tokens"] >= 2
+    assert model == judge.name and counts["requests"] == 2 and counts["generated_tokens"] >= 2

@@ -23,9 +23,9 @@ import httpx
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
-from jobs.engines.base import register
+from jobs.engines.base import BatchEntry, register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
-from jobs.engines.http.client import Failure, chat_request, refused_key
+from jobs.engines.http.client import Credentials, Failure, chat_request, refused_key
 
 VERSION = "2023-06-01"  # the anthropic-version header the Message Batches API is documented with
 RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -53,13 +53,13 @@ class AnthropicBatches:
             return request_id
         return "r-" + hashlib.sha256(request_id.encode()).hexdigest()[:40]
 
-    def submit(self, requests: list[Request]) -> dict[str, Any]:
+    def submit(self, requests: list[Request]) -> BatchEntry:
         batch = self._call("POST", "/v1/messages/batches", json={"requests": [
             {"custom_id": self.custom_id(str(r["request_id"])), "params": self._params(r)} for r in requests]})
         return {"provider": "anthropic", "id": batch["id"], "state": batch["processing_status"],
                 "requests": len(requests), "submitted_at": round(time.time(), 3)}
 
-    def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def poll(self, entry: BatchEntry) -> BatchEntry:
         try:
             batch = self._call("GET", f"/v1/messages/batches/{entry['id']}")
         except httpx.HTTPStatusError as exc:
@@ -68,13 +68,13 @@ class AnthropicBatches:
             raise
         return {**entry, "state": batch["processing_status"], "results_url": batch.get("results_url")}
 
-    def results(self, entry: dict[str, Any]) -> Iterator[Result | None]:
+    def results(self, entry: BatchEntry) -> Iterator[Result | None]:
         if not entry.get("results_url"):
             return
         for record in json_lines(self._call("GET", entry["results_url"], parse=False).text):
             yield None if record is None else (record["custom_id"], _answer(record, self.model.name))
 
-    def unanswered(self, entry: dict[str, Any]) -> Failure:
+    def unanswered(self, entry: BatchEntry) -> Failure:
         return Failure("the batch has no result for this request")  # every request of an ended batch has a line
 
     def _params(self, request: Request) -> dict[str, Any]:
@@ -135,7 +135,7 @@ class AnthropicBatch(BatchApi):
     name = "anthropic_batch"
     packages = ("httpx",)
 
-    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
         return AnthropicBatches(model, **credentials)
 
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
 from benchmarks.decoding import quoted
-from benchmarks.row_types import PromptAnswer
+from benchmarks.row_types import PromptAnswer, Request
 
 
 class Secret(str):
@@ -37,7 +37,14 @@ class ApiAuthError(RuntimeError):
     """The endpoint refused the key: every request would fail, so the cell stops with this message."""
 
 
-def api_credentials(model: WorkerModel) -> dict[str, Any]:
+class Credentials(TypedDict):
+    """Where an API judge is and its key: read from the environment on the driver, handed to its workers."""
+
+    base_url: str
+    api_key: Secret
+
+
+def api_credentials(model: WorkerModel) -> Credentials:
     """Base URL and key from the environment variables a model config names, read on the driver.
 
     Worker nodes need not have the variables; the values travel as constructor arguments, wrapped in Secret.
@@ -69,7 +76,7 @@ def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> 
 TEXT_ONLY = {"truncated": False, "candidate_logprobs": None}
 
 
-def chat_request(row: dict[str, Any], model: WorkerModel) -> tuple[list[dict[str, str]], dict[str, Any]]:
+def chat_request(row: Request, model: WorkerModel) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
     `api_params`). Shared by the http engine and the batch engines, which send the same body another way."""
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]

@@ -17,9 +17,9 @@ from typing import Any
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
-from jobs.engines.base import register
+from jobs.engines.base import BatchEntry, register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
-from jobs.engines.http.client import Failure, chat_request, completion_text, refused_key
+from jobs.engines.http.client import Credentials, Failure, chat_request, completion_text, refused_key
 
 ENDPOINT = "/v1/chat/completions"
 
@@ -39,7 +39,7 @@ class OpenAIBatches:
     def custom_id(self, request_id: str) -> str:
         return request_id
 
-    def submit(self, requests: list[Request]) -> dict[str, Any]:
+    def submit(self, requests: list[Request]) -> BatchEntry:
         lines = []
         for request in requests:
             messages, sampling = chat_request(request, self.model)
@@ -51,7 +51,7 @@ class OpenAIBatches:
         return {"provider": "openai", "id": batch.id, "state": batch.status, "input_file_id": upload.id,
                 "requests": len(lines), "submitted_at": round(time.time(), 3)}
 
-    def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
+    def poll(self, entry: BatchEntry) -> BatchEntry:
         import openai
 
         with self._key_checked():
@@ -63,7 +63,7 @@ class OpenAIBatches:
         return {**entry, "state": batch.status, "output_file_id": batch.output_file_id,
                 "error_file_id": batch.error_file_id, **({"errors": errors} if errors else {})}
 
-    def results(self, entry: dict[str, Any]) -> Iterator[Result | None]:
+    def results(self, entry: BatchEntry) -> Iterator[Result | None]:
         for file_id in (entry.get("output_file_id"), entry.get("error_file_id")):
             if file_id:
                 with self._key_checked():
@@ -71,7 +71,7 @@ class OpenAIBatches:
                 for record in json_lines(text):
                     yield None if record is None else (record["custom_id"], _answer(record, self.model.name))
 
-    def unanswered(self, entry: dict[str, Any]) -> Failure:
+    def unanswered(self, entry: BatchEntry) -> Failure:
         if entry["state"] == "failed":
             return Failure("batch failed", "; ".join(entry.get("errors", []))[:300])
         if entry["state"] in ("expired", "cancelled"):
@@ -112,7 +112,7 @@ class OpenAIBatch(BatchApi):
     name = "openai_batch"
     packages = ("openai",)
 
-    def provider(self, model: WorkerModel, credentials: dict[str, Any]) -> Provider:
+    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
         return OpenAIBatches(model, **credentials)
 
 

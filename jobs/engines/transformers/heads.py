@@ -11,9 +11,13 @@ This module imports nothing heavy, so configs can check head names without torch
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from actors.templating import Messages, Templater
+from benchmarks.row_types import TaskColumns
+
+if TYPE_CHECKING:
+    from torch import nn
 
 HEADS: dict[str, type[Head]] = {}
 
@@ -34,7 +38,7 @@ class Head:
     """One kind of score: loads its model, builds a conversation's ids, reads the answer columns from them."""
 
     name: ClassVar[str]
-    columns: ClassVar[dict[str, Any]] = {"score": None}  # the answer's columns, as an unanswered row has them
+    columns: ClassVar[TaskColumns] = {"score": None}  # the answer's columns, as an unanswered row has them
 
     def __init__(self, path: str, load: Any, tokens: Templater):
         self.path, self.load, self.tokens = path, load, tokens
@@ -43,7 +47,7 @@ class Head:
         """The ids the card scores and whatever `answer` needs besides them; the closed conversation by default."""
         return self.tokens.closed(messages), None
 
-    def answer(self, ids: list[int], extra: Any) -> dict[str, Any]:
+    def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         raise NotImplementedError
 
 
@@ -79,7 +83,7 @@ class ClassifierHead(Head):
                              "stock classifier; name the model's `head:` (jobs.engines.transformers.heads) or trust its own code")
         self.model.to(load.device).eval()
 
-    def answer(self, ids: list[int], extra: Any) -> dict[str, Any]:
+    def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         import torch
 
         with torch.no_grad():
@@ -104,7 +108,7 @@ class NemotronHead(Head):
             path, dtype=load.torch_dtype(), revision=load.revision, trust_remote_code=load.trust_remote_code
         ).to(load.device).eval()
 
-    def answer(self, ids: list[int], extra: Any) -> dict[str, Any]:
+    def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         import torch
 
         with torch.no_grad():
@@ -127,7 +131,7 @@ class _ValueHead(Head):
         self.net, self.config = load_reward_net(path, load, prefix=self.prefix, heads=self.modules,
                                                 internlm2=self.internlm2)
 
-    def modules(self, checkpoint: Any, config: Any) -> dict[str, Any]:
+    def modules(self, checkpoint: Any, config: Any) -> dict[str, nn.Module]:
         from torch import nn
 
         return {self.module: nn.Linear(config.hidden_size, 1, bias=False)}
@@ -135,7 +139,7 @@ class _ValueHead(Head):
     def position(self, ids: list[int]) -> int:
         return len(ids) - 1
 
-    def answer(self, ids: list[int], extra: Any) -> dict[str, Any]:
+    def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         hidden = self.net.hidden(ids)[self.position(ids)]
         return {"score": float(self.net.apply(self.module, hidden).reshape(-1)[0])}
 
@@ -214,7 +218,7 @@ class InfOrmHead(_ValueHead):
     name = "inf_orm"
     module = "score"
 
-    def modules(self, checkpoint: Any, config: Any) -> dict[str, Any]:
+    def modules(self, checkpoint: Any, config: Any) -> dict[str, nn.Module]:
         from torch import nn
 
         size = config.hidden_size
@@ -233,7 +237,7 @@ class GpmHead(Head):
     response: `score` stays empty and the vectors are the answer."""
 
     name = "gpm"
-    columns: ClassVar[dict[str, Any]] = {"score": None, "preference": None, "preference_scale": None}
+    columns: ClassVar[TaskColumns] = {"score": None, "preference": None, "preference_scale": None}
 
     def __init__(self, path: str, load: Any, tokens: Templater):
         super().__init__(path, load, tokens)
@@ -244,7 +248,7 @@ class GpmHead(Head):
         self.net, _ = load_reward_net(path, load, prefix="model.", heads=self.modules)
 
     @staticmethod
-    def modules(checkpoint: Any, config: Any) -> dict[str, Any]:
+    def modules(checkpoint: Any, config: Any) -> dict[str, nn.Module]:
         from torch import nn
 
         shape = checkpoint.shape("value_head.weight")
@@ -262,7 +266,7 @@ class GpmHead(Head):
         ids[-1] = self.tokens.tokenizer.eos_token_id
         return ids, len(self.tokens.closed(messages[:-1])) - 1
 
-    def answer(self, ids: list[int], prompt_end: int) -> dict[str, Any]:
+    def answer(self, ids: list[int], prompt_end: int) -> TaskColumns:
         import torch
 
         hidden = self.net.hidden(ids)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from actors.hardware import resolve_dtype
+from actors.sampling import Sampling
 from actors.templating import Messages, overflow, templater
-from benchmarks.row_types import PromptAnswer
+from benchmarks.row_types import PromptAnswer, TaskColumns
 from jobs.engines.transformers.heads import make_head
 
 
@@ -55,7 +55,7 @@ class TransformersEngine:
             raise ValueError(f"this method needs an engine built with task='classify', not {self.task!r}")
         return self._rows(conversations, "classify", self.head.prompt, self.head.answer, dict(self.head.columns))
 
-    def generate(self, conversations: Sequence[Messages], samplings: Sequence[dict[str, Any]]) -> list[PromptAnswer]:
+    def generate(self, conversations: Sequence[Messages], samplings: Sequence[Sampling]) -> list[PromptAnswer]:
         """Continuation of the opened assistant turn (actors.sampling.text_sampling per conversation), special
         tokens stripped."""
         return self._rows(list(zip(conversations, samplings)), "generate",
@@ -69,7 +69,7 @@ class TransformersEngine:
             verdict = self.templater.verdict(messages, prefill, candidates)
             return verdict.prompt_ids, verdict.candidate_ids
 
-        def answer(ids: list[int], candidate_ids: list[int]) -> dict[str, Any]:
+        def answer(ids: list[int], candidate_ids: list[int]) -> TaskColumns:
             logp = self._logits(ids, keep=1)[-1].log_softmax(-1)
             return {"candidate_logprobs": [float(logp[t]) for t in candidate_ids]}
 
@@ -77,7 +77,7 @@ class TransformersEngine:
 
     def response_logprobs(self, conversations: Sequence[Messages]) -> list[PromptAnswer]:
         """Sum and mean log-prob of the last (assistant) message's tokens, the prompt masked (Templater.response)."""
-        def answer(ids: list[int], start: int) -> dict[str, Any]:
+        def answer(ids: list[int], start: int) -> TaskColumns:
             import torch
 
             first = max(start, 1) - 1  # the logits at position p score token p + 1
@@ -96,7 +96,7 @@ class TransformersEngine:
                           {"logp_sum": None, "logp_mean": None, "n_response_tokens": None})
 
     def _rows(self, conversations: Sequence[Messages], task: str, prompt: Callable, answer: Callable,
-              empty: dict[str, Any]) -> list[PromptAnswer]:
+              empty: TaskColumns) -> list[PromptAnswer]:
         if self.task != task:
             raise ValueError(f"this method needs an engine built with task={task!r}, not {self.task!r}")
         rows = []
@@ -124,7 +124,7 @@ class TransformersEngine:
         with torch.no_grad():
             return self.model(torch.tensor([ids], device=self.device), **kwargs).logits[0, -keep:].float()
 
-    def _continue(self, ids: list[int], sampling: dict[str, Any]) -> str:
+    def _continue(self, ids: list[int], sampling: Sampling) -> str:
         import torch
 
         tokenizer = self.templater.tokenizer

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.templating import Messages, overflow
-from benchmarks.row_types import PromptAnswer
+from benchmarks.row_types import PromptAnswer, TaskColumns
 from jobs.engines.transformers.model import TransformersEngine
 
 
@@ -33,7 +33,7 @@ class PaddedBatchEngine(TransformersEngine):
         self._outputs: dict[tuple[int, ...], Any] | None = None
 
     def _rows(self, conversations: Sequence[Messages], task: str, prompt: Callable, answer: Callable,
-              empty: dict[str, Any]) -> list[PromptAnswer]:
+              empty: TaskColumns) -> list[PromptAnswer]:
         if task == "classify":  # the pooled logit of the padded batch, not the head's own unpadded forward
             answer = self._pooled
         rows = []
@@ -52,7 +52,7 @@ class PaddedBatchEngine(TransformersEngine):
             return None
         return None if overflow(len(ids), self.max_model_len, generates=task == "generate") else ids
 
-    def _pooled(self, ids: list[int], extra: Any) -> dict[str, Any]:
+    def _pooled(self, ids: list[int], extra: Any) -> TaskColumns:
         return {"score": float(self._forward()[tuple(ids)][0])}
 
     def _logits(self, ids: list[int], keep: int = 0):
@@ -77,7 +77,7 @@ class PaddedBatchEngine(TransformersEngine):
             ids.append([pad] * fill + seq if left else seq + [pad] * fill)
             mask.append([0] * fill + [1] * len(seq) if left else [1] * len(seq) + [0] * fill)
         input_ids, attention = torch.tensor(ids, device=self.device), torch.tensor(mask, device=self.device)
-        kwargs: dict[str, Any] = {"attention_mask": attention}
+        kwargs = {"attention_mask": attention}
         if "position_ids" in self._forward_args:  # each sequence counts its positions from its first token
             kwargs["position_ids"] = (attention.cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():

@@ -29,9 +29,9 @@ from typing import Any
 from actors.engine_ledger import report, this_node
 from actors.hardware import rank_threads
 from actors.worker_model import WorkerModel
-from benchmarks.row_types import Answer
+from benchmarks.row_types import Answer, Request
 from jobs.engines.vllm.ranks import WORKER_EXTENSION
-from jobs.engines.vllm.stage import ANSWER_COLUMNS, engine_settings, prepare, read_answer
+from jobs.engines.vllm.stage import ANSWER_COLUMNS, EngineRow, engine_settings, prepare, read_answer
 
 RUNNERS = {"classify": {"runner": "pooling", "convert": "classify"}, "judge": {"runner": "generate"},
            "logprobs": {"runner": "generate"}}
@@ -66,7 +66,7 @@ class VllmServer:
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
         report(ledger, "started", key, model.name, "vllm", time.time() - start, this_node(), start)
 
-    async def answer(self, requests: list[dict[str, Any]], task: str, model: WorkerModel, path: str,
+    async def answer(self, requests: list[Request], task: str, model: WorkerModel, path: str,
                      columns: tuple[str, ...] = ANSWER_COLUMNS, prefix: str = "", keep_messages: bool = False
                      ) -> list[Answer]:
         """Answers to request rows of `task`, in order, prepared with `model`'s settings for the weights at `path`
@@ -104,7 +104,7 @@ class VllmServer:
                             prefix) for row, out in zip(rows, outputs)]
 
     @staticmethod
-    def _by_prompt(rows: list[dict[str, Any]], reads_cache: bool) -> list[list[int]]:
+    def _by_prompt(rows: list[EngineRow], reads_cache: bool) -> list[list[int]]:
         """Row indices, those of one prompt (the tokens before the response) together; one each unless the
         rows are prompt log-probs read through the prefix cache."""
         if not reads_cache:
@@ -114,20 +114,20 @@ class VllmServer:
             groups.setdefault(tuple(row["tokenized_prompt"][:int(row["response_start"])]), []).append(i)
         return list(groups.values())
 
-    async def _leader_first(self, rows: list[dict[str, Any]], group: list[int], task: str, reads_cache: bool
+    async def _leader_first(self, rows: list[EngineRow], group: list[int], task: str, reads_cache: bool
                             ) -> tuple[list[int], list]:
         """The group's first request, then the rest at once: they find its prompt in the prefix cache."""
         first = await self._one(rows[group[0]], task, reads_cache)
         rest = await asyncio.gather(*(self._one(rows[i], task, reads_cache) for i in group[1:]))
         return group, [first, *rest]
 
-    async def _one(self, row: dict[str, Any], task: str, reads_cache: bool):
+    async def _one(self, row: EngineRow, task: str, reads_cache: bool):
         final = await self._ask(row, task, read_cache=reads_cache)
         if reads_cache and (final.num_cached_tokens or 0) >= int(row["response_start"]):
             final = await self._ask(row, task, read_cache=False)  # the cache reached into the response: see above
         return final
 
-    async def _ask(self, row: dict[str, Any], task: str, read_cache: bool):
+    async def _ask(self, row: EngineRow, task: str, read_cache: bool):
         import vllm
         from vllm.inputs import TokensPrompt
         from vllm.v1.engine.exceptions import EngineDeadError
@@ -163,7 +163,7 @@ class VllmServer:
             os._exit(1)
 
     @staticmethod
-    def _columns(out, task: str, response_start: int) -> dict[str, Any]:
+    def _columns(out, task: str, response_start: int) -> EngineRow:
         """The engine's output in read_answer's columns; prompt log-probs from the response on (those before it
         are never read)."""
         if task == "classify":

@@ -23,7 +23,7 @@ import pyarrow as pa
 from actors.engine_calls import call_engine
 from actors.hardware import cpu_engine_env, resolve_dtype
 from actors.model_store import revision_for
-from actors.sampling import REQUEST_INPUTS, text_sampling
+from actors.sampling import REQUEST_INPUTS, Sampling, text_sampling
 from actors.templating import overflow, templater
 from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, JudgePart, Request
@@ -35,6 +35,27 @@ _OUR_ID = "ragjudge_request_id"
 ANSWER_COLUMNS = ("request_id", "item_id", "subset", "variant", "part", "n_parts", "n_tokens", "error", "truncated")
 
 
+class EngineRow(JudgePart, total=False):
+    """A request row as the engine's actor prepares it (prepare) and fills it with the engine's output
+    (VllmServer) before read_answer reads it: the request's columns but its inputs, and these."""
+
+    ragjudge_request_id: str  # the request's id, under _OUR_ID's name while ray.data.llm holds its own
+    messages: list[dict[str, str]]  # kept only for an implicit RM's reference engine, which templates them again
+    tokenized_prompt: list[int]  # the templated prompt (one stand-in token where it overflows)
+    pooling_params: dict[str, bool]  # classify: vLLM's PoolingParams keywords
+    sampling_params: Sampling  # judge and logprobs: vLLM's SamplingParams keywords
+    response_start: int  # logprobs: where the scored response starts in the prompt
+    candidate_ids: list[int]  # judge with a prefill: the candidates' first token ids
+    n_tokens: int
+    error: str | None
+    truncated: bool
+    # the engine's output
+    embeddings: list[float]  # classify
+    generated_text: str  # judge
+    logprobs: list[dict[int, dict[str, float]]]  # judge: per generated token, the top log-probs by token id
+    prompt_logprobs: list[dict[int, dict[str, float]] | None] | None  # logprobs: per prompt token, from the response on
+
+
 def split_judge_request(row: Request) -> list[JudgePart]:
     """One judge request -> its text part and, with a prefill, its verdict part (merged by `n_parts` downstream)."""
     parts = ("text", "verdict") if row.get("prefill") is not None else ("text",)
@@ -42,7 +63,7 @@ def split_judge_request(row: Request) -> list[JudgePart]:
 
 
 def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_messages: bool = False
-            ) -> dict[str, Any]:
+            ) -> EngineRow:
     """Request row -> engine row. `task` is what this engine computes: classify | judge | logprobs.
 
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
@@ -82,7 +103,7 @@ def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_message
     return out
 
 
-def read_answer(row: dict[str, Any], task: str, columns: tuple[str, ...], prefix: str = "") -> Answer:
+def read_answer(row: EngineRow, task: str, columns: tuple[str, ...], prefix: str = "") -> Answer:
     """Processor output row -> the request's columns plus this engine's answer (large outputs dropped)."""
     out = {key: row[key] for key in columns if key in row}
     out["request_id"] = row[_OUR_ID]

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 
-def baseline_file(encoder: dict[str, Any]) -> str | None:
+class EncoderSettings(TypedDict, total=False):
+    """A benchmark's `bertscore` options as its text_pair_encoder gives them, and where the driver put the model."""
+
+    model: str  # a hub id, a local folder or a built-in spec of actors.model_store
+    num_layers: int
+    lang: str
+    rescale_with_baseline: bool
+    baseline_path: str | None  # absolute; None: bert-score's own baseline for `model`
+    batch_size: int
+    actors: int  # encoders side by side ...
+    num_cpus: float  # ... each on these CPUs ...
+    num_gpus: float  # ... and GPUs
+    folder: str  # the driver's: the model resolved to a local folder (jobs.flow.text_pairs)
+
+
+def baseline_file(encoder: EncoderSettings) -> str | None:
     """The rescale baseline (a TSV of LAYER,P,R,F) for the encoder; None without rescaling.
 
     FileNotFoundError naming the model when bert-score ships no baseline for it and none is configured.
@@ -32,7 +47,7 @@ def baseline_file(encoder: dict[str, Any]) -> str | None:
     return str(shipped)
 
 
-def encoder_label(encoder: dict[str, Any]) -> str:
+def encoder_label(encoder: EncoderSettings) -> str:
     """What is recorded beside the numbers, e.g. "microsoft/deberta-xlarge-mnli@40, rescaled"."""
     rescaled = "rescaled" if encoder.get("rescale_with_baseline") else "not rescaled"
     return f"{encoder['model']}@{encoder['num_layers']}, {rescaled}"
@@ -45,7 +60,7 @@ class BertScoreStage:
     (it calls a tokenizer method that no longer exists), and there is nothing to compare anyway.
     """
 
-    def __init__(self, encoder: dict[str, Any]):
+    def __init__(self, encoder: EncoderSettings):
         import torch
         from bert_score import BERTScorer
 

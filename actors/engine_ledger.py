@@ -7,24 +7,40 @@ chose. One small actor per sweep, on the driver's node, holds the ledger; the dr
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
 MODELS_JOINED_BY = " + "  # an entry's "model": the model files a shared engine served
 
 
+class EngineEntry(TypedDict, total=False):
+    """One engine in manifest.json's `engines`: what the ledger counts, and what the host adds (host.py)."""
+
+    model: str  # every model file the engine started or answered for, sorted and joined by MODELS_JOINED_BY
+    engine: str
+    starts: int
+    start_s: float  # summed over its starts
+    nodes: list[dict[str, str]]  # per start in order, the node it ran on ({"node_id", "ip"})
+    start_times: list[dict[str, float]]  # per start in order, when its load began and when it was ready (Unix s)
+    busy_s: float
+    requests: int
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    generated_tokens: int
+    requested_at: float  # the host: when it asked Ray for the actor ...
+    released_at: float  # ... and when it killed it
+    lost_nodes: list[str]  # the host: nodes it ran on that have died since (Ray restarted it elsewhere)
+
+
 class EngineLedger:
-    """Per engine key: {"model", "engine", "starts", "start_s", "nodes", "start_times", busy_s, requests and token
-    counts}; "model" names every model file the engine started or answered for, sorted and joined by " + " (a
-    shared engine); "nodes" holds, per start in order, the node it ran on ({"node_id", "ip"}); "start_times",
-    per start in order, when its load began and when it was ready (Unix seconds), so a run's engines can be laid
-    on one time line (how many were alive at once)."""
+    """Per engine key, an EngineEntry: the start times let a run's engines be laid on one time line (how many
+    were alive at once)."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, EngineEntry] = {}
         self.models: dict[str, set[str]] = {}
 
-    def _entry(self, key: str, model: str, engine: str) -> dict[str, Any]:
+    def _entry(self, key: str, model: str, engine: str) -> EngineEntry:
         self.models.setdefault(key, set()).add(model)
         return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0, "nodes": [],
                                              "start_times": [], **{name: 0 for name in COUNTERS}})
@@ -44,7 +60,7 @@ class EngineLedger:
             entry[name] += counts.get(name, 0)
         entry["busy_s"] = round(entry["busy_s"], 3)
 
-    def read(self) -> dict[str, dict[str, Any]]:
+    def read(self) -> dict[str, EngineEntry]:
         return {key: {"model": MODELS_JOINED_BY.join(sorted(self.models[key])), **entry}
                 for key, entry in self.entries.items()}
 

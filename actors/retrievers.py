@@ -14,20 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypedDict
 
 import numpy as np
 
 from benchmarks.mtrag.retrieval.scoring import trec_order
 
 Ranking = list[tuple[str, float]]
+Settings = dict[str, str | float | bool | None]  # a retriever's or an index's settings: YAML scalars by name
 
 
 class Index(Protocol):
     """What a retriever engine's index class (jobs/engines/<engine>/index.py) gives the searchers."""
 
     engine: ClassVar[str]  # the engine that builds it
-    defaults: ClassVar[dict[str, Any]]  # its settings, filled in where a model file leaves them out
+    defaults: ClassVar[Settings]  # its settings, filled in where a model file leaves them out
 
     @classmethod
     def load(cls, files: Mapping[str, bytes], settings: Mapping[str, Any]) -> Index: ...
@@ -37,7 +38,7 @@ class Index(Protocol):
         """What turns queries into vectors for `search_vectors`; None where the index searches text (`search`)."""
 
 
-def with_defaults(index: type[Index], settings: Mapping[str, Any] | None) -> dict[str, Any]:
+def with_defaults(index: type[Index], settings: Mapping[str, Any] | None) -> Settings:
     """A retriever's settings with its index's defaults filled in; an unknown key is a ValueError naming it."""
     unknown = sorted(set(settings or {}) - set(index.defaults))
     if unknown:
@@ -73,7 +74,32 @@ def passage_text(title: str, text: str, with_title: bool = True) -> str:
 # ---- cached indexes ------------------------------------------------------------------------------------
 
 
-def store_index(cache, folder: str, index: Any, meta: dict[str, Any]) -> dict[str, Any]:
+class IndexMeta(TypedDict, total=False):
+    """A cached index's meta.json: the spec its folder's hash is taken over (what the index depends on), then
+    what building and storing it recorded; a run's metrics.json keeps some of it per domain."""
+
+    engine: str
+    domain: str
+    corpus_sha256: str
+    n_passages: int
+    settings: Settings  # the retriever's, its index's defaults filled in
+    index: dict[str, str | int]  # {"kind": bm25 | exact | hnsw, and an HNSW graph's m, ef_construction, ef_search}
+    path: str  # a dense retriever's encoder, as the model file names it ...
+    revision: str | None
+    dtype: str  # ... and the dtype it ran in on this machine's kind of device
+    files: list[str]  # store_index: the index's files ...
+    bytes: int  # ... and their size
+    build_seconds: float
+    encode_seconds: float  # dense: encoding the passages ...
+    graph_seconds: float  # ... and making the graph
+    # ensure_indexes (jobs.flow.ranked), not stored: where it is, and whether this run built it
+    folder: str
+    built: bool
+    built_with: list[str]  # the domains built in the same step
+    step_seconds: float
+
+
+def store_index(cache, folder: str, index: Any, meta: IndexMeta) -> IndexMeta:
     """Write an index's files under `folder` of a RunRoot (local or S3), then its meta.json: a folder whose
     meta.json exists is complete, so a build killed half way is built again, never half read."""
     files = index.files()

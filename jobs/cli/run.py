@@ -11,7 +11,7 @@ from jobs.cli.report import said_incomplete
 from jobs.console import LibraryLogs, verbose_from_env
 from jobs.console.run_end import end_lines, unfinished_lines
 from jobs.loading import load_sweep, require_data
-from jobs.store import Lease, LeaseHeld, RunRoot
+from jobs.store import Lease, LeaseHeld, LeaseRecord, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
 RUN_ROOT_BUSY = 3  # exit status: another driver holds the run's lease, or took it from this one
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if unfinished or incomplete else 0
 
 
-def _stop_on_lost_lease(holder: dict[str, Any]) -> None:
+def _stop_on_lost_lease(holder: LeaseRecord) -> None:
     """Another driver took the lease (this one looked gone): stop now, as a crash would, so two drivers never
     write one run; what this one stored stays, and the holder resumes from it."""
     print(f"ragjudge: another driver took over this run (host {holder.get('host')}, pid {holder.get('pid')}); "

@@ -13,16 +13,18 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.model_store import resolve_model
-from actors.retrievers import Index, RetrieverModel
+from actors.retrievers import Index, IndexMeta, RetrieverModel
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
+from jobs.store.manifest import BatchEntry
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
     from ray.data import Dataset
 
 Log = Callable[[str], None]
@@ -38,21 +40,6 @@ class Servers(Protocol):
     def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]: ...
 
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...
-
-
-class BatchEntry(TypedDict, total=False):
-    """A provider batch as manifest.json keeps it (per cell and route), so a resumed run polls it again."""
-
-    provider: str  # "openai" | "anthropic"
-    id: str  # the provider's batch id
-    state: str  # in the provider's words (openai: validating ... completed; anthropic: in_progress, ended)
-    requests: int
-    submitted_at: float  # Unix time
-    input_file_id: str  # openai: the uploaded requests ...
-    output_file_id: str | None  # ... and, once it ends, its results ...
-    error_file_id: str | None  # ... and the failed requests
-    errors: list[str]  # openai: why the batch failed its validation
-    results_url: str | None  # anthropic: where the ended batch's results are
 
 
 class BatchSlot(Protocol):
@@ -201,14 +188,14 @@ class Retriever(Engine):
                               settings=model.retriever, batch_size=model.batch_size, dtype=model.dtype,
                               revision=model.revision)
 
-    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
+    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> IndexMeta:
         """What an index depends on beyond the corpus and the retriever's settings (its hash names the cache
         folder); `search` is the benchmark's SearchSettings."""
         raise NotImplementedError
 
     def build_indexes(self, cache: Any, model: ModelConfig, worker: RetrieverModel,
-                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
-                      log: Log = print) -> dict[str, Any]:
+                      missing: dict[str, tuple[IndexMeta, str]], passages: dict[str, dict[str, dict[str, str]]],
+                      log: Log = print) -> dict[str, ObjectRef]:
         """Start building each missing domain's index (domain -> (spec, folder in the `cache` RunRoot)) from its
         passages; domain -> the Ray reference of the stored index's meta. `log` gets its progress lines."""
         raise NotImplementedError

@@ -23,9 +23,10 @@ from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
-from jobs.engines.base import BatchEntry, BatchSlot, Log, Servers, worker_model
+from jobs.engines.base import BatchSlot, Log, Servers, worker_model
 from jobs.engines.http.client import TEXT_ONLY, Credentials, Failure, api_credentials
 from jobs.engines.http.engine import Http
+from jobs.store.manifest import BatchEntry
 
 Result = tuple[str, PromptAnswer]  # a request's custom_id and its answer
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from actors.engine_ledger import MODELS_JOINED_BY, EngineLedger
+from actors.engine_ledger import MODELS_JOINED_BY, EngineEntry, EngineLedger
 from actors.worker_model import WorkerModel
 from jobs.config import ModelConfig
 from jobs.console.step_progress import elapsed_lines
@@ -142,7 +142,7 @@ class EngineHost:
             ray.util.remove_placement_group(group)
         self._times[name]["released_at"] = round(time.time(), 3)
 
-    def accounting(self) -> list[dict[str, Any]]:
+    def accounting(self) -> list[EngineEntry]:
         """One entry per engine: model(s), engine, starts, the node and times of each start, start_s, busy_s,
         requests and token counts; `lost_nodes`: the nodes it ran on that have died since (Ray restarted it
         elsewhere); `requested_at` and `released_at`: when the host asked Ray for its actor and when it killed it,
@@ -160,7 +160,7 @@ class EngineHost:
                                                      if node.get("node_id") and node["node_id"] not in alive))
         return [entries[name] for name in sorted(entries)]
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[EngineEntry]:
         """Release every engine; the accounting, with every release time."""
         import ray
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from jobs.engines.errors import headline, retryable
 
@@ -20,6 +20,16 @@ def asks_again(answer: Mapping[str, Any]) -> bool:
     classed now where the row predates that column."""
     stored = answer.get("retryable")
     return retryable(answer.get("error")) if stored is None else bool(stored)
+
+
+class ErrorCounts(TypedDict):
+    """A cell's request errors as its metrics.json and manifest.json entry keep them (`request_errors`)."""
+
+    requests: int
+    failed: int
+    retryable: int  # of the failed, those `ragjudge run --retry-errors` asks again
+    top_error: str | None  # the most common error without its details
+    top_error_count: int
 
 
 class RequestErrors:
@@ -39,13 +49,13 @@ class RequestErrors:
                 self.retryable += asks_again(answer)
         return self
 
-    def counts(self) -> dict[str, Any]:
+    def counts(self) -> ErrorCounts:
         top = self.errors.most_common(1)
         return {"requests": self.requests, "failed": self.errors.total(), "retryable": self.retryable,
                 "top_error": top[0][0] if top else None, "top_error_count": top[0][1] if top else 0}
 
 
-def request_errors(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def request_errors(answers: Iterable[Mapping[str, Any]]) -> ErrorCounts:
     """RequestErrors' counts of one list of answers."""
     return RequestErrors().add(answers).counts()
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from actors.bertscore import EncoderSettings
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
 from benchmarks.row_types import Item, Row
@@ -90,7 +91,7 @@ class Flow(ABC):
         """Models other than the cell's own that its requests are routed to."""
         return []
 
-    def encoder(self, options: Any) -> dict[str, Any] | None:
+    def encoder(self, options: Any) -> EncoderSettings | None:
         """The settings of its encoder stage (BERTScore), None for none."""
         return None
 
@@ -171,7 +172,7 @@ class JudgedFlow(Flow):
     def routes(self, options: Any) -> list[str]:
         return self.spec.routes(options)
 
-    def encoder(self, options: Any) -> dict[str, Any] | None:
+    def encoder(self, options: Any) -> EncoderSettings | None:
         return self.spec.text_pair_encoder(options)
 
     def validates(self) -> bool:

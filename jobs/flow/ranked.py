@@ -28,7 +28,7 @@ import json
 import time
 from typing import Any
 
-from actors.retrievers import QuerySearcher, RetrieverModel, with_defaults
+from actors.retrievers import IndexMeta, QuerySearcher, RetrieverModel, with_defaults
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
@@ -56,15 +56,15 @@ def file_sha256(path: str) -> str:
 
 
 def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: int,
-               search: SearchSettings) -> dict[str, Any]:
+               search: SearchSettings) -> IndexMeta:
     """Everything an index depends on; its hash names the cache folder. Run settings (actors, batch size,
     devices) are left out: they change how fast an index is built, not what it holds."""
-    spec: dict[str, Any] = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
+    spec: IndexMeta = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
                             "n_passages": n_passages, "settings": with_defaults(retriever_of(model).index, model.retriever)}
     return {**spec, **retriever_of(model).index_spec(model, n_passages, search)}
 
 
-def index_folder(spec: dict[str, Any]) -> str:
+def index_folder(spec: IndexMeta) -> str:
     return f"{spec['engine']}/{spec['domain']}-{_digest(spec)}"
 
 
@@ -77,7 +77,7 @@ def retriever_of(model: ModelConfig) -> Retriever:
 
 def ensure_indexes(cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
                    corpora: dict[str, tuple[str, dict[str, dict[str, str]]]], search: SearchSettings,
-                   log=print) -> dict[str, dict[str, Any]]:
+                   log=print) -> dict[str, IndexMeta]:
     """Each domain's index from the cache, the missing ones built first by the model's engine.
     `corpora` maps a domain to (corpus file, passages); returns each index's meta with `folder` and `built`."""
     import ray

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks.row_types import Answer, Row
 from jobs.store import Manifest, RunRoot
+from jobs.store.run_root import QuarantinedPart
 
 
 class CellRecorder:
@@ -58,7 +59,7 @@ class CellRecorder:
         for table, these in (("predictions", rows), ("errors", bad)):
             self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")
 
-    def quarantined(self, unreadable: list[dict[str, Any]]) -> None:
+    def quarantined(self, unreadable: list[QuarantinedPart]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
         for part in unreadable:
             self.say(f"WARNING {self.benchmark} x {self.model}: {self.root.uri(part['path'])} cannot be read "

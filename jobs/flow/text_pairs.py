@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from actors.bertscore import BertScoreStage, baseline_file, encoder_label
+from actors.bertscore import BertScoreStage, EncoderSettings, baseline_file, encoder_label
 from actors.model_store import resolve_model
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Item, Row
@@ -21,7 +21,7 @@ from jobs.engines.rows import dataset_rows
 PAIRS_BATCHES = 8
 
 
-def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str, Any] | None:
+def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> EncoderSettings | None:
     """The benchmark's encoder settings, checked before any engine starts (a rescale baseline that cannot be
     found fails the cell here, not after the judges ran); None when the benchmark has no encoder stage."""
     encoder = spec.text_pair_encoder(options)
@@ -36,7 +36,7 @@ def encoder_settings(spec: Benchmark, options: Any, bench_name: str) -> dict[str
 
 
 def with_text_pair_scores(spec: Benchmark, items: list[Item], rows: list[Row],
-                          options: Any, encoder: dict[str, Any],
+                          options: Any, encoder: EncoderSettings,
                           log: Callable[[str], None] = print) -> list[Row]:
     """`rows` with their pairs' scores filled in by the benchmark's add_text_pair_scores."""
     by_id = {item["item_id"]: item for item in items}
@@ -48,7 +48,7 @@ def with_text_pair_scores(spec: Benchmark, items: list[Item], rows: list[Row],
     return [spec.add_text_pair_scores(row, scores, label) for row in rows]
 
 
-def score_pairs(pairs: list[dict[str, str]], encoder: dict[str, Any]) -> dict[str, dict[str, float]]:
+def score_pairs(pairs: list[dict[str, str]], encoder: EncoderSettings) -> dict[str, dict[str, float]]:
     """pair id -> precision, recall, f1, through an actor pool of `encoder['actors']` BERTScore encoders, each
     on `num_cpus` CPUs (Ray sets an actor's torch threads to its CPUs) and `num_gpus` GPUs."""
     import ray

@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Self
+from typing import Self, TypedDict
 
 from jobs.config import ConfigError
 from jobs.store.layout import LEASE
@@ -53,16 +53,29 @@ class LeaseLost(RuntimeError):
     """Another driver took this driver's lease (this one looked gone); it must not write the run any more."""
 
 
+class LeaseRecord(TypedDict, total=False):
+    """The run root's lease file: who holds it and its last heartbeat (total=False: a file another version of
+    ragjudge wrote may lack a key)."""
+
+    host: str
+    pid: int
+    started_at: str  # ISO 8601, UTC
+    heartbeat: float  # Unix time ...
+    heartbeat_at: str  # ... and the same in ISO 8601
+    timeout_s: float
+    token: str  # this holder's own; another token in the file means another driver took the lease
+
+
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
 
 
-def holder(lease: dict[str, Any]) -> str:
+def holder(lease: LeaseRecord) -> str:
     """Who holds a lease, in the words a refusal prints."""
     return f"host {lease.get('host')}, pid {lease.get('pid')}, started {lease.get('started_at')}"
 
 
-def stale_reason(lease: dict[str, Any], timeout_s: float, now: float) -> str | None:
+def stale_reason(lease: LeaseRecord, timeout_s: float, now: float) -> str | None:
     """Why a lease's holder is gone, or None while it may still be running."""
     age = now - float(lease.get("heartbeat", 0.0))
     if age > timeout_s:
@@ -91,15 +104,15 @@ class Lease:
     """
 
     def __init__(self, root: RunRoot, timeout_s: float, log: Callable[[str], None] = print,
-                 on_lost: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_lost: Callable[[LeaseRecord], None] | None = None) -> None:
         if timeout_s <= 0:
             raise ConfigError(f"storage.lease_timeout_s must be positive, got {timeout_s:g}")
         self.root, self.timeout_s, self.log, self.on_lost = root, timeout_s, log, on_lost
         now = time.time()
-        self.record = {"host": socket.gethostname(), "pid": os.getpid(), "started_at": _iso(now),
+        self.record: LeaseRecord = {"host": socket.gethostname(), "pid": os.getpid(), "started_at": _iso(now),
                        "heartbeat": now, "heartbeat_at": _iso(now), "timeout_s": timeout_s,
                        "token": uuid.uuid4().hex}
-        self.lost: dict[str, Any] | None = None  # the lease that replaced this one's, once it did
+        self.lost: LeaseRecord | None = None  # the lease that replaced this one's, once it did
         self._lock = threading.Lock()  # the heartbeat thread and writers' confirm() both refresh
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -27,11 +27,12 @@ import time
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+from actors.engine_ledger import EngineEntry
 from jobs.config import KINDS, SweepConfig, to_dict
 from jobs.store.layout import MANIFEST
-from jobs.store.run_root import RunRoot
+from jobs.store.run_root import QuarantinedPart, RunRoot
 
 FAILED_ERRORS = "failed_errors"  # a cell over its error budget
 SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
@@ -139,19 +140,19 @@ class Manifest:
             self.data["held"] = held
             self.root.write_json(MANIFEST, self.data)
 
-    def set_engines(self, entries: list[dict[str, Any]]) -> None:
+    def set_engines(self, entries: list[EngineEntry]) -> None:
         """This attempt's engines (jobs.engines.host's accounting: one entry per engine)."""
         with self._lock:
             self.data["engines"] = entries
             self.root.write_json(MANIFEST, self.data)
 
-    def batch(self, cell: str, route: str) -> dict[str, Any] | None:
+    def batch(self, cell: str, route: str) -> BatchEntry | None:
         """The batch a batch engine submitted for the cell's route and has not yet seen stored, if any."""
         with self._lock:
             entry = self.data.get("batches", {}).get(cell, {}).get(route)
-            return dict(entry) if entry else None
+            return BatchEntry(**entry) if entry else None
 
-    def set_batch(self, cell: str, route: str, entry: dict[str, Any] | None) -> None:
+    def set_batch(self, cell: str, route: str, entry: BatchEntry | None) -> None:
         """Keep (or, with None, forget) the cell's route's batch; the file is written only when it changes."""
         with self._lock:
             batches = self.data.get("batches", {})
@@ -166,13 +167,29 @@ class Manifest:
             self.data["batches"] = {**others, cell: routes} if routes else others
             self.root.write_json(MANIFEST, self.data)
 
-    def add_quarantined(self, cell: str, parts: list[dict[str, Any]]) -> None:
+    def add_quarantined(self, cell: str, parts: list[QuarantinedPart]) -> None:
         """Parts of `cell` moved to quarantine/ this attempt (RunRoot.read_whole_rows), kept across attempts:
         each cost its requests again, and the part itself stays for a post-mortem."""
         with self._lock:
             self.data.setdefault("quarantined", []).extend(
                 {"cell": cell, "attempt": self.attempts, **part} for part in parts)
             self.root.write_json(MANIFEST, self.data)
+
+
+class BatchEntry(TypedDict, total=False):
+    """A provider batch as manifest.json keeps it (per cell and route), so a resumed run polls it again."""
+
+    provider: str  # "openai" | "anthropic"
+    id: str  # the provider's batch id
+    state: str  # in the provider's words (openai: validating ... completed; anthropic: in_progress, ended)
+    requests: int
+    submitted_at: float  # Unix time
+    input_file_id: str  # openai: the uploaded requests ...
+    output_file_id: str | None  # ... and, once it ends, its results ...
+    error_file_id: str | None  # ... and the failed requests
+    errors: list[str]  # openai: why the batch failed its validation
+    results_url: str | None  # anthropic: where the ended batch's results are
+    answers_hash: str  # manifest.json's: the answers it was submitted for (CellBatch hands back only those)
 
 
 class CellBatch:
@@ -182,11 +199,11 @@ class CellBatch:
     def __init__(self, manifest: Manifest, cell: str, route: str, answers_hash: str | None):
         self.manifest, self.cell, self.route, self.answers_hash = manifest, cell, route, answers_hash
 
-    def get(self) -> dict[str, Any] | None:
+    def get(self) -> BatchEntry | None:
         entry = self.manifest.batch(self.cell, self.route)
         return entry if entry and entry.get("answers_hash") == self.answers_hash else None
 
-    def set(self, entry: dict[str, Any]) -> None:
+    def set(self, entry: BatchEntry) -> None:
         self.manifest.set_batch(self.cell, self.route, {**entry, "answers_hash": self.answers_hash})
 
     def clear(self) -> None:

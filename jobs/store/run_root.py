@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -37,6 +37,15 @@ def open_run(path: str, endpoint_url: str | None = None) -> RunRoot:
     commands that read a finished or running run take it."""
     parent, _, run = path.rstrip("/").rpartition("/")
     return RunRoot(parent or ".", run, endpoint_url=endpoint_url)
+
+
+class QuarantinedPart(TypedDict):
+    """A part read_whole_rows moved aside because it cannot be decoded."""
+
+    path: str  # where it was, relative to the run
+    moved_to: str  # where it is now: quarantine/<path>
+    bytes: int
+    reason: str  # the decoder's error, redacted
 
 
 class RunRoot:
@@ -284,7 +293,7 @@ class RunRoot:
                       self.retrying("list", folder, partial(self.backend.folders, folder)))
 
     def read_whole_rows(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None
-                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                        ) -> tuple[list[dict[str, Any]], list[QuarantinedPart]]:
         """The rows of a partition's readable parts (those whose part name `names` takes, when given), and the
         parts that are not (cut short, emptied, garbled).
 
@@ -293,7 +302,7 @@ class RunRoot:
         so its rows count as never stored. Only decoding fails a part: each is fetched whole first, so a
         storage error (a network failure) still raises instead of moving a good part aside.
         """
-        parts, moved = [], []
+        parts, moved = [], []  # moved: list[QuarantinedPart]
         for path, data in self._part_bytes(table, benchmark, model, names):
             try:
                 parts.append(pq.read_table(pa.BufferReader(data)))

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypedDict
 
 from benchmarks.row_types import Answer
 
@@ -36,6 +36,13 @@ GIVE_UP_S = 10.0  # past the grace period, the longest a hook of `Stop.at_give_u
 
 class Interrupted(Exception):
     """A cell stopped because the driver was told to; the requests it had answered are stored."""
+
+
+class StopRecord(TypedDict):
+    """What manifest.json keeps of a stop beside an interrupted cell."""
+
+    signal: str | None
+    interrupted_at: str  # ISO 8601, UTC
 
 
 class Stop:
@@ -73,7 +80,7 @@ class Stop:
         """128 + the signal's number, as a shell reports a process the signal ended."""
         return 128 + (self.signum or 0)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> StopRecord:
         """What manifest.json keeps of the stop beside an interrupted cell."""
         at = datetime.fromtimestamp(self.at or 0.0, timezone.utc).isoformat(timespec="seconds")
         return {"signal": self.signal_name, "interrupted_at": at}

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, TextIO
+from typing import TextIO, TypedDict
 
 from jobs.store import FAILED_ERRORS, RunRoot
 from jobs.store.layout import STATUS
@@ -24,6 +24,30 @@ from jobs.store.layout import STATUS
 BAR = 20  # characters of a terminal progress bar
 RATE_WINDOW_S = 60.0  # requests per second over this recent window: a cell's pace now, not since its start
 SAMPLE_EVERY_S = 1.0  # a cell keeps its (time, answered) at most this often, for the window
+
+
+class CellStatus(TypedDict, total=False):
+    """A cell in status.json."""
+
+    status: str  # running, done, failed, failed_errors, cached or interrupted
+    done: int  # requests answered ...
+    total: int  # ... of this many so far (a later round adds its own)
+    resumed_from: int  # answered before this run started it
+    started_at: float  # Unix time
+    finished_at: float
+    requests_per_s: float | None  # over the last RATE_WINDOW_S; None before the first answer
+    eta_s: float | None
+    message: str  # why it did not finish well
+
+
+class RunStatus(TypedDict):
+    """status.json."""
+
+    run: str | None
+    updated_at: float
+    counts: dict[str, int]  # cells by status, skipped ones too
+    cells: dict[str, CellStatus]
+    skipped: dict[str, str]  # cell -> why it does not run
 
 
 def _duration(seconds: float | None) -> str:
@@ -34,7 +58,7 @@ def _duration(seconds: float | None) -> str:
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-def cell_line(key: str, cell: dict[str, Any], bar: bool = False) -> str:
+def cell_line(key: str, cell: CellStatus, bar: bool = False) -> str:
     """One running cell: 'bench/model  812/2970 (27%)  14.2 req/s  ETA 2m32s', with a bar when asked."""
     done, total = int(cell.get("done") or 0), int(cell.get("total") or 0)
     share = done / total if total else 0.0
@@ -58,7 +82,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.write_every, self.log_every, self.redraw_every = write_every, log_every, redraw_every
-        self.cells: dict[str, dict[str, Any]] = {}
+        self.cells: dict[str, CellStatus] = {}
         self.skipped_cells: dict[str, str] = {}
         self._lock = threading.Lock()
         self._written = self._logged = self._drawn_at = float("-inf")
@@ -147,13 +171,13 @@ class Progress:
             self.tick()
 
     # -- state ---------------------------------------------------------------------------------------------
-    def _cell(self, key: str, now: float) -> dict[str, Any]:
+    def _cell(self, key: str, now: float) -> CellStatus:
         """The cell's entry; one the pipeline never started (a cached cell) is made, not a KeyError that
         would fail the cell over its progress line."""
         return self.cells.setdefault(key, {"status": "running", "done": 0, "total": 0, "resumed_from": 0,
                                            "started_at": now, "requests_per_s": None, "eta_s": None})
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> RunStatus:
         """status.json's content."""
         counts: dict[str, int] = {}
         for cell in self.cells.values():
@@ -161,9 +185,9 @@ class Progress:
         if self.skipped_cells:
             counts["skipped"] = len(self.skipped_cells)
         return {"run": self.root.run if self.root else None, "updated_at": self.clock(), "counts": counts,
-                "cells": {k: dict(v) for k, v in self.cells.items()}, "skipped": dict(self.skipped_cells)}
+                "cells": {k: CellStatus(**v) for k, v in self.cells.items()}, "skipped": dict(self.skipped_cells)}
 
-    def _rate(self, key: str, cell: dict[str, Any], now: float) -> None:
+    def _rate(self, key: str, cell: CellStatus, now: float) -> None:
         """Requests per second since the oldest sample of the last RATE_WINDOW_S (since the cell started, in
         its first minute), and the ETA at that pace; a cell that answered nothing for a whole window has a
         rate of 0 and no ETA."""
@@ -191,7 +215,7 @@ class Progress:
             for line in self._lines(bar=False):
                 self.log(line)
 
-    def _running(self) -> list[tuple[str, dict[str, Any]]]:
+    def _running(self) -> list[tuple[str, CellStatus]]:
         return [(k, c) for k, c in self.cells.items() if c["status"] == "running"]
 
     def _lines(self, bar: bool) -> list[str]:
@@ -239,7 +263,7 @@ class Progress:
             self.log(text)
 
 
-def format_status(status: dict[str, Any], now: float | None = None) -> str:
+def format_status(status: RunStatus, now: float | None = None) -> str:
     """`ragjudge status`: when status.json was written, counts, then the running and failed cells (failed_errors:
     over their error budget), each failed one with why."""
     now = time.time() if now is None else now

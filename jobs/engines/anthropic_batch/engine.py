@@ -23,9 +23,10 @@ import httpx
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
-from jobs.engines.base import BatchEntry, register
+from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
 from jobs.engines.http.client import Credentials, Failure, chat_request, refused_key
+from jobs.store.manifest import BatchEntry
 
 VERSION = "2023-06-01"  # the anthropic-version header the Message Batches API is documented with
 RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504, 529})

@@ -10,16 +10,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from actors.retrievers import Ranking, RetrieverModel, top_k, with_defaults
+from actors.retrievers import Ranking, RetrieverModel, Settings, top_k, with_defaults
 
-BM25_DEFAULTS: dict[str, Any] = {"k1": 1.2, "b": 0.75, "method": "lucene", "stopwords": "en", "lower": True}
+BM25_DEFAULTS: Settings = {"k1": 1.2, "b": 0.75, "method": "lucene", "stopwords": "en", "lower": True}
 
 
 class BM25Index:
     """bm25s over one corpus. Queries are tokenised as the passages were (lowercase, stopwords, no stemming)."""
 
     engine: ClassVar[str] = "bm25"
-    defaults: ClassVar[dict[str, Any]] = BM25_DEFAULTS
+    defaults: ClassVar[Settings] = BM25_DEFAULTS
 
     def __init__(self, retriever, ids: list[str], settings: Mapping[str, Any]):
         self.retriever, self.ids, self.settings = retriever, ids, dict(settings)

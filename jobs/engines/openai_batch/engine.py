@@ -17,9 +17,10 @@ from typing import Any
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
-from jobs.engines.base import BatchEntry, register
+from jobs.engines.base import register
 from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
 from jobs.engines.http.client import Credentials, Failure, chat_request, completion_text, refused_key
+from jobs.store.manifest import BatchEntry
 
 ENDPOINT = "/v1/chat/completions"
 

@@ -3,17 +3,20 @@ then stored exact or as a faiss HNSW graph (index.py) by one Ray task per domain
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from actors.hardware import resolve_dtype
-from actors.retrievers import RetrieverModel, store_index
+from actors.retrievers import IndexMeta, RetrieverModel, store_index
 from jobs.config import ModelConfig
 from jobs.console.step_progress import step_progress
 from jobs.engines.base import Log, Retriever, register
 from jobs.engines.sentence_transformers.index import DenseIndex, PassageEncoder
 from jobs.store import RunRoot
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 
 def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelConfig, worker: RetrieverModel,
@@ -30,7 +33,7 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
                         compute=ray.data.ActorPoolStrategy(min_size=model.min_actors, max_size=model.max_actors),
                         batch_size=model.batch_size, num_cpus=model.num_cpus, num_gpus=model.num_gpus)
     position = {domain: {pid: i for i, pid in enumerate(domain_ids)} for domain, domain_ids in ids.items()}
-    matrices: dict[str, Any] = {}
+    matrices: dict[str, np.ndarray] = {}
     total = sum(map(len, ids.values()))
     with step_progress(f"index {model.name}: encoding", total, "passages", log) as progress:
         for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
@@ -39,8 +42,8 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
     return {domain: (ids[domain], matrices[domain]) for domain in ids}
 
 
-def _place(batch: dict[str, Any], ids: dict[str, list[str]], position: dict[str, dict[str, int]],
-           matrices: dict[str, Any]) -> None:
+def _place(batch: dict[str, np.ndarray], ids: dict[str, list[str]], position: dict[str, dict[str, int]],
+           matrices: dict[str, np.ndarray]) -> None:
     """A batch's embeddings into each domain's matrix, at its passages' rows."""
     embeddings = np.asarray(batch["embedding"], dtype=np.float32)
     for domain in set(map(str, batch["domain"])):
@@ -50,7 +53,7 @@ def _place(batch: dict[str, Any], ids: dict[str, list[str]], position: dict[str,
         matrices[domain][[position[domain][str(batch["pid"][i])] for i in rows]] = embeddings[rows]
 
 
-def store_dense(cache: RunRoot, folder: str, spec: dict[str, Any], ids: list[str], embeddings,
+def store_dense(cache: RunRoot, folder: str, spec: IndexMeta, ids: list[str], embeddings,
                 encode_seconds: float) -> dict:
     start = time.perf_counter()
     ann = {k: v for k, v in spec["index"].items() if k != "kind"} if spec["index"]["kind"] == "hnsw" else None
@@ -66,7 +69,7 @@ class SentenceTransformers(Retriever):
     packages = ("sentence_transformers",)
     index = DenseIndex
 
-    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> dict[str, Any]:
+    def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> IndexMeta:
         """The weights, and the dtype the encoder will run in on this machine's kind of device (not the setting
         that picks it); exact below the benchmark's `ann_threshold` passages, HNSW from it on."""
         ann = n_passages >= search.ann_threshold
@@ -75,8 +78,8 @@ class SentenceTransformers(Retriever):
                 "index": {"kind": "hnsw", **search.ann} if ann else {"kind": "exact"}}
 
     def build_indexes(self, cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
-                      missing: dict[str, tuple[dict[str, Any], str]], passages: dict[str, dict[str, dict[str, str]]],
-                      log: Log = print) -> dict[str, Any]:
+                      missing: dict[str, tuple[IndexMeta, str]], passages: dict[str, dict[str, dict[str, str]]],
+                      log: Log = print) -> dict[str, ObjectRef]:
         """The missing domains encoded in one pass (a progress line every 10 s), then stored by one Ray task
         each."""
         import ray

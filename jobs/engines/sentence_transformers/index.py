@@ -11,11 +11,20 @@ from typing import Any, ClassVar
 import numpy as np
 
 from actors.hardware import resolve_dtype
-from actors.retrievers import Ranking, RetrieverModel, cut, passage_text, strings, top_k, with_defaults
+from actors.retrievers import (
+    Ranking,
+    RetrieverModel,
+    Settings,
+    cut,
+    passage_text,
+    strings,
+    top_k,
+    with_defaults,
+)
 
-DENSE_DEFAULTS: dict[str, Any] = {"query_prefix": "", "passage_prefix": "", "normalize": True,
+DENSE_DEFAULTS: Settings = {"query_prefix": "", "passage_prefix": "", "normalize": True,
                                   "max_seq_length": None, "with_title": True}
-ANN_DEFAULTS: dict[str, Any] = {"m": 32, "ef_construction": 200, "ef_search": 256}
+ANN_DEFAULTS: Settings = {"m": 32, "ef_construction": 200, "ef_search": 256}
 
 
 class DenseEncoder:
@@ -64,7 +73,7 @@ class DenseIndex:
     """Passage embeddings searched by inner product: exactly (numpy), or through a faiss HNSW graph (`ann`)."""
 
     engine: ClassVar[str] = "sentence_transformers"
-    defaults: ClassVar[dict[str, Any]] = DENSE_DEFAULTS  # its encoder's settings, which made its vectors
+    defaults: ClassVar[Settings] = DENSE_DEFAULTS  # its encoder's settings, which made its vectors
 
     def __init__(self, ids: list[str], embeddings: np.ndarray, ann: Mapping[str, Any] | None = None, faiss_index=None):
         self.ids, self.embeddings = ids, np.ascontiguousarray(embeddings, dtype=np.float32)

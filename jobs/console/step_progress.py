@@ -41,8 +41,11 @@ def step_progress(desc: str, total: int, unit: str, log: Callable[[str], None] =
                   every: float = EVERY_S) -> tqdm:
     """A tqdm counter for `total` units of a step; `update(n)` as they are done, `close()` at its end (a
     `with` block does). Its lines: 'index minilm: 5120/20642 passages (25%), 42.1 passages/s, ETA 06:08'."""
+    # position=0: each counter writes to its own _Lines, so none stacks below another. Left to tqdm, a counter
+    # started while another is alive in the process (two cells' steps at once) takes the next position and
+    # draws itself there with newlines and cursor-up codes, which would reach the console as lines.
     return tqdm(total=total, desc=desc, unit=f" {unit}", file=_Lines(log), mininterval=every, maxinterval=every,
-                miniters=1, bar_format=FORMAT, ascii=True, disable=False)  # disable: not TQDM_DISABLE's
+                miniters=1, bar_format=FORMAT, ascii=True, disable=False, position=0)  # disable: not TQDM_DISABLE's
 
 
 

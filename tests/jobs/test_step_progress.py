@@ -26,6 +26,21 @@ def test_a_line_every_interval_while_it_runs():
     assert set(counts[11:]) <= {"made: 10/10 parts"}  # its closing line, where the rate has moved since
 
 
+def test_two_steps_at_once_each_write_plain_lines():
+    """Two cells' steps in one process (an index encoding beside another): the second is not drawn below the
+    first with newlines and cursor-up codes, as tqdm places a bar started while another is alive."""
+    first, second = [], []
+    with step_progress("index minilm: encoding", 4, "passages", first.append, every=0) as outer:
+        with step_progress("made", 2, "parts", second.append, every=0) as inner:
+            inner.update(1)
+            outer.update(1)
+            inner.update(1)
+        outer.update(3)
+    assert [line.split(" (")[0] for line in second][:3] == ["made: 0/2 parts", "made: 1/2 parts", "made: 2/2 parts"]
+    assert not any("\x1b" in line or "\r" in line or "\n" in line for line in first + second)
+    assert first[-1].startswith("index minilm: encoding: 4/4 passages (100%)")
+
+
 def test_elapsed_lines_while_a_step_with_nothing_to_count_runs():
     import time
 

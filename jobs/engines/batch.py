@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any, ClassVar, Protocol
 
@@ -24,7 +24,7 @@ from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
 from jobs.engines.base import BatchSlot, Log, Servers, worker_model
-from jobs.engines.http.client import TEXT_ONLY, Credentials, Failure, api_credentials
+from jobs.engines.http.client import TEXT_ONLY, Failure, api_credentials
 from jobs.engines.http.engine import Http
 from jobs.store.manifest import BatchEntry
 
@@ -84,13 +84,12 @@ class BatchApi(Http):
         "batch_poll_s": "only the batch engines poll a batch",
         "batch_max_wait_s": "only the batch engines wait for a batch"}
 
-    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
-        raise NotImplementedError
+    provider: ClassVar[Callable[..., Provider]]  # its provider's batch protocol, made with (model, **credentials)
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers,
                batch: BatchSlot | None = None) -> Iterator[Answer]:
         worker = worker_model(model)
-        provider = self.provider(worker, api_credentials(worker))
+        provider = self.provider(worker, **api_credentials(worker))
         slot = batch if batch is not None else _Unkept()
         todo = {provider.custom_id(str(r["request_id"])): r for r in requests}
         if (entry := slot.get()) is not None:  # submitted by a run that stopped: its answers are not stored

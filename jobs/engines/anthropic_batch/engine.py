@@ -23,9 +23,10 @@ import httpx
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
+from benchmarks.row_types import PromptAnswer
 from jobs.engines.base import register
-from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, json_lines
-from jobs.engines.http.client import Credentials, Failure, chat_request, refused_key
+from jobs.engines.batch import BatchApi, BatchGone, Result, json_lines
+from jobs.engines.http.client import Failure, chat_request, refused_key
 from jobs.store.manifest import BatchEntry
 
 VERSION = "2023-06-01"  # the anthropic-version header the Message Batches API is documented with
@@ -106,7 +107,7 @@ class AnthropicBatches:
             attempt += 1
 
 
-def _answer(record: dict[str, Any], model: str) -> dict[str, Any]:
+def _answer(record: dict[str, Any], model: str) -> PromptAnswer:
     """One results line as an answer: the message's text, or the row's error."""
     result = record.get("result") or {}
     kind = result.get("type")
@@ -135,9 +136,7 @@ def _answer(record: dict[str, Any], model: str) -> dict[str, Any]:
 class AnthropicBatch(BatchApi):
     name = "anthropic_batch"
     packages = ("httpx",)
-
-    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
-        return AnthropicBatches(model, **credentials)
+    provider = AnthropicBatches
 
 
 register(AnthropicBatch())

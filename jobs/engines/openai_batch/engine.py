@@ -17,9 +17,10 @@ from typing import Any
 
 from actors.worker_model import WorkerModel
 from benchmarks.protocol import Request
+from benchmarks.row_types import PromptAnswer
 from jobs.engines.base import register
-from jobs.engines.batch import BatchApi, BatchGone, Provider, Result, as_object, json_lines
-from jobs.engines.http.client import Credentials, Failure, chat_request, completion_text, refused_key
+from jobs.engines.batch import BatchApi, BatchGone, Result, as_object, json_lines
+from jobs.engines.http.client import Failure, chat_request, completion_text, refused_key
 from jobs.store.manifest import BatchEntry
 
 ENDPOINT = "/v1/chat/completions"
@@ -89,7 +90,7 @@ class OpenAIBatches:
             raise refused_key(self.model, exc.status_code) from None
 
 
-def _answer(record: dict[str, Any], model: str) -> dict[str, Any]:
+def _answer(record: dict[str, Any], model: str) -> PromptAnswer:
     """One line of the output or error file as an answer: the chat completion's text, or the row's error."""
     response, error = record.get("response") or {}, record.get("error") or {}
     status, body = response.get("status_code"), response.get("body")
@@ -112,9 +113,7 @@ def _answer(record: dict[str, Any], model: str) -> dict[str, Any]:
 class OpenAIBatch(BatchApi):
     name = "openai_batch"
     packages = ("openai",)
-
-    def provider(self, model: WorkerModel, credentials: Credentials) -> Provider:
-        return OpenAIBatches(model, **credentials)
+    provider = OpenAIBatches
 
 
 register(OpenAIBatch())

@@ -133,12 +133,13 @@ def strings(values: Any) -> list[str]:
 
 @dataclass(frozen=True)
 class RetrieverModel:
-    """What a retriever's workers (a dense engine's PassageEncoder, QuerySearcher) read of its model file: built once by the driver
-    from the model's config (jobs.engines.base Retriever.worker_model), its weights already a local folder."""
+    """What a retriever's workers (a dense engine's PassageEncoder, QuerySearcher) read of its model file: built
+    once by the driver from the model's config (jobs.engines.base Retriever.worker_model), its weights already a
+    local folder."""
 
     index: type[Index]  # its engine's index class (jobs/engines/<engine>/index.py), imported by the worker
     path: str  # the encoder's weights (a dense retriever's); a lexical one has none
-    settings: Mapping[str, Any] | None  # the model file's `retriever:` mapping, as written (engine_settings checks it)
+    settings: Mapping[str, Any] | None  # the model file's `retriever:` mapping, as written (with_defaults checks it)
     batch_size: int
     dtype: str = "float32"
     revision: str | None = None

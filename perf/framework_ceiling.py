@@ -11,8 +11,8 @@ Paths, each size in a fresh process (so its peak memory is its own):
 - `cell`: jobs.sweep.cell.run_cell, as a sweep runs a cell (on a local cluster started as `ragjudge run`
   starts one, its flow, recorder, answer parts on a local run root, the checkout's storage defaults), with an
   engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
-  called by the cell's `ask` Ray Data tasks (jobs/engines/vllm/engine.py, jobs/engines/vllm/stage.py), the same batch size
-  and tasks in flight.
+  called by the cell's `ask` Ray Data tasks (jobs/engines/vllm/engine.py, jobs/engines/vllm/stage.py), the
+  same batch size and tasks in flight.
 - `ray_data`: Ray Data alone, the ceiling of this machine: the same requests read by `ray.data.read_json`, a
   `map_batches` with the same batch size and tasks in flight calling a no-op actor that holds the same CPUs,
   each answer row read back by the driver and dropped.

@@ -184,7 +184,8 @@ def test_every_engine_is_one_folder():
     assert sorted(p.stem for p in (REPO / "actors").glob("*.py")) == [
         "__init__", "bertscore", "engine_calls", "engine_ledger", "hardware", "model_store", "retrievers", "sampling",
         "templating", "worker_model"]
-    assert {"jobs.engines.vllm.server", "jobs.engines.transformers.scorers", "jobs.engines.bm25.index"} <= set(WORKER_MODULES)
+    assert {"jobs.engines.vllm.server", "jobs.engines.transformers.scorers",
+            "jobs.engines.bm25.index"} <= set(WORKER_MODULES)
 
 
 def test_an_engines_worker_modules_import_only_shared_worker_code_and_their_own_folder():

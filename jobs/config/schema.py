@@ -90,8 +90,8 @@ class ModelConfig:
     verdict: str | None = None
     chat_template: str | None = None  # overrides the tokenizer's template
     # discriminative on transformers: how the model's outputs become the score its card defines (a name in
-    # jobs.engines.transformers.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...); unset, a stock
-    # sequence classifier's raw logit
+    # jobs.engines.transformers.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...);
+    # unset, a stock sequence classifier's raw logit
     head: str | None = None
     # let transformers (and vLLM) run code the model's repository ships: its tokenizer, its model class. Per
     # model on purpose: it executes that repository's Python on every worker that loads the model

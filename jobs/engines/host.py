@@ -5,10 +5,10 @@ Each engine is named by its Engine's `server_name`: a vLLM engine by what it is 
 every setting that builds it), so model files that would start the same engine (an implicit RM and a judge of
 the same weights and settings) share one; a transformers engine stays the model file's own.
 
-Engines are Ray actors named for the sweep (jobs.engines.vllm.server, jobs.engines.transformers.scorers.ScorerServer); a cell's Ray
-Data tasks find them by name and send them batches. Ray restarts an engine that dies and retries the batches
-it held, so a killed engine costs a start (counted in the ledger), never an answer. API models (http) and
-Serve-shared judges have no engine here.
+Engines are Ray actors named for the sweep (jobs.engines.vllm.server,
+jobs.engines.transformers.scorers.ScorerServer); a cell's Ray Data tasks find them by name and send them
+batches. Ray restarts an engine that dies and retries the batches it held, so a killed engine costs a start
+(counted in the ledger), never an answer. API models (http) and Serve-shared judges have no engine here.
 """
 from __future__ import annotations
 

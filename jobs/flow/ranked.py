@@ -60,7 +60,8 @@ def index_spec(model: ModelConfig, domain: str, corpus_sha256: str, n_passages: 
     """Everything an index depends on; its hash names the cache folder. Run settings (actors, batch size,
     devices) are left out: they change how fast an index is built, not what it holds."""
     spec: IndexMeta = {"engine": model.engine, "domain": domain, "corpus_sha256": corpus_sha256,
-                            "n_passages": n_passages, "settings": with_defaults(retriever_of(model).index, model.retriever)}
+                       "n_passages": n_passages,
+                       "settings": with_defaults(retriever_of(model).index, model.retriever)}
     return {**spec, **retriever_of(model).index_spec(model, n_passages, search)}
 
 

@@ -15,6 +15,6 @@ from jobs.store.redaction import redact
 from jobs.store.retry import StorageError, StorageFull, StorageUnreachable, UnreadableFile, retrying
 from jobs.store.run_root import RunRoot, open_run, partition_value
 
-__all__ = ["FAILED_ERRORS", "LEASE", "MANIFEST", "SCORED", "Backend", "CellBatch", "Lease", "LeaseHeld", "LeaseLost", "LeaseRecord",
-           "Manifest", "RunRoot", "StorageError", "StorageFull", "StorageUnreachable", "UnreadableFile",
+__all__ = ["FAILED_ERRORS", "LEASE", "MANIFEST", "SCORED", "Backend", "CellBatch", "Lease", "LeaseHeld", "LeaseLost",
+           "LeaseRecord", "Manifest", "RunRoot", "StorageError", "StorageFull", "StorageUnreachable", "UnreadableFile",
            "implicit_scores", "open_run", "partition_value", "predictions_stored", "redact", "register", "retrying"]

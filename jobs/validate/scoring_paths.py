@@ -6,12 +6,13 @@ Each scoring model of the sweep scores the first N validation items (the protoco
 benchmark of the sweep that has them, from the sweep's own data (a benchmark's bundled `validation_sample` when
 no benchmark of the sweep has any), on three paths: its engine one request at a time, its engine at the
 configured batch size, and a reference: the transformers engine one sequence at a time for a vLLM model, or
-the same model in padded batches of the configured size for a transformers model (jobs.engines.transformers.padded_batch: our
-transformers engine never pads, so this is where padding bugs show). Verdicts and scores, as each benchmark
-reads them off its rows (`validation_verdict`), are compared by jobs.analysis.agreement; validate.json (beside
-manifest.json) and a table hold the result, with the hashes of the chat template and tokenizer, the EOS token
-and the padding side, so two machines' runs can be told apart, and the tokenizer's pad id beside the config's:
-a classifier whose two differ is held (jobs.analysis.agreement.pad_problem).
+the same model in padded batches of the configured size for a transformers model
+(jobs.engines.transformers.padded_batch: our transformers engine never pads, so this is where padding bugs
+show). Verdicts and scores, as each benchmark reads them off its rows (`validation_verdict`), are compared by
+jobs.analysis.agreement; validate.json (beside manifest.json) and a table hold the result, with the hashes of
+the chat template and tokenizer, the EOS token and the padding side, so two machines' runs can be told apart,
+and the tokenizer's pad id beside the config's: a classifier whose two differ is held
+(jobs.analysis.agreement.pad_problem).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Scalar score heads (jobs.engines.transformers.heads) on tiny random models of each card's layout: Eurus-RM-7b (MistralModel +
-regression_head), Starling-RM-34B (`transformer.` + v_head, Yi's tokenizer elsewhere), Athene-RM-8B (CLS token
-appended), INF-ORM-Llama3.1-70B (two-layer score MLP) and Llama-3.1-Nemotron-70B-Reward-HF (LM logit of token
+"""Scalar score heads (jobs.engines.transformers.heads) on tiny random models of each card's layout: Eurus-RM-7b
+(MistralModel + regression_head), Starling-RM-34B (`transformer.` + v_head, Yi's tokenizer elsewhere), Athene-RM-8B
+(CLS token appended), INF-ORM-Llama3.1-70B (two-layer score MLP) and Llama-3.1-Nemotron-70B-Reward-HF (LM logit of token
 0). Each expected score is computed here with transformers and torch directly, from the same random weights."""
 from __future__ import annotations
 

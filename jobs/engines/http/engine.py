@@ -6,9 +6,8 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from actors.sampling import SAMPLING_PARAMS
-from actors.worker_model import WorkerModel
 from benchmarks.protocol import Answer, Request
-from jobs.config import ModelConfig, to_dict
+from jobs.config import ModelConfig
 from jobs.engines.base import Engine, Log, Servers, register, worker_model
 from jobs.engines.http.client import HttpJudge, api_credentials
 from jobs.engines.rows import actor_pool
@@ -35,7 +34,7 @@ class Http(Engine):
 
     def preflight(self, model: ModelConfig) -> list[str]:
         try:
-            api_credentials(WorkerModel.of(to_dict(model)))
+            api_credentials(worker_model(model))
         except ValueError as e:
             return [str(e)]
         return []

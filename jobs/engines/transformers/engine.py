@@ -26,8 +26,8 @@ class Transformers(Engine):
         return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []
 
     def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
-        """Padded batches of its batch size (jobs.engines.transformers.padded_batch): the engine itself never pads, so this is
-        where padding bugs show."""
+        """Padded batches of its batch size (jobs.engines.transformers.padded_batch): the engine itself never pads,
+        so this is where padding bugs show."""
         if model.kind == "discriminative" and model.head not in (None, "classifier"):
             return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
         return f"transformers, padded batches of {model.batch_size}", model.batch_size

@@ -28,7 +28,8 @@ def register(cls: type[Head]) -> type[Head]:
 
 
 def make_head(name: str, path: str, load: Any, tokens: Templater) -> Head:
-    """The head `name` over the weights at `path` (load: jobs.engines.transformers.reward_nets.Load), reading `tokens`' ids."""
+    """The head `name` over the weights at `path` (load: jobs.engines.transformers.reward_nets.Load), reading
+    `tokens`' ids."""
     if name not in HEADS:
         raise ValueError(f"unknown score head {name!r}; heads: {', '.join(sorted(HEADS))}")
     return HEADS[name](path, load, tokens)
@@ -80,7 +81,8 @@ class ClassifierHead(Head):
             output_loading_info=True)
         if info["missing_keys"]:  # a head transformers had to invent scores nothing
             raise ValueError(f"{path}: the checkpoint has no {', '.join(sorted(info['missing_keys'])[:4])} for a "
-                             "stock classifier; name the model's `head:` (jobs.engines.transformers.heads) or trust its own code")
+                             "stock classifier; name the model's `head:` (jobs.engines.transformers.heads) or "
+                             "trust its own code")
         self.model.to(load.device).eval()
 
     def answer(self, ids: list[int], extra: Any) -> TaskColumns:

@@ -22,7 +22,8 @@ class TransformersEngine:
     def __init__(self, path: str, *, task: str, dtype: str = "float32", max_model_len: int = 2048,
                  chat_template: str | None = None, revision: str | None = None, head: str | None = None,
                  trust_remote_code: bool = False, tokenizer: str | None = None):
-        """`head`: how a classify engine reads its score (jobs.engines.transformers.heads; unset: a stock classifier's logit).
+        """`head`: how a classify engine reads its score (jobs.engines.transformers.heads; unset: a stock
+        classifier's logit).
         `trust_remote_code`: the model file's setting for code its repository ships, tokenizer and model alike.
         `tokenizer`: where the tokenizer is when the weights' repository has none (at its own default revision)."""
         import torch

@@ -29,14 +29,15 @@ class RequestScorer:
     """`map_batches` class: adds the model's answer columns to a batch of request rows.
 
     The model is the record its engine hands workers (actors.worker_model), `path` and `reference` local folders.
-    discriminative -> the columns of its score head (jobs.engines.transformers.heads: `score`, or GPM's preference vectors);
+    discriminative -> the columns of its score head (jobs.engines.transformers.heads: `score`, or GPM's
+    preference vectors);
     generative -> text and candidate_logprobs; implicit -> logp_sum / logp_mean under the policy, and
     ref_logp_* under the reference model if there is one.
     """
 
     def __init__(self, model: WorkerModel, padded_batch: int | None = None):
-        """`padded_batch`: forward that many sequences at a time, padded (jobs.engines.transformers.padded_batch: the reference
-        path of `ragjudge validate`); None, one at a time, unpadded, as the sweep scores."""
+        """`padded_batch`: forward that many sequences at a time, padded (jobs.engines.transformers.padded_batch:
+        the reference path of `ragjudge validate`); None, one at a time, unpadded, as the sweep scores."""
         self.model, self.kind, self.padded_batch = model, model.kind, padded_batch
         task = "classify" if self.kind == "discriminative" else "generate"
         self.engine = self._engine(model.path, task)

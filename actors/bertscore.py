@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
+
+from benchmarks.boundary_types import ColumnBatch
 
 
 class EncoderSettings(TypedDict, total=False):
@@ -70,7 +72,7 @@ class BertScoreStage:
             rescale_with_baseline=baseline is not None, baseline_path=baseline,
             batch_size=int(encoder["batch_size"]), device="cuda" if torch.cuda.is_available() else "cpu")
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         candidates = [str(c).strip() for c in batch["candidate"]]
         references = [str(r).strip() for r in batch["reference"]]
         scores = np.full((3, len(candidates)), np.nan)

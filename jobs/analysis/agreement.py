@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.tables import aligned
 from jobs.config import KINDS, ConfigError
 
@@ -37,7 +38,7 @@ Read = Callable[[Mapping[str, Any]], tuple[Any, Sequence[float | None]]]  # a ro
 
 
 def verdict_rows(rows: Iterable[Mapping[str, Any]], read: Read, key: Callable[[Mapping[str, Any]], str]
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[ArrowRow]:
     """Benchmark rows as `compare` reads them: each row's key (as `item_id`), error and truncation, and for a
     row that did not fail the (verdict, scores) `read` gives."""
     out = []
@@ -48,7 +49,7 @@ def verdict_rows(rows: Iterable[Mapping[str, Any]], read: Read, key: Callable[[M
     return out
 
 
-def compare(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def compare(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]]) -> JsonObject:
     """Two paths' verdict rows, matched by item id: how many items both scored, the share whose verdicts agree,
     the largest absolute score difference (a score one path has and the other lacks counts as infinite) and
     the ids of the items whose verdicts differ."""

@@ -17,8 +17,8 @@ computed, side by side in leaderboard.json.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.stats import bootstrap_diff_ci
 from jobs.analysis.leaderboard import Outcomes
 from jobs.analysis.report_view import BenchmarkView
@@ -39,17 +39,17 @@ def length_sides(pairs: Mapping[str, ResponsePair], unit: str = "chars") -> dict
     return sides
 
 
-def rate(values: list[float]) -> dict[str, Any]:
+def rate(values: list[float]) -> JsonObject:
     """{accuracy: the mean (None without values), n}."""
     return {"accuracy": sum(values) / len(values) if values else None, "n": len(values)}
 
 
 def length_baselines(pairs: Mapping[str, ResponsePair], subsets: Mapping[str, str],
-                     unit: str = "chars") -> dict[str, Any]:
+                     unit: str = "chars") -> JsonObject:
     """longer_wins / shorter_wins over the pairs whose lengths differ, overall and `by_subset`."""
     sides = length_sides(pairs, unit)
 
-    def block(items: list[str]) -> dict[str, Any]:
+    def block(items: list[str]) -> JsonObject:
         longer = [float(sides[i] > 0) for i in items if sides[i] != 0]
         return {"longer_wins": rate(longer), "shorter_wins": rate([1.0 - v for v in longer])}
 
@@ -60,7 +60,7 @@ def length_baselines(pairs: Mapping[str, ResponsePair], subsets: Mapping[str, st
 
 
 def split_accuracy(outcomes: Outcomes, sides: Mapping[str, int], names: tuple[str, str], seed_key: str,
-                   resamples: int) -> dict[str, Any]:
+                   resamples: int) -> JsonObject:
     """A model's accuracy on the items of side 1 and of side -1 (named `names`; side 0 and items without a side
     count in neither), the gap first minus second and its bootstrap interval."""
     first = [outcomes[i] for i in sorted(outcomes) if sides.get(i) == 1]
@@ -83,10 +83,10 @@ def self_preference_sides(pairs: Mapping[str, ResponsePair], family: str, famili
     return {item: own(p.chosen_model) - own(p.reject_model) for item, p in pairs.items()}
 
 
-def model_bias(view: BenchmarkView, model: str, families: Families, path: str | None = None) -> dict[str, Any]:
+def model_bias(view: BenchmarkView, model: str, families: Families, path: str | None = None) -> JsonObject:
     """The bias block of one model of `view` (only the parts its rows have data for)."""
     outcomes, key = view.outcomes.get(model, {}), f"{view.name}/{model}"
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for unit, name in zip(UNITS, ("length", "length_tokens")):
         sides = length_sides(view.pairs, unit)
         if sides:
@@ -103,7 +103,7 @@ def model_bias(view: BenchmarkView, model: str, families: Families, path: str | 
     return out
 
 
-def add_bias(board: dict[str, Any], view: BenchmarkView, families: Families,
+def add_bias(board: JsonObject, view: BenchmarkView, families: Families,
              paths: Mapping[str, str] | None = None, tokenizer: str | None = None) -> None:
     """Add `baselines` to a benchmark's leaderboard and `bias` to each of its models, where the rows had the
     data (response texts, their authors, both orders); `paths`: each model's path, a second name for its

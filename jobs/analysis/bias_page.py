@@ -4,8 +4,8 @@ position of the right answer. Only the columns some model has data for."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from jobs.analysis.html_table import number_cell, table
 
 SPLITS = {  # bias block -> its two splits (key, column head), in the table's order
@@ -26,7 +26,7 @@ def _count(n: int) -> str:
     return f"<td data-v='{n}'>{n}</td>"
 
 
-def _baselines(baselines: dict[str, Any]) -> str:
+def _baselines(baselines: JsonObject) -> str:
     tokens = baselines.get("tokens")
     header = ["subset", "pairs", "longer wins %", "shorter wins %"]
     if tokens:
@@ -44,7 +44,7 @@ def _baselines(baselines: dict[str, Any]) -> str:
     return table(header, rows)
 
 
-def _split(block: str, split: dict[str, Any] | None) -> str:
+def _split(block: str, split: JsonObject | None) -> str:
     family = block == "self_preference"
     if split is None:
         return "<td>-</td>" * (6 + family)
@@ -56,7 +56,7 @@ def _split(block: str, split: dict[str, Any] | None) -> str:
         "<td>-</td>" if ci is None else f"<td>{100 * ci[0]:+.1f} – {100 * ci[1]:+.1f}</td>")
 
 
-def bias_section(board: dict[str, Any]) -> str:
+def bias_section(board: JsonObject) -> str:
     """The section's HTML for one benchmark's leaderboard (models best first); "" when it has nothing."""
     parts = []
     if board.get("baselines"):

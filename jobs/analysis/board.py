@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from jobs.analysis.bias import add_bias
 from jobs.analysis.cell_rows import add_rows
 from jobs.analysis.items import board_items, items_summary
@@ -17,7 +18,7 @@ from jobs.loading.families import load_families
 
 
 def leaderboard_of(views: list[BenchmarkView], paths: Mapping[str, str] | None = None,
-                   tokenizer: str | None = None) -> dict[str, Any]:
+                   tokenizer: str | None = None) -> JsonObject:
     """leaderboard.json for these views; `paths`: each model's path (a second name for its family);
     `tokenizer`: what counted the responses' tokens, if anything did."""
     board = leaderboard({v.name: v.outcomes for v in views}, {v.name: v.resamples for v in views})
@@ -40,7 +41,7 @@ def leaderboard_of(views: list[BenchmarkView], paths: Mapping[str, str] | None =
 
 
 def leaderboard_from_rows(benchmark: str, rows: Iterable[Mapping[str, Any]], tokenizer: str | None = None,
-                          count_tokens: Callable[[str], int] | None = None) -> dict[str, Any]:
+                          count_tokens: Callable[[str], int] | None = None) -> JsonObject:
     """leaderboard.json for one benchmark from prediction rows of several models (a `model` column);
     `count_tokens` (named `tokenizer`) also measures the responses in tokens."""
     rows = list(rows)

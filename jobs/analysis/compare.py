@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import Outcomes, item_outcomes
 from jobs.analysis.significance import holm, paired_test
@@ -35,7 +35,7 @@ class CellDiff:
     test: str
     p_value: float
     p_holm: float = 1.0
-    flipped: list[dict[str, Any]] = field(default_factory=list)
+    flipped: list[JsonObject] = field(default_factory=list)
 
     @property
     def difference(self) -> float | None:

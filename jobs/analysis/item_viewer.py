@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from jobs.analysis.report_view import BenchmarkView, Report
 from jobs.flow import JudgedFlow, flow_of, walk
 from jobs.store import RunRoot
@@ -122,7 +123,7 @@ def row_entry(row: Mapping[str, Any], texts: set[str], item: Mapping[str, Any] |
     return fields, blocks
 
 
-def read_items(config: Mapping[str, Any], module: str) -> tuple[dict[str, Any], str | None]:
+def read_items(config: Mapping[str, Any], module: str) -> tuple[JsonObject, str | None]:
     """The benchmark's items by id, read from the data the run's config names as the run read it (the first
     `limit` of each path), and the reason when they cannot be: {} and a problem."""
     paths = list(config.get("data") or [])
@@ -147,7 +148,7 @@ def _json(data: Any) -> str:
 
 
 def benchmark_data(number: int, view: BenchmarkView, board: Mapping[str, Any], rows: Mapping[str, list[dict]],
-                   items: Mapping[str, Any], problem: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+                   items: Mapping[str, Any], problem: str | None) -> tuple[JsonObject, dict[str, str]]:
     """(the benchmark's entry in index.js, chunk name -> the chunk as JSON text: item id -> its texts and
     rows) for one benchmark of the report. Items are in the data's order, then those only the rows name
     (sorted); each item's JSON is made once, and chunks are cut between items."""

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.tables import aligned
 from jobs.analysis.leaderboard import Outcomes
 from jobs.analysis.report_view import BenchmarkView
@@ -32,7 +33,7 @@ def _mean(values: list[float]) -> float | None:
 
 
 def item_rows(benchmark: str, outcomes: Mapping[str, Outcomes], subsets: Mapping[str, str],
-              ranking: Sequence[str]) -> list[dict[str, Any]]:
+              ranking: Sequence[str]) -> list[JsonObject]:
     """One row per item scored by any model of `ranking`, hardest first (then by id): benchmark, item_id,
     subset, difficulty, n_models, top_third_accuracy, label_noise and `correct` (model -> outcome, in
     `ranking` order, models that did not score the item left out)."""
@@ -51,20 +52,20 @@ def item_rows(benchmark: str, outcomes: Mapping[str, Outcomes], subsets: Mapping
     return rows
 
 
-def board_items(view: BenchmarkView, board: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def board_items(view: BenchmarkView, board: Mapping[str, Any] | None) -> list[JsonObject]:
     """item_rows of a benchmark's view, models ranked as its leaderboard ranks them."""
     ranking = [m["model"] for m in board["models"]] if board else []
     return item_rows(view.name, view.outcomes, view.subsets, ranking)
 
 
-def items_summary(rows: list[dict[str, Any]], ranking: Sequence[str]) -> dict[str, Any]:
+def items_summary(rows: list[JsonObject], ranking: Sequence[str]) -> JsonObject:
     """leaderboard.json's `items`: counts, the top third and the label-noise candidates (hardest first)."""
     return {"n": len(rows), "top_third": top_third(ranking),
             "label_noise": [{k: r[k] for k in ("item_id", "subset", "difficulty", "top_third_accuracy")}
                             for r in rows if r["label_noise"]]}
 
 
-def items_jsonl(rows: list[dict[str, Any]]) -> str:
+def items_jsonl(rows: list[JsonObject]) -> str:
     """The rows as JSONL text (report/items.jsonl, `ragjudge items --out`)."""
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
@@ -73,7 +74,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def format_items(rows: list[dict[str, Any]], ranking: Sequence[str], hardest: int = 10) -> str:
+def format_items(rows: list[JsonObject], ranking: Sequence[str], hardest: int = 10) -> str:
     """What `ragjudge items` prints: counts, the label-noise candidates and the `hardest` items, as text."""
     benchmark = rows[0]["benchmark"] if rows else ""
     noise = [r for r in rows if r["label_noise"]]

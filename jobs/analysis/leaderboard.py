@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.stats import bootstrap_ci
 from jobs.analysis.significance import holm, letter_groups, paired_test
 
@@ -53,7 +54,7 @@ def by_model(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, A
 
 
 def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resamples: int = 1000,
-                          alpha: float = ALPHA) -> dict[str, Any]:
+                          alpha: float = ALPHA) -> JsonObject:
     """{"models": [...], "pairs": [...]} for one benchmark, models best first, in the contract's layout.
 
     rank: 1 + the number of models with a strictly higher score; missing (only where not 0): items another
@@ -95,10 +96,10 @@ def benchmark_leaderboard(benchmark: str, outcomes: Mapping[str, Outcomes], resa
 
 
 def leaderboard(outcomes: Mapping[str, Mapping[str, Outcomes]], resamples: Mapping[str, int] | int = 1000,
-                alpha: float = ALPHA) -> dict[str, Any]:
+                alpha: float = ALPHA) -> JsonObject:
     """The whole leaderboard.json from benchmark -> model -> outcomes; benchmarks with no scored item (a
     retrieval run, whose rows carry no `correct`) are left out."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for benchmark, models in outcomes.items():
         if any(models.values()):
             count = resamples if isinstance(resamples, int) else resamples.get(benchmark, 1000)

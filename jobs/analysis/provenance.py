@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.boundary_types import JsonObject
+
 PROVENANCE_COLUMNS = ("model", "engine", "dtype", "weights", "attempts", "versions")
 
 
-def _produced_by(attempt: Mapping[str, Any]) -> dict[str, Any]:
+def _produced_by(attempt: Mapping[str, Any]) -> JsonObject:
     return {"git sha": attempt.get("git_sha"), **(attempt.get("versions") or {})}
 
 

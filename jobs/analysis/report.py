@@ -11,9 +11,9 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from benchmarks import protocol
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.tables import aligned
 from jobs.analysis.board import leaderboard_of
 from jobs.analysis.cell_rows import add_rows, read_column
@@ -40,7 +40,7 @@ from jobs.store.layout import MANIFEST, REPORT_ITEMS, REPORT_LEADERBOARD, REPORT
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
 
-def paper_table(module: str, metrics: list[dict[str, Any]]) -> PaperTable:
+def paper_table(module: str, metrics: list[JsonObject]) -> PaperTable:
     """The benchmark's table for these metrics.json, or the reason there is none. A table that fails to draw
     must not cost the run its report: the failure is shown where the table would be."""
     try:
@@ -50,18 +50,18 @@ def paper_table(module: str, metrics: list[dict[str, Any]]) -> PaperTable:
         return PaperTable(problem=f"{type(e).__name__}: {e}")
 
 
-def report_text(metrics: list[dict[str, Any]]) -> str:
+def report_text(metrics: list[JsonObject]) -> str:
     """The paper table of each benchmark in `metrics` (one metrics.json per cell), in first-seen order."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[JsonObject]] = defaultdict(list)
     for m in metrics:
         groups[m["benchmark"]].append(m)
     tables = [(name, paper_table(name, group)) for name, group in groups.items()]
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 
-def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: dict[str, Any],
+def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: JsonObject,
                count_tokens: Callable[[str], int] | None
-               ) -> tuple[list[dict[str, Any]], dict[str, ResponsePair], str | None]:
+               ) -> tuple[list[ArrowRow], dict[str, ResponsePair], str | None]:
     """A cell's rows without the response texts, its items' response pairs (read from those texts), and why its
     rows cannot be trusted (a part missing, unreadable or short of the rows its manifest.json `entry` records),
     else None."""
@@ -79,7 +79,7 @@ def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: dict[str, Any],
     return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs, None
 
 
-def _cell_metrics(root: RunRoot, benchmark: str, model: str) -> tuple[dict[str, Any] | None, str | None]:
+def _cell_metrics(root: RunRoot, benchmark: str, model: str) -> tuple[JsonObject | None, str | None]:
     """A cell's metrics.json (None where there is none: its paper table row is left out, its leaderboard row is
     made from the predictions), or why it cannot be read."""
     try:
@@ -136,7 +136,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def leaderboard_text(view: BenchmarkView, board: dict[str, Any]) -> str:
+def leaderboard_text(view: BenchmarkView, board: JsonObject) -> str:
     """The ranked models with interval, letter group, n and reliability columns, as fixed-width text."""
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
     # Implicit models: what their score is (alone, or a log-ratio against which reference), beside the name.

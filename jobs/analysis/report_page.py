@@ -9,6 +9,7 @@ from collections import defaultdict
 from typing import Any
 from urllib.parse import urlencode
 
+from benchmarks.boundary_types import JsonObject
 from jobs.analysis import plots
 from jobs.analysis.bias_page import bias_section
 from jobs.analysis.html_table import number_cell as _num
@@ -52,7 +53,7 @@ def _e(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
+def _leaderboard(view: BenchmarkView, board: JsonObject) -> str:
     columns = [c for c in COLUMNS if any(c in view.reliability.get(m["model"], {}) for m in board["models"])]
     missing = any(m.get("missing") for m in board["models"])
     rows = []
@@ -76,7 +77,7 @@ def _leaderboard(view: BenchmarkView, board: dict[str, Any]) -> str:
     return table(header, rows) + (f"<p class='note'>Reliability (%): {legend}.</p>" if legend else "") + notes
 
 
-def _pairs(board: dict[str, Any], benchmark: str) -> str:
+def _pairs(board: JsonObject, benchmark: str) -> str:
     # Each row links to the item viewer (jobs.analysis.viewer_page) with the items where a and b differ.
     rows = [f"<tr><td class='l'>{_e(p['a'])}</td><td class='l'>{_e(p['b'])}</td>"
             f"<td data-v='{p['n']}'>{p['n']}</td><td data-v='{p['a_only']}'>{p['a_only']}</td>"
@@ -91,7 +92,7 @@ def _pairs(board: dict[str, Any], benchmark: str) -> str:
             + "</details>")
 
 
-def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTable) -> str:
+def _section(view: BenchmarkView, board: JsonObject | None, paper: PaperTable) -> str:
     parts = [f"<h2 id='{_e(view.name)}'>{_e(view.name)}</h2>"]
     if board and board["models"]:
         parts.append("<p class='note'>Score: mean over items of the item's mean <code>correct</code>. "
@@ -122,7 +123,7 @@ def _section(view: BenchmarkView, board: dict[str, Any] | None, paper: PaperTabl
     return "\n".join(parts)
 
 
-def _accounting(manifest: dict[str, Any]) -> str:
+def _accounting(manifest: JsonObject) -> str:
     """Per cell: engine, status, time and counts; per engine: cells and seconds; the run's wall-clock span.
     Numeric fields a cell carries beyond the known ones (from a newer pipeline) get their own columns."""
     cells = manifest.get("cells") or {}

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from benchmarks.boundary_types import JsonObject
 from jobs.analysis.leaderboard import Outcomes
 from jobs.analysis.response_pairs import ResponsePair
 
@@ -25,7 +25,7 @@ class BenchmarkView:
 
     name: str  # as in the run's cells and partitions
     module: str  # the benchmark implementation (benchmarks.protocol name)
-    metrics: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[JsonObject] = field(default_factory=list)
     outcomes: dict[str, Outcomes] = field(default_factory=dict)
     subsets: dict[str, str] = field(default_factory=dict)  # item id -> subset
     reliability: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -33,7 +33,7 @@ class BenchmarkView:
     kinds: dict[str, str] = field(default_factory=dict)
     implicit: dict[str, str] = field(default_factory=dict)  # implicit models: what their score is (manifest)
     pairs: dict[str, ResponsePair] = field(default_factory=dict)  # item id -> its two responses (bias columns)
-    ensembles: dict[str, dict[str, Any]] = field(default_factory=dict)  # virtual models: name -> members, rule
+    ensembles: dict[str, JsonObject] = field(default_factory=dict)  # virtual models: name -> members, rule
     over_budget: dict[str, str] = field(default_factory=dict)  # failed_errors cells: model -> why (manifest)
     # cells the manifest says are scored whose stored rows are missing, unreadable or short: model -> why
     incomplete: dict[str, str] = field(default_factory=dict)
@@ -45,9 +45,9 @@ class Report:
     """A run's report: the views, leaderboard.json's content and the manifest they came from."""
 
     run: str
-    manifest: dict[str, Any]
+    manifest: JsonObject
     views: list[BenchmarkView]
-    leaderboard: dict[str, Any]
+    leaderboard: JsonObject
 
     @property
     def problems(self) -> list[str]:
@@ -55,7 +55,7 @@ class Report:
         return [f"{view.name} x {model}: {why}" for view in self.views for model, why in view.incomplete.items()]
 
 
-def error_notes(view: BenchmarkView, board: dict[str, Any]) -> list[str]:
+def error_notes(view: BenchmarkView, board: JsonObject) -> list[str]:
     """Footnotes of a leaderboard whose models' item sets differ because rows failed, and of the models whose
     cells are over their error budget; [] when neither."""
     lacking = [f"{m['model']} {m['missing']}" for m in board["models"] if m.get("missing")]
@@ -92,7 +92,7 @@ ENGINE_COLUMNS = ("starts", "start_s", "busy_s", "requests", "prompt_tokens", "c
                   "generated_tokens")
 
 
-def engine_rows(manifest: dict[str, Any]) -> list[list[str]]:
+def engine_rows(manifest: JsonObject) -> list[list[str]]:
     """The run's engines as table rows (model, engine, each of ENGINE_COLUMNS, cached share of prompt tokens),
     header first; [] when the run recorded none."""
     entries = manifest.get("engines") or []

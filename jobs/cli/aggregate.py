@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.records import read_records
 from jobs.analysis import leaderboard_from_rows, pair_problem, token_counter
 from jobs.flow import RankedFlow, flow_of
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(flow, RankedFlow):  # a run of rankings scored against qrels, not judge verdicts
         return _retrieval(flow.spec, args)
     spec = flow.spec
-    rows: list[dict[str, Any]] = []
+    rows: list[ArrowRow] = []
     unread = 0
     for record in read_records(args.predictions):
         problem = record.problem if record.data is None else (row_problem(spec, record.data)
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _short_of_manifest(predictions: str, module: str, rows: list[dict[str, Any]]) -> list[str]:
+def _short_of_manifest(predictions: str, module: str, rows: list[ArrowRow]) -> list[str]:
     """Where `predictions` lies in a run folder (its predictions table, or a benchmark's or a cell's partition
     under it): one line per cell of this benchmark the run's manifest.json says is scored that has fewer rows
     here than it recorded (or none). Outside a run: nothing to check against."""
@@ -91,7 +92,7 @@ def _short_of_manifest(predictions: str, module: str, rows: list[dict[str, Any]]
     return lacking
 
 
-def _write_metrics(metrics: dict[str, Any], out: str | None) -> None:
+def _write_metrics(metrics: JsonObject, out: str | None) -> None:
     text = json.dumps(metrics, indent=2, ensure_ascii=False)
     if out:
         os.makedirs(out, exist_ok=True)

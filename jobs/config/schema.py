@@ -12,6 +12,8 @@ from typing import Any
 
 from omegaconf import MISSING, OmegaConf
 
+from benchmarks.boundary_types import JsonObject, Kwargs
+
 RUN = {"changes": "run"}  # how fast or where it runs: stored answers are kept
 METRICS = {"changes": "metrics"}  # how stored answers are aggregated: metrics are made again, answers kept
 PLAN = {"changes": "plan"}  # read by `ragjudge plan` only
@@ -78,7 +80,7 @@ class ModelConfig:
     enforce_eager: bool = field(default=False, metadata=RUN)
     # vLLM: further engine arguments, passed as written after ours (the GPU prefill settings: enable_chunked_prefill,
     # enable_prefix_caching, max_num_batched_tokens, gpu_memory_utilization...); preflight checks the names
-    engine_args: dict[str, Any] = field(default_factory=dict)
+    engine_args: Kwargs = field(default_factory=dict)
     batch_size: int = field(default=16, metadata=RUN)
     min_actors: int = field(default=1, metadata=RUN)
     max_actors: int = field(default=1, metadata=RUN)
@@ -127,7 +129,7 @@ class ModelConfig:
     downscale_delay_s: float = field(default=60.0, metadata=RUN)
     # kind retriever: the engine's own settings (its folder's index.py: BM25 k1, b, method, stopwords; dense
     # query/passage prefixes, normalize, max_seq_length); they change the index and the rankings.
-    retriever: dict[str, Any] = field(default_factory=dict)
+    retriever: Kwargs = field(default_factory=dict)
 
 
 # The settings that name environment variables holding a model's credentials: the key, and the base URL, which
@@ -162,7 +164,7 @@ class BenchmarkConfig:
     max_error_rate: float = field(default=0.02, metadata=METRICS)
     # The benchmark's options as written (prompts, sampling, runs...); load_sweep types them through the
     # benchmark's Options dataclass, so a missing or wrong key fails with its name before anything runs.
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JsonObject = field(default_factory=dict)
 
 
 RETRY_S = 300.0  # storage.retry_s: how long a storage call is tried again before the cell fails
@@ -235,7 +237,7 @@ def ensemble_name(ensemble: EnsembleConfig) -> str:
     return ensemble.name or f"{ensemble.rule}({','.join(ensemble.members)})"
 
 
-def to_dict(obj: Any) -> dict[str, Any]:
+def to_dict(obj: Any) -> JsonObject:
     """A plain dict of a config dataclass, for manifests, hashes and Ray actor arguments."""
     return OmegaConf.to_container(OmegaConf.structured(obj), resolve=True)
 

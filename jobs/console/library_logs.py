@@ -22,8 +22,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
+from benchmarks.boundary_types import JsonObject
 from jobs.console.native_stderr import LOGGER as NATIVE_LOGGER
 from jobs.console.native_stderr import NativeStderr
 from jobs.store import RunRoot, StorageError
@@ -157,7 +158,7 @@ def _send_ray_prints_to_log() -> Callable[..., None]:
     original = ray._private.worker.print_to_stdstream
     logger = logging.getLogger("ray.published")
 
-    def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+    def to_log(data: JsonObject, ignore_prefix: bool = False) -> None:
         level = logging.ERROR if data.get("is_err") else logging.INFO
         for line in data.get("lines") or []:
             logger.log(level, "(%s) %s", data.get("pid"), line)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 from actors.model_store import resolve_model
 from actors.retrievers import Index, IndexMeta, RetrieverModel
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
 from jobs.config import ModelConfig, engine_task, to_dict
@@ -112,7 +113,7 @@ class Engine:
         """The host's engine: the actor class and its arguments."""
         raise NotImplementedError(f"engine '{self.name}' has no engine in the host")
 
-    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[dict[str, Any], Any]:
+    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[Kwargs, Any]:
         """The engine actor's Ray options and the placement group they use, if any."""
         return {"num_cpus": model.num_cpus, "num_gpus": model.num_gpus}, None
 

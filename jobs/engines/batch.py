@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 from actors.sampling import REQUEST_INPUTS
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import PromptAnswer
 from jobs.config import ModelConfig
@@ -163,7 +164,7 @@ def as_object(body: Any) -> Any:
     return json.loads(json.dumps(body), object_hook=lambda d: SimpleNamespace(**d)) if isinstance(body, dict) else body
 
 
-def json_lines(text: str) -> Iterator[dict[str, Any] | None]:
+def json_lines(text: str) -> Iterator[JsonObject | None]:
     """The objects of a JSONL results file; None for a line that is not one."""
     for line in text.splitlines():
         if not line.strip():

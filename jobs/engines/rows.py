@@ -3,8 +3,9 @@ request in parts."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from benchmarks.boundary_types import ArrowRow
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
 from jobs.engines.base import Requests
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 LIGHT = {"num_cpus": 0.25}  # a Ray Data task that prepares, forwards and reads: the engine does the work
 
 
-def dataset_rows(ds) -> Iterator[dict[str, Any]]:  # Arrow: a dataset's rows as Ray Data gives them
+def dataset_rows(ds) -> Iterator[ArrowRow]:
     """Stream a Ray dataset's rows to the driver as plain dicts, without materializing it. Each block as soon
     as it is ready: Ray's prefetching holds a block back until the next one is ready, and answers held there
     are neither stored when a run stops (jobs.sweep.interrupt) nor seen by progress while the engine waits."""

@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 from blake3 import blake3
 
 from actors.model_store import builtin_problem, cache_root, resolve_model, why_make
+from benchmarks.boundary_types import JsonObject
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.engines.base import engine_of
@@ -188,7 +188,7 @@ def gb(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
-def weights_record(model: ModelConfig) -> dict[str, Any]:
+def weights_record(model: ModelConfig) -> JsonObject:
     """What the model's engine loaded, for manifest.json: per weight key its spec and the commit of its cached
     hub snapshot (never read again), or a local or built-in folder's folder_hash, its weights' bytes included;
     for an API model its model name and the host of its API base (never a key)."""
@@ -196,7 +196,7 @@ def weights_record(model: ModelConfig) -> dict[str, Any]:
     if engine.remote:
         base = os.environ.get(model.api_base_env or "", "")
         return {"engine": model.engine, "model": model.path, "api_host": urlparse(base).hostname}
-    record: dict[str, Any] = {"engine": model.engine, "dtype": model.dtype}
+    record: JsonObject = {"engine": model.engine, "dtype": model.dtype}
     for key, spec in weight_specs(model).items():
         source = source_of(spec)
         if source == "hub":

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Row
 from jobs.engines.rows import LIGHT
@@ -36,7 +37,7 @@ class CellMetrics:
         state = reducer_of(self.spec).reduced(rows)
         self.states.append(ray.put(state) if self.remote else state)
 
-    def summarize(self, resamples: int) -> dict[str, Any]:
+    def summarize(self, resamples: int) -> JsonObject:
         """The benchmark's metrics of every shard's rows (`resamples` bootstrap resamples)."""
         import ray
 
@@ -46,7 +47,7 @@ class CellMetrics:
         return ray.get(_summarize_task().remote(self.spec, resamples, *self.states))
 
 
-def summarized(spec: Benchmark, resamples: int, *states: State) -> dict[str, Any]:
+def summarized(spec: Benchmark, resamples: int, *states: State) -> JsonObject:
     """Shard states merged in order, finalized and laid out by the benchmark's summarize."""
     reducer = reducer_of(spec)
     merged = reducer.init()

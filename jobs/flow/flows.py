@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from actors.bertscore import EncoderSettings
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
 from benchmarks.row_types import Item, Row
@@ -84,7 +85,7 @@ class Flow(ABC):
     """What the sweep, validate, plan and the viewer ask of a benchmark's flow."""
 
     @abstractmethod
-    def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
+    def evaluate(self, job: CellJob) -> tuple[JsonObject, dict[str, int]]:
         """The cell's metrics, its rows recorded on the way, and how many rows each table got."""
 
     def routes(self, options: Any) -> list[str]:
@@ -106,7 +107,7 @@ class JudgedFlow(Flow):
 
     spec: Benchmark
 
-    def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
+    def evaluate(self, job: CellJob) -> tuple[JsonObject, dict[str, int]]:
         """The items are read once to check them all before any engine starts (and, where the answerer can
         stream, to plan the first round: jobs.flow.first_round), then the first round is asked as one stream,
         then shard by shard (SHARD_ITEMS) each shard is answered (its followups and judges, or every round
@@ -158,7 +159,7 @@ class JudgedFlow(Flow):
         return metrics, dict(stored)
 
     @staticmethod
-    def _bad_rows(job: CellJob, items: list[Item], rows: list[Row]) -> list[dict[str, Any]]:
+    def _bad_rows(job: CellJob, items: list[Item], rows: list[Row]) -> list[ArrowRow]:
         """A shard's error rows: its items that could not be read, and its rows that failed (their error
         classed retryable or not); the rows get the model's name on the way."""
         for row in rows:
@@ -185,7 +186,7 @@ class RankedFlow(Flow):
 
     spec: RetrievalBenchmark
 
-    def evaluate(self, job: CellJob) -> tuple[dict[str, Any], dict[str, int]]:
+    def evaluate(self, job: CellJob) -> tuple[JsonObject, dict[str, int]]:
         return evaluate_retrieval(job.recorder.root, job.bench, job.model, job.log, job.answer_store)
 
 

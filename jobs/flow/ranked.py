@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from actors.retrievers import IndexMeta, QuerySearcher, RetrieverModel, with_defaults
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.options import typed_options
 from benchmarks.protocol import Query, RetrievalBenchmark, Row, SearchSettings, benchmark
 from jobs.config import KINDS, BenchmarkConfig, ConfigError, ModelConfig
@@ -109,7 +110,7 @@ def ensure_indexes(cache: RunRoot, model: ModelConfig, worker: RetrieverModel,
 
 
 def search(rows: list[Query], model: ModelConfig, worker: RetrieverModel, cache: RunRoot,
-           folders: dict[str, str], top_k: int) -> dict[tuple[str, str], dict[str, Any]]:
+           folders: dict[str, str], top_k: int) -> dict[tuple[str, str], ArrowRow]:
     """Every query row answered by a Ray Data pool of QuerySearcher actors: {(strategy, task_id): row}."""
     import ray
 
@@ -129,7 +130,7 @@ def rewriter_config(spec: Any) -> ModelConfig:
 
 
 def rewrite_queries(root: RunRoot, bench: RetrievalBenchmark, options: Any, rows: list[Query], log=print,
-                    store: AnswerStore | None = None) -> tuple[list[Query], dict[str, Any]]:
+                    store: AnswerStore | None = None) -> tuple[list[Query], JsonObject]:
     """The rows with every query the benchmark left None written by its rewriter, and counts ({}: none).
 
     With the root's answer `store` (jobs.store.answers), rewrites it holds are taken from it and the new ones
@@ -163,12 +164,12 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> str:
+def _jsonl(rows: list[JsonObject]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
 def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: ModelConfig, log=print,
-                       answer_store: AnswerStore | None = None) -> tuple[dict[str, Any], dict[str, int]]:
+                       answer_store: AnswerStore | None = None) -> tuple[JsonObject, dict[str, int]]:
     """One retrieval cell end to end; returns the cell's metrics (one block per strategy) for metrics.json and
     the rows it stored per table (RunRoot.write_cell). Rewrites go through `answer_store` (None: asked every
     time)."""
@@ -210,7 +211,7 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
     answered = search(rows, model, worker, cache, folders, search_settings.top_k) if rows else {}
     searched = time.perf_counter()
 
-    by_strategy: dict[str, Any] = {}
+    by_strategy: JsonObject = {}
     predictions: list[Row] = []
     for folder in ("runs", "metrics"):  # a strategy dropped from the config leaves no stale run behind
         root.clear_strategies(folder, bench_config.name, model.name)

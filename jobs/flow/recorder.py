@@ -13,8 +13,8 @@ hold for all of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.row_types import Answer, Row
 from jobs.store import Manifest, RunRoot
 from jobs.store.run_root import QuarantinedPart
@@ -32,18 +32,18 @@ class CellRecorder:
     def key(self) -> str:
         return f"{self.benchmark}/{self.model}"
 
-    def entry(self) -> dict[str, Any]:
+    def entry(self) -> JsonObject:
         """The cell's manifest.json entry ({} before its first run); a JSON record, hence the dict."""
         return self.manifest.cell(self.key)
 
-    def record_entry(self, entry: dict[str, Any]) -> None:
+    def record_entry(self, entry: JsonObject) -> None:
         self.manifest.set_cell(self.key, entry)
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> JsonObject:
         """The metrics.json an earlier attempt wrote (a cached cell's)."""
         return self.root.read_json(self.root.metrics_path(self.benchmark, self.model))
 
-    def record_metrics(self, metrics: dict[str, Any]) -> None:
+    def record_metrics(self, metrics: JsonObject) -> None:
         self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
 
     def shard(self, index: int) -> ShardAnswers:
@@ -54,7 +54,7 @@ class CellRecorder:
         for table in ("predictions", "errors"):
             self.root.clear(table, self.benchmark, self.model)
 
-    def record_rows(self, shard: int, rows: list[Row], bad: list[dict[str, Any]]) -> None:
+    def record_rows(self, shard: int, rows: list[Row], bad: list[ArrowRow]) -> None:
         """A shard's item rows and bad rows (none written for none)."""
         for table, these in (("predictions", rows), ("errors", bad)):
             self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")

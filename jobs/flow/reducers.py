@@ -16,12 +16,12 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.keyed_values import Pairs
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Row
@@ -166,7 +166,7 @@ def reducer_of(spec: Benchmark) -> SubsetReducer:
     return SubsetReducer(spec.measures, spec.group_key, spec.row_key)
 
 
-def aggregate(spec: Benchmark, rows: Iterable[Row], resamples: int = 1000) -> dict[str, Any]:
+def aggregate(spec: Benchmark, rows: Iterable[Row], resamples: int = 1000) -> JsonObject:
     """Metrics from item rows: the same reducer and layout online (pipeline) and offline (`ragjudge aggregate`)."""
     return spec.summarize(reducer_of(spec).reduce(rows), resamples=resamples)
 

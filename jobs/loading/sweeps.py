@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from benchmarks.boundary_types import JsonObject
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, credential_variables, to_dict
 from jobs.loading.checks import (
     check_data,
@@ -27,10 +28,10 @@ from jobs.store.redaction import declare_secret_variables
 
 
 def _compose_entries(entries: Any, folder: str, schema: type, sweep_file: Path, key: str,
-                     confs: list[Path]) -> tuple[dict[str, Any], dict[str, Path]]:
+                     confs: list[Path]) -> tuple[JsonObject, dict[str, Path]]:
     """Names become the file <conf>/<folder>/<name>.yaml of the first conf folder that has it; mappings are
     taken inline. Returns the entries and, per name, the file it came from (the sweep for inline ones)."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     sources: dict[str, Path] = {}
     for entry in entries or []:
         if isinstance(entry, str):

@@ -17,8 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from actors.model_store import resolve_model
 from actors.templating import templater
@@ -250,7 +249,7 @@ def plan_sweep(sweep: SweepConfig, gpu: GpuSpec) -> list[CellPlan]:
 def engine_jobs(plans: list[CellPlan]) -> list[EngineJob]:
     """One engine per model with GPU work, started once for all of its cells; an implicit RM's reference is
     one more engine (shared by every model naming the same reference), planned at its model's size."""
-    engines: dict[str, dict[str, Any]] = {}
+    engines: dict[str, _EngineTally] = {}
     for p in plans:
         if p.problem or not p.start_s:
             continue
@@ -258,12 +257,21 @@ def engine_jobs(plans: list[CellPlan]) -> list[EngineJob]:
         if p.reference is not None:
             halves = [(p.model, 0.5), (f"{p.reference} (reference)", 0.5)]
         for name, share in halves:
-            e = engines.setdefault(name, {"gpus": p.gpus, "start_s": p.start_s, "gpu_s": 0.0, "cells": []})
-            e["gpus"], e["start_s"] = max(e["gpus"], p.gpus), max(e["start_s"], p.start_s)
-            e["gpu_s"] += p.gpu_hours * 3600 * share
-            e["cells"].append(f"{p.benchmark} x {p.model}")
-    return [EngineJob(name, e["gpus"], e["start_s"], e["gpu_s"] / e["gpus"], tuple(e["cells"]))
-            for name, e in engines.items()]
+            e = engines.setdefault(name, _EngineTally(p.gpus, p.start_s))
+            e.gpus, e.start_s = max(e.gpus, p.gpus), max(e.start_s, p.start_s)
+            e.gpu_s += p.gpu_hours * 3600 * share
+            e.cells.append(f"{p.benchmark} x {p.model}")
+    return [EngineJob(name, e.gpus, e.start_s, e.gpu_s / e.gpus, tuple(e.cells)) for name, e in engines.items()]
+
+
+@dataclass
+class _EngineTally:
+    """An engine's share of the plan as engine_jobs adds its cells up: the largest group and start, the sum."""
+
+    gpus: int
+    start_s: float
+    gpu_s: float = 0.0
+    cells: list[str] = field(default_factory=list)
 
 
 def plan_schedule(plans: list[CellPlan], gpu: GpuSpec) -> Schedule:

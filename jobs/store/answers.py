@@ -23,12 +23,12 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from actors.sampling import REQUEST_INPUTS
+from benchmarks.boundary_types import ArrowRow
 from benchmarks.row_types import PromptAnswer, Request
 from jobs.store.layout import partition_value
 from jobs.store.run_root import RunRoot
@@ -70,7 +70,7 @@ class AnswerStore:
         self._lock = threading.Lock()  # cells run in threads
         self.identities: dict[str, str] = {}  # model settings (JSON) -> identity digest, by jobs.flow.answer_cache
 
-    def find(self, model: str, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def find(self, model: str, keys: Iterable[str]) -> dict[str, ArrowRow]:
         """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot
         be read is said and skipped: its answers are asked again, and a new part keeps them."""
         folder = f"model={partition_value(model)}"
@@ -97,7 +97,7 @@ class AnswerStore:
                 where.update((row["key"], relpath) for row in self._rows(relpath, ["key"]) or ())
         return where
 
-    def _rows(self, relpath: str, columns: list[str] | None = None) -> list[dict[str, Any]] | None:
+    def _rows(self, relpath: str, columns: list[str] | None = None) -> list[ArrowRow] | None:
         data = self.cache.read_bytes(relpath)
         if data is None:
             return None
@@ -108,7 +108,7 @@ class AnswerStore:
                      "its answers are asked again")
             return None
 
-    def add(self, model: str, run: str, answers: dict[str, dict[str, Any]]) -> None:
+    def add(self, model: str, run: str, answers: dict[str, ArrowRow]) -> None:
         """Keep the answers (key -> the answer row) in one new part of the model's partition; failed ones are
         left out."""
         rows = [{"key": key, "run": run, **{c: answer.get(c) for c in ANSWER_COLUMNS if c in answer}}

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from actors.engine_ledger import EngineEntry
+from benchmarks.boundary_types import JsonObject
 from jobs.config import KINDS, SweepConfig, to_dict
 from jobs.store.layout import MANIFEST
 from jobs.store.run_root import QuarantinedPart, RunRoot
@@ -111,11 +112,11 @@ class Manifest:
     def attempts(self) -> int:
         return int(self.data["attempts"])
 
-    def cell(self, key: str) -> dict[str, Any]:
+    def cell(self, key: str) -> JsonObject:
         with self._lock:
             return dict(self.data["cells"].get(key, {}))
 
-    def set_cell(self, key: str, entry: dict[str, Any]) -> None:
+    def set_cell(self, key: str, entry: JsonObject) -> None:
         with self._lock:
             before = self.data["cells"].get(key, {}).get("attempts", [])
             self.data["cells"][key] = {**entry, "attempts": sorted({*before, self.attempts})}
@@ -127,7 +128,7 @@ class Manifest:
             self.data["data_sources"] = sources
             self.root.write_json(MANIFEST, self.data)
 
-    def set_weights(self, records: dict[str, dict[str, Any]]) -> None:
+    def set_weights(self, records: dict[str, JsonObject]) -> None:
         """Per model, what its engine loaded (jobs.engines.weights.weights_record: the hub commit or a folder's
         hash of its weights and tokenizer, its engine and dtype; an API model's name and host)."""
         with self._lock:

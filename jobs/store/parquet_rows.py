@@ -2,13 +2,13 @@
 them: every column any row has is kept, whatever row it first appears in."""
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.boundary_types import ArrowRow
 
-def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
+
+def parquet_bytes(rows: list[ArrowRow]) -> bytes:
     """Rows -> one Parquet file's bytes whose columns are the union of all rows' keys (a missing key is null).
 
     pa.Table.from_pylist would take the columns from the first row alone and drop the rest without a word.
@@ -27,10 +27,10 @@ def parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def joined_rows(parts: list[pa.Table]) -> list[dict[str, Any]]:
+def joined_rows(parts: list[pa.Table]) -> list[ArrowRow]:
     """The rows of several parts in order; a column that only some parts have is None in the others' rows."""
     names = list(dict.fromkeys(name for part in parts for name in part.column_names))
-    rows: list[dict[str, Any]] = []
+    rows: list[ArrowRow] = []
     for part in parts:
         part_rows = part.to_pylist()
         if part.column_names != names:

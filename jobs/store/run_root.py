@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from benchmarks.boundary_types import ArrowRow
 from jobs.config import RETRY_S, StorageConfig
 from jobs.store import layout
 from jobs.store.backends import Backend, backend_for
@@ -204,7 +205,7 @@ class RunRoot:
             raise UnreadableFile(f"{self.uri(relpath)} cannot be read: {type(e).__name__}: {e}") from None
 
     # -- partitions of rows --------------------------------------------------------------------------------
-    def write_rows(self, table: Table, benchmark: str, model: str, rows: list[dict[str, Any]],
+    def write_rows(self, table: Table, benchmark: str, model: str, rows: list[ArrowRow],
                    part: str) -> str | None:
         """Store rows as ONE Parquet file `part-<part>.parquet` of the partition, atomically; returns its URI.
 
@@ -225,7 +226,7 @@ class RunRoot:
         self.write_parquet(relpath, stored)
         return self.uri(relpath)
 
-    def write_parquet(self, relpath: str, rows: list[dict[str, Any]]) -> None:
+    def write_parquet(self, relpath: str, rows: list[ArrowRow]) -> None:
         """Store rows as one Parquet file, atomically, every string cell scrubbed (jobs.store.redaction)."""
         secrets = secret_values()
         self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows]))
@@ -263,11 +264,11 @@ class RunRoot:
         return [name for name, _ in self._part_files(table, benchmark, model)]
 
     def read_rows(self, table: Table, benchmark: str, model: str,
-                  columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+                  columns: Callable[[str], bool] | None = None) -> list[ArrowRow]:
         """All rows of a partition, part by part in part-name order; [] if it has none (read_folder_rows)."""
         return self.read_folder_rows(self.partition(table, benchmark, model), columns)
 
-    def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None) -> list[ArrowRow]:
         """All rows of the parts in a folder, part by part in part-name order; [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
@@ -293,7 +294,7 @@ class RunRoot:
                       self.retrying("list", folder, partial(self.backend.folders, folder)))
 
     def read_whole_rows(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None
-                        ) -> tuple[list[dict[str, Any]], list[QuarantinedPart]]:
+                        ) -> tuple[list[ArrowRow], list[QuarantinedPart]]:
         """The rows of a partition's readable parts (those whose part name `names` takes, when given), and the
         parts that are not (cut short, emptied, garbled).
 
@@ -327,8 +328,8 @@ class RunRoot:
         return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, partitioning=None,
                                      file_extensions=["parquet"])
 
-    def write_cell(self, benchmark: str, model: str, predictions: list[dict[str, Any]],
-                   errors: list[dict[str, Any]]) -> dict[str, int]:
+    def write_cell(self, benchmark: str, model: str, predictions: list[ArrowRow],
+                   errors: list[ArrowRow]) -> dict[str, int]:
         """A finished cell's item rows and bad rows, each replacing what an earlier attempt stored; returns how
         many rows each table holds now, for manifest.json (a report checks the parts against it)."""
         for table, rows in (("predictions", predictions), ("errors", errors)):

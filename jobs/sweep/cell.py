@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from benchmarks.boundary_types import JsonObject
 from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.records import SUFFIXES
 from benchmarks.row_types import Answer, Request
@@ -50,7 +51,7 @@ class CellOutcome:
     benchmark: str
     model: str
     status: str  # done | cached | failed | failed_errors | skipped | interrupted
-    metrics: dict[str, Any] | None
+    metrics: JsonObject | None
     seconds: float
     message: str = ""
 
@@ -163,7 +164,7 @@ def _said(message: str) -> str:
     return f": {message}" if message else ""
 
 
-def _ended(cell: Cell, recorder: CellRecorder, status: str, entry: dict[str, Any], start: float,
+def _ended(cell: Cell, recorder: CellRecorder, status: str, entry: JsonObject, start: float,
            message: str) -> CellOutcome:
     """A cell that ended without metrics (failed, interrupted): its manifest entry, progress and outcome. The
     storage that failed the cell may not take the entry either: then it is said, and the entry stays in
@@ -176,7 +177,7 @@ def _ended(cell: Cell, recorder: CellRecorder, status: str, entry: dict[str, Any
     return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _said(message))
 
 
-def evaluate(cell: Cell, recorder: CellRecorder) -> tuple[dict[str, Any], dict[str, int]]:
+def evaluate(cell: Cell, recorder: CellRecorder) -> tuple[JsonObject, dict[str, int]]:
     """The cell's metrics, its rows recorded on the way, and how many rows each table got (manifest.json keeps
     them, and reports check the stored parts against them): its benchmark's flow, answered by the sweep's
     engines through the answer store and recorded in the run's storage."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from actors.templating import templater
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 from benchmarks.hub import local_path
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark_names
@@ -128,7 +129,7 @@ def skip_reason(model: ModelConfig, gpus: float) -> str | None:
     return None
 
 
-def tokenizer_facts(model: ModelConfig) -> dict[str, Any]:
+def tokenizer_facts(model: ModelConfig) -> JsonObject:
     """What decides the tokens a model sees: sha256 of its chat template (the model file's, else the
     tokenizer's) and of its tokenizer (its tokenizer.json serialisation, else its vocabulary), its EOS and pad
     tokens and padding side."""
@@ -194,14 +195,14 @@ def score_paths(model: ModelConfig, requests: list[Request], host: EngineHost, l
 
 
 def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresholds, host: EngineHost, log: Log
-                   ) -> dict[str, Any]:
+                   ) -> JsonObject:
     """One model's entry of validate.json, from the samples of the benchmarks with a protocol for its kind."""
     kind = protocol_kind(model)  # as its cells expand and combine
     samples = [sample for sample in samples if kind in sample.spec.kinds]
     # The verdict is read from log-probs: one generated token is enough, and much faster than a text verdict.
     requests = [{**r, "max_tokens": 1} if KINDS[kind].generates else r
                 for s in samples for r in first_requests(s.spec, s.items, kind, s.options)]
-    entry: dict[str, Any] = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
+    entry: JsonObject = {"kind": model.kind, "engine": model.engine, "batch_size": model.batch_size,
                              "tokenizer": tokenizer_facts(model)}
     start = time.perf_counter()
     try:
@@ -224,7 +225,7 @@ def validate_model(model: ModelConfig, samples: list[Sample], thresholds: Thresh
 
 
 def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds | None = None,
-                   only: list[str] | None = None, log: Log = print) -> dict[str, Any]:
+                   only: list[str] | None = None, log: Log = print) -> JsonObject:
     """Every model of the sweep (or those named in `only`) validated, one engine at a time, on the sweep's Ray
     cluster (joined or started as `ragjudge run` does); the report is written to the run folder's
     validate.json and returned."""
@@ -241,7 +242,7 @@ def validate_sweep(sweep: SweepConfig, pairs: int = 32, thresholds: Thresholds |
     chosen = [model for name, model in sweep.models.items() if not only or name in only]
     failed = make_built_in_models(chosen, log)
     gpus, host = largest_gpu_node(), EngineHost(log)
-    models: dict[str, Any] = {}
+    models: JsonObject = {}
     try:
         for name, model in sweep.models.items():
             if only and name not in only:

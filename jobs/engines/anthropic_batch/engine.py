@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 from benchmarks.protocol import Request
 from benchmarks.row_types import PromptAnswer
 from jobs.engines.base import register
@@ -79,7 +80,7 @@ class AnthropicBatches:
     def unanswered(self, entry: BatchEntry) -> Failure:
         return Failure("the batch has no result for this request")  # every request of an ended batch has a line
 
-    def _params(self, request: Request) -> dict[str, Any]:
+    def _params(self, request: Request) -> JsonObject:
         messages, sampling = chat_request(request, self.model)
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         return {"model": self.model.path, "messages": [m for m in messages if m["role"] != "system"],
@@ -107,7 +108,7 @@ class AnthropicBatches:
             attempt += 1
 
 
-def _answer(record: dict[str, Any], model: str) -> PromptAnswer:
+def _answer(record: JsonObject, model: str) -> PromptAnswer:
     """One results line as an answer: the message's text, or the row's error."""
     result = record.get("result") or {}
     kind = result.get("type")

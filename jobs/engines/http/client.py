@@ -22,6 +22,7 @@ import numpy as np
 
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import ColumnBatch, Kwargs
 from benchmarks.decoding import quoted
 from benchmarks.row_types import PromptAnswer, Request
 
@@ -60,7 +61,7 @@ def api_credentials(model: WorkerModel) -> Credentials:
     return {"base_url": values["api_base_env"], "api_key": Secret(values["api_key_env"])}
 
 
-def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> dict[str, Any]:
+def request_params(sampling: Kwargs, renames: dict[str, str | None]) -> Kwargs:
     """A request's sampling (actors.sampling.text_sampling) in the endpoint's own terms: each parameter
     `renames` maps is sent under its new name, or left out where it maps to None (the endpoint then samples
     its own way, e.g. an o1 model at its fixed temperature, whatever the benchmark asked)."""
@@ -76,7 +77,7 @@ def request_params(sampling: dict[str, Any], renames: dict[str, str | None]) -> 
 TEXT_ONLY = {"truncated": False, "candidate_logprobs": None}
 
 
-def chat_request(row: Request, model: WorkerModel) -> tuple[list[dict[str, str]], dict[str, Any]]:
+def chat_request(row: Request, model: WorkerModel) -> tuple[list[dict[str, str]], Kwargs]:
     """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
     `api_params`). Shared by the http engine and the batch engines, which send the same body another way."""
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
@@ -99,7 +100,7 @@ class HttpJudge:
         self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
                                   max_retries=int(model.max_retries), timeout=float(model.timeout_s))
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(batch["messages"]))]
         conversations, samplings = zip(*(chat_request(row, self.model) for row in rows))
         answers = asyncio.run(self._answer_all(list(conversations), list(samplings)))
@@ -110,12 +111,12 @@ class HttpJudge:
             out[key] = [value] * len(answers)
         return out
 
-    async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[dict[str, Any]]
+    async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[Kwargs]
                           ) -> list[PromptAnswer]:
         limit = asyncio.Semaphore(int(self.model.max_concurrency))
         return await asyncio.gather(*(self._answer(c, s, limit) for c, s in zip(conversations, samplings)))
 
-    async def _answer(self, messages: list[dict[str, str]], sampling: dict[str, Any], limit: asyncio.Semaphore
+    async def _answer(self, messages: list[dict[str, str]], sampling: Kwargs, limit: asyncio.Semaphore
                       ) -> PromptAnswer:
         import openai
 

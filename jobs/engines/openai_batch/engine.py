@@ -13,9 +13,9 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 from benchmarks.protocol import Request
 from benchmarks.row_types import PromptAnswer
 from jobs.engines.base import register
@@ -90,7 +90,7 @@ class OpenAIBatches:
             raise refused_key(self.model, exc.status_code) from None
 
 
-def _answer(record: dict[str, Any], model: str) -> PromptAnswer:
+def _answer(record: JsonObject, model: str) -> PromptAnswer:
     """One line of the output or error file as an answer: the chat completion's text, or the row's error."""
     response, error = record.get("response") or {}, record.get("error") or {}
     status, body = response.get("status_code"), response.get("body")

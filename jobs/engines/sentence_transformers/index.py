@@ -21,6 +21,7 @@ from actors.retrievers import (
     top_k,
     with_defaults,
 )
+from benchmarks.boundary_types import ColumnBatch
 
 DENSE_DEFAULTS: Settings = {"query_prefix": "", "passage_prefix": "", "normalize": True,
                                   "max_seq_length": None, "with_title": True}
@@ -141,7 +142,7 @@ class PassageEncoder:
     def __init__(self, model: RetrieverModel):
         self.encoder = DenseEncoder.of(model)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         embeddings = self.encoder.encode_passages(strings(batch["title"]), strings(batch["text"]))
         out = {key: values for key, values in batch.items() if key not in ("title", "text")}
         out["embedding"] = embeddings

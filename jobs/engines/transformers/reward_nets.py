@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from benchmarks.boundary_types import JsonObject
+
 HeadModules = Callable[["Checkpoint", Any], dict[str, nn.Module]]
 
 
@@ -72,7 +74,7 @@ class Checkpoint:
         with self._open(self.where[name], framework="pt") as f:
             return f.get_tensor(name)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         from transformers.utils import cached_file
 
         with open(cached_file(self.path, "config.json", revision=self.revision)) as f:
@@ -140,7 +142,7 @@ _INTERNLM2_LAYER = {"attention.wo": "self_attn.o_proj", "feed_forward.w1": "mlp.
                     "attention_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
 
 
-def internlm2_config(raw: dict[str, Any]) -> Any:
+def internlm2_config(raw: JsonObject) -> Any:
     """A LlamaConfig with an InternLM2 config's sizes; `reward_token_id` and the other extra keys ride along."""
     from transformers import LlamaConfig
 

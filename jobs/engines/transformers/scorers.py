@@ -15,6 +15,7 @@ from actors.engine_ledger import report, this_node
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import ColumnBatch
 from benchmarks.row_types import PromptAnswer
 from jobs.engines.transformers.model import TransformersEngine
 from jobs.engines.transformers.padded_batch import PaddedBatchEngine
@@ -54,7 +55,7 @@ class RequestScorer:
             return PaddedBatchEngine(path, batch_size=self.padded_batch, **settings)
         return TransformersEngine(path, **settings)
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         conversations = [_conversation(m) for m in batch["messages"]]
         if self.kind == "discriminative":
             answers = self.engine.classify(conversations)
@@ -105,7 +106,7 @@ class ScorerServer:
         self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model.name
         report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node(), start)
 
-    def answer(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
+    def answer(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         start = time.time()
         out = self.scorer(batch)
         counts = {"busy_s": time.time() - start, "requests": len(batch["messages"]),
@@ -117,6 +118,6 @@ class ScorerServer:
         """Nothing to stop before the actor is killed: the model lives in this process only."""
 
 
-def ask(batch: dict[str, np.ndarray], server: str) -> dict[str, Any]:
+def ask(batch: dict[str, np.ndarray], server: str) -> ColumnBatch:
     """`map_batches` function: a batch of request rows -> its answer columns, from the named ScorerServer."""
     return call_engine(server, "answer", batch)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
 from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, worker_model
@@ -116,7 +117,7 @@ class Vllm(Engine):
                      ) -> tuple[type, tuple[Any, ...]]:
         return VllmServer, (worker, path, task, name, ledger)
 
-    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[dict[str, Any], Any]:
+    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[Kwargs, Any]:
         """One rank: its CPUs (and vLLM's CPU settings), or a GPU. Tensor-parallel: one bundle per rank, all on
         one node (STRICT_PACK), the engine actor inside it. On GPUs vLLM starts its rank workers on Ray in those
         bundles; vLLM's CPU build refuses Ray's executor ("current platform cpu does not support ray",

@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import JsonObject
 from benchmarks.row_types import Answer, JudgePart
 from jobs.engines.vllm import stage as vllm_stage
 
@@ -64,7 +65,7 @@ def _deploy(model: WorkerModel, timeout_s: float) -> bool:
     raise TimeoutError(f"shared judge '{model.name}' did not start in {timeout_s:.0f} s")
 
 
-def _request(row: JudgePart, model: WorkerModel) -> dict[str, Any]:
+def _request(row: JudgePart, model: WorkerModel) -> JsonObject:
     """A judge request part -> an OpenAI completion request over our token ids."""
     prepared = vllm_stage.prepare(row, model, model.path, "judge")
     params = prepared.pop("sampling_params")
@@ -76,7 +77,7 @@ def _request(row: JudgePart, model: WorkerModel) -> dict[str, Any]:
     return {**prepared, "method": "completions", "dtype": "CompletionRequest", "request_kwargs": kwargs}
 
 
-def _answer(row: dict[str, Any], columns: tuple[str, ...]) -> Answer:
+def _answer(row: JsonObject, columns: tuple[str, ...]) -> Answer:
     """A completion response -> the engine row shape vllm_stage.read_answer reads."""
     choice = row["choices"][0]
     steps = (choice.get("logprobs") or {}).get("top_logprobs") or [{}]

@@ -16,7 +16,7 @@ What each kind asks of the engine:
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -26,6 +26,7 @@ from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, Sampling, text_sampling
 from actors.templating import overflow, templater
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import Kwargs
 from benchmarks.row_types import Answer, JudgePart, Request
 
 # ray.data.llm (the shared judge's Serve processor) numbers its rows in a `request_id` column of its own,
@@ -129,9 +130,9 @@ def read_answer(row: EngineRow, task: str, columns: tuple[str, ...], prefix: str
 class EngineSettings(NamedTuple):
     """What a vLLM engine is built with; a tuple, so `kwargs, env, placement = engine_settings(...)` reads it."""
 
-    kwargs: dict[str, Any]  # vllm.AsyncEngineArgs / vllm.LLM keyword arguments (JSON-like: hashed into its name)
-    runtime_env: dict[str, Any] | None  # Ray's runtime_env of its actor (CPU: the KV cache size, the CPU env)
-    placement: dict[str, Any] | None  # Ray Serve placement bundles (CPU: one bundle of num_cpus per rank)
+    kwargs: Kwargs  # vllm.AsyncEngineArgs / vllm.LLM keyword arguments (JSON-like: hashed into its name)
+    runtime_env: Kwargs | None  # Ray's runtime_env of its actor (CPU: the KV cache size, the CPU env)
+    placement: Kwargs | None  # Ray Serve placement bundles (CPU: one bundle of num_cpus per rank)
 
 
 def engine_settings(model: WorkerModel, path: str, task: str) -> EngineSettings:

@@ -117,10 +117,15 @@ class SeenIds:
             self._merge()
 
     def _merge(self) -> None:
-        digests = np.concatenate([self.digests, np.fromiter(self.recent, np.uint64, len(self.recent))])
-        places = np.concatenate([self.places, np.fromiter(self.recent.values(), np.uint64, len(self.recent))])
-        order = np.argsort(digests, kind="stable")
-        self.digests, self.places, self.recent = digests[order], places[order], {}
+        """The recent ids sorted on their own and inserted into the sorted arrays (after any equal digest, so
+        the place first read stays first): a copy of each array and no sort of all of them, which at half a
+        million ids held five arrays of their size at once."""
+        new = np.fromiter(self.recent, np.uint64, len(self.recent))
+        order = np.argsort(new, kind="stable")
+        at = np.searchsorted(self.digests, new[order], side="right")
+        self.digests = np.insert(self.digests, at, new[order])
+        self.places = np.insert(self.places, at, np.fromiter(self.recent.values(), np.uint64, len(new))[order])
+        self.recent = {}
 
 
 ROW_BITS = 40  # a place is (file number << ROW_BITS) | row

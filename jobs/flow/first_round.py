@@ -95,35 +95,48 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
     the shard's parts here, a shard at a time, so the stream asks only what no one has answered."""
     target = answerer.streams()
     plan, problems = CellSurvey(), {}  # problems in the order found, each once
-    digests, shards, done = [], [], []
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per shard: item digests, shards, done
     for shard, items in enumerate(in_shards(read_items(spec, data, limit), shard_items)):
         good = [item for item in items if not item.get("error")]
         problems.update(dict.fromkeys(spec.check_items(good, options)))
         plan.shards = shard + 1
-        if target is None:
-            continue
-        plan.batch = target.batch
-        own = _own_first_requests(spec, good, kind, options)
-        check_keys(own, target.reads, target.who, "request")
-        shard_answers = recorder.shard(shard)
-        answered = newest_answers(shard_answers.stored_answers())
-        settled = set(answered) - asked_again(answered, retry_errors)
-        if kept := answerer.kept([r for r in own if r["request_id"] not in settled]):
-            shard_answers.record_answers(kept)
-            settled.update(answer["request_id"] for answer in kept)
-        plan.recorders.append(shard_answers)
-        plan.items += len(good)
-        plan.first += len(own)
-        plan.answered += sum(r["request_id"] in settled for r in own)
-        digests.append(id_digests(item["item_id"] for item in good))
-        shards.append(np.full(len(good), shard, np.uint32))
-        done.append(id_digests(settled))
+        if target is not None:
+            found.append(_survey_shard(spec, good, kind, options, target, recorder.shard(shard), answerer,
+                                       retry_errors, plan))
+        # The shard's items freed before their pages are given back and before the next shard is read (a loop
+        # variable lives until it is bound again): at a million requests the survey's heap kept 22 MiB more.
+        del items, good
         give_back_freed()
-    if digests:
+    if found:
+        digests, shards, done = zip(*found, strict=True)
         order = np.argsort(item_digests := np.concatenate(digests), kind="stable")
         plan.item_digests, plan.item_shards = item_digests[order], np.concatenate(shards)[order]
         plan.done = np.unique(np.concatenate(done))
+        del found, digests, shards, done, item_digests, order
+        give_back_freed()
     return plan, list(problems)
+
+
+def _survey_shard(spec: Benchmark, good: list[Item], kind: str, options: Any, target: StreamTarget,
+                  shard_answers: ShardAnswers, answerer: StreamingAnswerer, retry_errors: bool, plan: CellSurvey
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One shard's part of the plan, counted into `plan`: its items' digests and shard, and the digests of its
+    answered first-round requests (those its stored parts hold, and those the answer store keeps, stored here).
+    A function so that its requests and answers are freed when it returns."""
+    own = _own_first_requests(spec, good, kind, options)
+    check_keys(own, target.reads, target.who, "request")
+    answered = newest_answers(shard_answers.stored_answers())
+    settled = set(answered) - asked_again(answered, retry_errors)
+    if kept := answerer.kept([r for r in own if r["request_id"] not in settled]):
+        shard_answers.record_answers(kept)
+        settled.update(answer["request_id"] for answer in kept)
+    plan.batch = target.batch
+    plan.recorders.append(shard_answers)
+    plan.items += len(good)
+    plan.first += len(own)
+    plan.answered += sum(r["request_id"] in settled for r in own)
+    return (id_digests(item["item_id"] for item in good), np.full(len(good), shard_answers.index, np.uint32),
+            id_digests(settled))
 
 
 def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any,

@@ -13,13 +13,14 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from stand_in import pick, run, stand_in_engine
 
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
 from jobs.engines.base import engines
-from jobs.flow import flows
+from jobs.flow import first_round, flows
 
 PAIRS = 82  # the good pairs of 88 (Table 4's 22 subset shapes, 4 each, 6 with an empty response)
 REQUESTS = 2 * PAIRS  # both orders of each
@@ -195,3 +196,16 @@ def test_in_blocks_of_cuts_blocks_into_blocks_of_a_batch_in_light_tasks(ray_sess
     blocks = [b.num_rows for b in cut.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)]
     assert sorted(blocks, reverse=True) == [8, 8, 8, 8, 8, 4]  # in the order they are done
     assert sorted(r["request_id"] for r in cut.take_all()) == sorted(f"r{i}" for i in range(44))  # each once
+
+
+def test_the_shards_parts_of_the_plan_join_sorted_with_each_answered_request_once():
+    """Item digests sorted with their shards moved along; answered digests sorted and unique (a request can be
+    answered in two shards' parts only by a bug, but a retried one is found twice in its shard's)."""
+    found = [(np.array([50, 10], np.uint64), np.array([0, 0], np.uint32), np.array([90, 30, 30], np.uint64)),
+             (np.array([30], np.uint64), np.array([1], np.uint32), np.array([70, 30], np.uint64)),
+             (np.empty(0, np.uint64), np.empty(0, np.uint32), np.empty(0, np.uint64))]
+    digests, shards, done = first_round._joined(found)
+    assert digests.tolist() == [10, 30, 50] and shards.tolist() == [0, 1, 0] and done.tolist() == [30, 70, 90]
+    assert found == []  # emptied as it was read
+    _, _, none = first_round._joined([(np.array([1], np.uint64), np.array([0], np.uint32), np.empty(0, np.uint64))])
+    assert none.tolist() == []

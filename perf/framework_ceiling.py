@@ -1,7 +1,7 @@
 """The framework's ceiling (issue 45): how many requests a second a judged cell moves, and the driver's memory,
 when the engine costs nothing, at 10k, 100k and 1M requests; beside Ray Data's own ceiling on the same rows.
 
-    python perf/framework_ceiling.py OUT.json [--sizes 10000,100000,1000000] [--paths cell,ray_data]
+    python perf/framework_ceiling.py OUT.json [--sizes 10000,100000,1000000] [--paths cell,ray_data,resumed]
                                               [--tree DIR] [--batch-size 16]
 
 Workload: synthetic RAG-RewardBench pairs at 0.05 of Table 4's lengths (perf/workload.py's generator, labelled
@@ -13,6 +13,9 @@ Paths, each size in a fresh process (so its peak memory is its own):
   engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
   called by the cell's `ask` Ray Data tasks (jobs/engines/vllm/engine.py, jobs/engines/vllm/stage.py), the
   same batch size and tasks in flight.
+- `resumed`: the `cell` path run to its end in a process of its own, its manifest entry then set back to
+  `interrupted` (a run killed after its last answer was stored), and run again in the measured process: its
+  survey reads every shard's stored answers, nothing is asked, the walk combines them.
 - `ray_data`: Ray Data alone, the ceiling of this machine: the same requests read by `ray.data.read_json`, a
   `map_batches` with the same batch size and tasks in flight calling a no-op actor that holds the same CPUs,
   each answer row read back by the driver and dropped.
@@ -112,7 +115,7 @@ class NoOp:
         return [{"request_id": r["request_id"], "score": 0.5} for r in rows]
 
 
-def run_cell_path(data: Path, batch_size: int) -> dict:
+def run_cell_path(data: Path, batch_size: int, folder: Path | None = None) -> dict:
     from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
     from jobs.engines.base import engines, register
     from jobs.engines.host import EngineHost
@@ -136,7 +139,7 @@ def run_cell_path(data: Path, batch_size: int) -> dict:
 
     if "instant" not in engines():
         register(Instant())
-    folder = Path(tempfile.mkdtemp(prefix="ceiling-"))
+    folder = folder or Path(tempfile.mkdtemp(prefix="ceiling-"))
     settings = StorageConfig(run="ceiling", root=str(folder))
     sweep = SweepConfig(name="ceiling", storage=settings)
     connect_ray(sweep)  # a local cluster as `ragjudge run` starts it (each checkout's own settings)
@@ -186,11 +189,35 @@ def run_ray_data_path(requests: Path, batch_size: int) -> dict:
     return {"seconds": time.perf_counter() - start, "requests": n}
 
 
-def child(path: str, size: int, batch_size: int) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="ceiling-data-"))
-    data, requests = make_data(folder, size // 2)
+def interrupted(folder: Path) -> None:
+    """The finished cell's manifest entry set back to `interrupted`, its stored answers kept."""
+    from jobs.config import StorageConfig, SweepConfig
+    from jobs.store.manifest import Manifest
+    from jobs.store.run_root import RunRoot
+
+    settings = StorageConfig(run="ceiling", root=str(folder))
+    manifest = Manifest(RunRoot.of(settings), SweepConfig(name="ceiling", storage=settings))
+    manifest.set_cell("rag_rewardbench/instant", {**manifest.cell("rag_rewardbench/instant"), "status": "interrupted"})
+
+
+def first_run(data: Path, size: int, batch_size: int) -> Path:
+    """The `resumed` path's first run, in a process of its own (so the measured one is a fresh driver)."""
+    folder = Path(tempfile.mkdtemp(prefix="ceiling-"))
+    done = subprocess.run([sys.executable, __file__, "--child", "cell", str(size), "--batch-size", str(batch_size),
+                           "--data", str(data), "--root", str(folder)], capture_output=True, text=True, check=False)
+    if "RESULT " not in done.stdout:
+        raise SystemExit(f"the first run failed: {(done.stderr or done.stdout)[-2000:]}")
+    interrupted(folder)
+    return folder
+
+
+def child(path: str, size: int, batch_size: int, data: Path | None = None, root: Path | None = None) -> None:
+    if data is None:
+        data, requests = make_data(Path(tempfile.mkdtemp(prefix="ceiling-data-")), size // 2)
+    root = first_run(data, size, batch_size) if path == "resumed" else root
     with PrivatePeak() as private:
-        result = run_cell_path(data, batch_size) if path == "cell" else run_ray_data_path(requests, batch_size)
+        result = (run_ray_data_path(requests, batch_size) if path == "ray_data"
+                  else run_cell_path(data, batch_size, root))
     result.update(path=path, size=size, requests_per_s=round(result["requests"] / result["seconds"], 1),
                   driver_peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                   driver_peak_private_mib=round(private.peak / 2**20, 1), seconds=round(result["seconds"], 1),
@@ -206,17 +233,19 @@ def main() -> None:
     parser.add_argument("--tree", help="run the cell path on this checkout's code")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--child", nargs=2, metavar=("PATH", "SIZE"), help=argparse.SUPPRESS)
+    parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)  # the resumed path's first run: its data
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # and its run folder
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), args.batch_size)
+        child(args.child[0], int(args.child[1]), args.batch_size, args.data, args.root)
         return
     tree = str(Path(args.tree).resolve()) if args.tree else str(ROOT)
     runs = []
     for size in [int(s) for s in args.sizes.split(",")]:
         for path in args.paths.split(","):
-            env = {**os.environ, "PYTHONPATH": tree if path == "cell" else str(ROOT)}
+            env = {**os.environ, "PYTHONPATH": str(ROOT) if path == "ray_data" else tree}
             done = subprocess.run([sys.executable, __file__, "--child", path, str(size), "--batch-size",
-                                   str(args.batch_size)], cwd=tree if path == "cell" else ROOT, env=env,
+                                   str(args.batch_size)], cwd=ROOT if path == "ray_data" else tree, env=env,
                                   capture_output=True, text=True, check=False)
             line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
             if line is None:

@@ -14,7 +14,7 @@ The driver holds the plan: how many requests there are, and per item and per ans
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 READ_ITEMS = 64  # items the read task turns into requests at a time
 STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go on to the engine
 MIN_BLOCKS = 64  # a stream has at least this many blocks where it has that many batches
-MAX_BATCHES = 16  # and at most this many batches in a block
+MAX_BATCHES = 64  # and at most this many batches in a block
 FREE_EVERY = 10_000  # answers the stream records between giving freed pages back (jobs.flow.freed_memory)
 
 
@@ -51,8 +51,9 @@ class StreamingAnswerer(Protocol):
         """The answers to a dataset of the cell's own requests, in parts as they arrive."""
         ...
 
-    def kept(self, requests: list[Request]) -> list[Answer]:
-        """The answers its answer store keeps for some of these requests (marked `cached`); [] without one."""
+    def kept(self, requests: Iterable[Request]) -> list[Answer]:
+        """The answers its answer store keeps for some of these requests (marked `cached`); [] without one, and
+        then `requests` is not read (the survey hands in a generator that would expand a shard's items again)."""
         ...
 
 
@@ -118,21 +119,32 @@ def _survey_shard(spec: Benchmark, good: list[Item], kind: str, options: Any, ta
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One shard's part of the plan, counted into `plan`: its items' digests and shard, and the digests of its
     answered first-round requests (those its stored parts hold, and those the answer store keeps, stored here).
-    A function so that its requests and answers are freed when it returns."""
-    own = _own_first_requests(spec, good, kind, options)
-    check_keys(own, target.reads, target.who, "request")
+
+    The shard's requests are expanded READ_ITEMS items at a time and never held together: the memory a shard's
+    requests took was freed after it but its pages stayed, held by the few objects that outlive a shard, so at
+    a million requests the survey left the driver 22 MiB above its 10k value (docs/scale.md)."""
     answered = newest_answers(shard_answers.stored_answers())
     settled = set(answered) - asked_again(answered, retry_errors)
-    if kept := answerer.kept([r for r in own if r["request_id"] not in settled]):
+    del answered
+    if kept := answerer.kept(r for r in _own_in_chunks(spec, good, kind, options) if r["request_id"] not in settled):
         shard_answers.record_answers(kept)
         settled.update(answer["request_id"] for answer in kept)
+    del kept
+    for own in (_own_first_requests(spec, chunk, kind, options) for chunk in in_shards(good, READ_ITEMS)):
+        check_keys(own, target.reads, target.who, "request")
+        plan.first += len(own)
+        plan.answered += sum(r["request_id"] in settled for r in own)
     plan.batch = target.batch
     plan.recorders.append(shard_answers)
     plan.items += len(good)
-    plan.first += len(own)
-    plan.answered += sum(r["request_id"] in settled for r in own)
     return (id_digests(item["item_id"] for item in good), np.full(len(good), shard_answers.index, np.uint32),
             id_digests(settled))
+
+
+def _own_in_chunks(spec: Benchmark, items: list[Item], kind: str, options: Any) -> Iterator[Request]:
+    """The items' first-round requests to the cell's own model, expanded READ_ITEMS items at a time."""
+    for chunk in in_shards(items, READ_ITEMS):
+        yield from _own_first_requests(spec, chunk, kind, options)
 
 
 def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -227,7 +239,9 @@ def block_rows(requests: int, batch: int) -> int:
     and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm.engine
     `tasks_in_flight`). Each block is a task, though, and a task costs about 22 ms on 2 cores: the
     framework's ceiling at 10k requests in batches of 16 went 449 -> 851 -> 1,108 -> 1,141 req/s at 1, 4,
-    16 and 64 batches a block (docs/scale.md)."""
+    16 and 64 batches a block, and its stream of a million requests took 187 s at 16, 165 s at 64
+    (docs/scale.md). So a block holds up to 64 batches, and only a stream of over 64 x 16 batches holds more
+    than 16."""
     return batch * max(1, min(MAX_BATCHES, requests // (MIN_BLOCKS * batch)))
 
 

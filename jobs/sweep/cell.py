@@ -199,10 +199,12 @@ class CellAnswerer:
         engine = engine_of(model)
         return StreamTarget(engine.reads, who(engine, model), model.batch_size) if engine.streams else None
 
-    def kept(self, requests: list[Request]) -> list[Answer]:
+    def kept(self, requests: Iterable[Request]) -> list[Answer]:
         cell = self.cell
-        return list(asked_or_cached(cell.answer_store, cell.model, requests, {}, lambda asked: (),
-                                    lambda line: cell.log(f"{cell.key}: {line}"))) if cell.answer_store else []
+        if not cell.answer_store:
+            return []
+        return list(asked_or_cached(cell.answer_store, cell.model, list(requests), {}, lambda asked: (),
+                                    lambda line: cell.log(f"{cell.key}: {line}")))
 
     def ask_stream(self, requests: Dataset) -> Iterator[list[Answer]]:
         cell = self.cell

@@ -127,6 +127,44 @@ def test_a_stream_killed_part_way_resumes_asking_only_what_was_not_stored(tmp_pa
     assert len(answers) == len(set(answers)) == REQUESTS  # each request stored once
 
 
+def test_the_survey_counts_every_chunk_of_a_shards_requests_and_reads_none_for_a_cell_without_a_store(
+        tmp_path, bench, monkeypatch, ray_session):
+    """The survey expands a shard's items READ_ITEMS at a time (3 here: 7 chunks a shard of 20): its plan counts
+    the requests of every chunk and the stored answers among them, and an answerer without an answer store is
+    handed the shard's unanswered requests as a generator it never reads."""
+    from jobs.sweep.cell import CellAnswerer
+
+    monkeypatch.setattr(first_round, "READ_ITEMS", 3)
+    left = {"n": 57}
+
+    def dies(request, model):
+        left["n"] -= 1
+        if left["n"] < 0:
+            raise RuntimeError("engine died")
+        return pick(request, model)
+
+    streaming(monkeypatch, dies)
+    run(tmp_path / "killed", bench)
+    plans = []
+    real = flows.stream_first_round
+
+    def planned(spec, data, limit, kind, options, plan, *rest):
+        plans.append((plan.items, plan.first, plan.answered, plan.shards))
+        return real(spec, data, limit, kind, options, plan, *rest)
+
+    monkeypatch.setattr(flows, "stream_first_round", planned)
+    left["n"] = 10_000
+    _, again = run(tmp_path / "killed", bench)
+    assert again.status == "done"
+    assert plans == [(PAIRS, REQUESTS, 56, 5)]  # parts of 2: 56 stored before the engine died
+
+    def unread():
+        raise AssertionError("read")
+        yield
+
+    assert CellAnswerer(type("NoStore", (), {"answer_store": None})()).kept(unread()) == []
+
+
 def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monkeypatch, ray_session):
     whole, _ = _whole(tmp_path, bench, monkeypatch)
     calls = streaming(monkeypatch)
@@ -172,7 +210,7 @@ def test_answers_the_answer_store_keeps_are_stored_before_the_stream_and_not_ask
     assert entry["cached_answers"] == REQUESTS
 
 
-def test_a_block_holds_whole_batches_64_blocks_or_more_up_to_16_batches():
+def test_a_block_holds_whole_batches_64_blocks_or_more_up_to_64_batches():
     from jobs.flow.first_round import block_rows
 
     assert block_rows(24, 2) == 2  # 12 batches: a block each
@@ -180,7 +218,9 @@ def test_a_block_holds_whole_batches_64_blocks_or_more_up_to_16_batches():
     assert block_rows(64 * 16 * 2 - 1, 16) == 16  # one request short of 64 blocks of 2 batches
     assert block_rows(64 * 16 * 2, 16) == 32
     assert block_rows(10_000, 16) == 144  # 9 batches a block: 70 blocks
-    assert block_rows(1_000_000, 16) == 256  # 16 batches, not 976
+    assert block_rows(64 * 16 * 40, 16) == 640  # 40 batches a block: 64 blocks
+    assert block_rows(100_000, 16) == 1_024  # 64 batches a block (not 97): 98 blocks
+    assert block_rows(1_000_000, 16) == 1_024  # 64 batches, not 976
     assert block_rows(0, 8) == 8
 
 

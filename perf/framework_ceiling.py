@@ -7,7 +7,7 @@ when the engine costs nothing, at 10k, 100k and 1M requests; beside Ray Data's o
 Workload: synthetic RAG-RewardBench pairs at 0.05 of Table 4's lengths (perf/workload.py's generator, labelled
 synthetic), repeated under new ids up to the size; a discriminative RM asks two requests a pair.
 
-Paths, each size in a fresh process (so its peak memory is its own):
+Paths, each size in a fresh process (so its peak memory is its own; the data is made before, in another):
 - `cell`: jobs.sweep.cell.run_cell, as a sweep runs a cell (on a local cluster started as `ragjudge run`
   starts one, its flow, recorder, answer parts on a local run root, the checkout's storage defaults), with an
   engine that answers at once but sits behind vLLM's Ray path: the engine host's named actor,
@@ -34,6 +34,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -211,12 +212,10 @@ def first_run(data: Path, size: int, batch_size: int) -> Path:
     return folder
 
 
-def child(path: str, size: int, batch_size: int, data: Path | None = None, root: Path | None = None) -> None:
-    if data is None:
-        data, requests = make_data(Path(tempfile.mkdtemp(prefix="ceiling-data-")), size // 2)
+def child(path: str, size: int, batch_size: int, data: Path, root: Path | None = None) -> None:
     root = first_run(data, size, batch_size) if path == "resumed" else root
     with PrivatePeak() as private:
-        result = (run_ray_data_path(requests, batch_size) if path == "ray_data"
+        result = (run_ray_data_path(data.parent / "requests.jsonl", batch_size) if path == "ray_data"
                   else run_cell_path(data, batch_size, root))
     result.update(path=path, size=size, requests_per_s=round(result["requests"] / result["seconds"], 1),
                   driver_peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -233,19 +232,29 @@ def main() -> None:
     parser.add_argument("--tree", help="run the cell path on this checkout's code")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--child", nargs=2, metavar=("PATH", "SIZE"), help=argparse.SUPPRESS)
-    parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)  # the resumed path's first run: its data
-    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # and its run folder
+    parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)  # a child's pairs.jsonl
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # the resumed path's first run: its folder
+    parser.add_argument("--make", nargs=2, metavar=("SIZE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.make:
+        make_data(Path(args.make[1]), int(args.make[0]) // 2)
+        return
     if args.child:
         child(args.child[0], int(args.child[1]), args.batch_size, args.data, args.root)
         return
     tree = str(Path(args.tree).resolve()) if args.tree else str(ROOT)
     runs = []
     for size in [int(s) for s in args.sizes.split(",")]:
+        # The data is made in a process of its own, once a size for every path: made in the measured process,
+        # the generator's imports and freed memory were 29 MiB of its driver's RSS.
+        folder = Path(tempfile.mkdtemp(prefix="ceiling-data-"))
+        subprocess.run([sys.executable, __file__, "--make", str(size), str(folder)], check=True,
+                       env={**os.environ, "PYTHONPATH": tree})
         for path in args.paths.split(","):
             env = {**os.environ, "PYTHONPATH": str(ROOT) if path == "ray_data" else tree}
             done = subprocess.run([sys.executable, __file__, "--child", path, str(size), "--batch-size",
-                                   str(args.batch_size)], cwd=ROOT if path == "ray_data" else tree, env=env,
+                                   str(args.batch_size), "--data", str(folder / "pairs.jsonl")],
+                                  cwd=ROOT if path == "ray_data" else tree, env=env,
                                   capture_output=True, text=True, check=False)
             line = next((l for l in done.stdout.splitlines() if l.startswith("RESULT ")), None)
             if line is None:
@@ -255,6 +264,7 @@ def main() -> None:
             run.setdefault("tree", tree)
             runs.append(run)
             print(json.dumps(run)[:300], flush=True)
+        shutil.rmtree(folder)  # 1.2 GB at a million requests
     result = {"command": " ".join(sys.argv), "machine": platform.processor() or platform.machine(),
               "cpus": os.cpu_count(), "batch_size": args.batch_size, "scale": SCALE, "runs": runs,
               "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

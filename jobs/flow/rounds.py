@@ -121,20 +121,35 @@ def _rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answere
         if unknown := sorted({str(r["route"]) for r in todo if routed(r) and r["route"] not in judges}):
             raise UnknownJudges(f"requests for models it did not name as judges ({', '.join(unknown)})")
         earlier = [r for r in requests if r["request_id"] in done and r["request_id"] not in told]
-        for route, part in by_route(earlier):
-            if route is None or route in judges:
-                answerer.answered_before(route, part)
+        _tell_answered_before(answerer, judges, earlier)
         told.update(r["request_id"] for r in earlier)
-        for route, part_todo in by_route(todo):  # the cell's own model first, then each judge
-            for part in answerer.ask(route, part_todo):
-                recorder.record_answers(part)
-                answered.update((row["request_id"], row) for row in part)
-                done.update(row["request_id"] for row in part)
-                progress.advanced(len(part))
-            answerer.finished(route)
+        _ask_round(answerer, recorder, todo, answered, done, progress)
         told.update(r["request_id"] for r in todo)
+        # This round's requests freed before the next round's are made (each holds its item's texts): with
+        # the read-back below making no rows, the 1M cell's driver ended its walk at 301 MiB, not 311.
+        del requests, todo, earlier
         requests = followup_requests(spec, items, answered.values(), kind, options)
         if all(r["request_id"] in done for r in requests):
             answerer.all_answered(list(answered.values()))
             return list(answered.values())
     raise RuntimeError(f"followup still asks for new requests after {MAX_ROUNDS} rounds")
+
+
+def _tell_answered_before(answerer: Answerer, judges: set[str], earlier: list[Request]) -> None:
+    """Tell the answerer which requests of each route it has answered before (a judge it lacks is not told)."""
+    for route, part in by_route(earlier):
+        if route is None or route in judges:
+            answerer.answered_before(route, part)
+
+
+def _ask_round(answerer: Answerer, recorder: Recorder, todo: list[Request], answered: dict[str, Answer],
+               done: set[str], progress: RoundsProgress) -> None:
+    """A round's requests asked, the cell's own model first, then each judge: each part recorded as it comes
+    and added to `answered` and `done`."""
+    for route, part_todo in by_route(todo):
+        for part in answerer.ask(route, part_todo):
+            recorder.record_answers(part)
+            answered.update((row["request_id"], row) for row in part)
+            done.update(row["request_id"] for row in part)
+            progress.advanced(len(part))
+        answerer.finished(route)

@@ -303,6 +303,13 @@ class RunRoot:
         so its rows count as never stored. Only decoding fails a part: each is fetched whole first, so a
         storage error (a network failure) still raises instead of moving a good part aside.
         """
+        parts, moved = self.readable_parts(table, benchmark, model, names)
+        return joined_rows(parts), moved
+
+    def readable_parts(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None
+                       ) -> tuple[list[pa.Table], list[QuarantinedPart]]:
+        """read_whole_rows's parts as Arrow tables, each decoded whole, the unreadable ones quarantined: for a
+        check that every part still reads, which needs no row of them in Python."""
         parts, moved = [], []  # moved: list[QuarantinedPart]
         for path, data in self._part_bytes(table, benchmark, model, names):
             try:
@@ -313,7 +320,7 @@ class RunRoot:
                 self.retrying("move", path, partial(self._fenced, self.backend.move, path, self.path(target)))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
                               "reason": redact(f"{type(e).__name__}: {e}")})
-        return joined_rows(parts), moved
+        return parts, moved
 
     def read_dataset(self, table: Table):
         """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.

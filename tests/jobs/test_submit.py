@@ -32,6 +32,7 @@ from jobs.cli import main
 from jobs.cli.submit import REPO, SubmitError, SubmitOptions, ray_job, render, submit
 from jobs.config import ConfigError, to_dict
 from jobs.loading import PROJECT_CONF, load_sweep
+from jobs.sweep.cluster import ClusterUnreachable, check_answers
 
 DATA = REPO / "data" / "rag_rewardbench_appendix_d.jsonl"
 SWEEP = """
@@ -366,6 +367,12 @@ def ray_head():
                 if head.poll() is not None or time.time() > deadline:
                     pytest.fail(f"the Ray head's job server did not come up:\n{(temp / 'head.log').read_text()}")
                 time.sleep(1)
+        # The job server hands a job to the head's dashboard agent, which may start later: the job server waits
+        # 10 s for it, then refuses the job ("No available agent"), as it did on 2 loaded cores.
+        try:
+            check_answers(f"127.0.0.1:{agent_http}", max(1.0, deadline - time.time()))
+        except ClusterUnreachable:
+            pytest.fail(f"the Ray head's dashboard agent did not come up:\n{(temp / 'head.log').read_text()}")
         yield {"url": url, "token_path": str(token), "token": token.read_text(), "env": env, "temp": temp}
     finally:
         try:

@@ -42,13 +42,13 @@ def run(args: argparse.Namespace) -> int:
     except LeaseHeld as e:
         print(f"ragjudge: {e}", file=sys.stderr)
         return RUN_ROOT_BUSY
-    root = RunRoot.of(sweep.storage, before_write=lease.confirm)
+    root = RunRoot.of(sweep.storage, before_write=lease.fence)
     report = None
     try:
         with LibraryLogs(root, verbose=args.verbose or verbose_from_env()) as logs:
             print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
             with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
-                outcomes = run_sweep(sweep, log=logs.say, include_held=args.include_held, before_write=lease.confirm,
+                outcomes = run_sweep(sweep, log=logs.say, include_held=args.include_held, before_write=lease.fence,
                                      stop=stop, retry_errors=args.retry_errors)
                 if any(o.metrics for o in outcomes) and not stop.is_set():
                     print()

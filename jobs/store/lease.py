@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Self, TypedDict
 
@@ -154,6 +155,12 @@ class Lease:
         self._thread = threading.Thread(target=self._beat, name="run-root-lease", daemon=True)
         self._thread.start()
 
+    @property
+    def fence(self) -> LeaseFence:
+        """`confirm` as the run's write fence (RunRoot's before_write), which a pickled run root carries into a
+        Ray task as a `TokenFence`."""
+        return LeaseFence(self)
+
     def confirm(self) -> None:
         """Called before each write of the run. A driver whose heartbeat is half a timeout old (it was frozen,
         suspended or cut off, so another may have taken over) reads the lease first: if it is no longer its
@@ -201,3 +208,36 @@ class Lease:
                     return
             except Exception as e:  # noqa: BLE001 - a failed beat (a network blip) is retried at the next one
                 self.log(f"Lease heartbeat on {self.root.uri(LEASE)} failed, retrying: {redact(str(e))}")
+
+
+class LeaseFence:
+    """The run's write fence in the driver that holds the lease: its `confirm`. `elsewhere()` is the fence of a
+    copy of the run root in another process (a Ray task that records a shard's rows: jobs.flow.shard_tasks)."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+
+    def __call__(self) -> None:
+        self.lease.confirm()
+
+    def elsewhere(self) -> TokenFence:
+        return TokenFence(self.lease.root, self.lease.record["token"])
+
+
+@dataclass(frozen=True)
+class TokenFence:
+    """The write fence of a process other than the lease holder's, which has no heartbeat of its own to go by:
+    before each write it reads lease.json, and refuses once the file holds another driver's token or none (the
+    driver lost its lease, or gave it back)."""
+
+    root: RunRoot
+    token: str
+
+    def __call__(self) -> None:
+        current = self.root.read_json(LEASE)
+        if current is None or current.get("token") != self.token:
+            raise LeaseLost(f"{self.root.uri('')}: the lease this task wrote under is gone "
+                            f"({holder(current) if current else 'lease.json removed'})")
+
+    def elsewhere(self) -> TokenFence:
+        return self

@@ -55,7 +55,7 @@ class RunRoot:
     def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
                  before_write: Callable[[], None] | None = None, retry_s: float = RETRY_S) -> None:
         """`before_write` runs before every change to the run (the driver's lease fence: jobs.store.lease); it stays
-        with this object, not its pickles or siblings. A storage call failing transiently is tried again for
+        with this object, not its siblings, and with its pickles only as `__reduce__` says. A storage call failing transiently is tried again for
         up to `retry_s` seconds (jobs.store.retry)."""
         if not run or "/" in run.strip("/") or run in (".", ".."):
             raise ValueError(f"run must be one folder name, got {run!r}")
@@ -80,13 +80,22 @@ class RunRoot:
     __str__ = __repr__
 
     def __reduce__(self):
-        """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env."""
-        return (RunRoot, (*self._args, None, self.retry_s))
+        """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env. The
+        fence travels only where it says how it works in another process (`elsewhere()`: the lease's, which
+        there reads lease.json before each write); any other stays with this object."""
+        elsewhere = getattr(self.before_write, "elsewhere", None)
+        return (RunRoot, (*self._args, elsewhere() if elsewhere else None, self.retry_s))
 
     @property
     def filesystem(self) -> pafs.FileSystem:
         """The backend's pyarrow filesystem, on which `path()` names files (for pyarrow and Ray Data readers)."""
         return self.backend.filesystem
+
+    @property
+    def fence_travels(self) -> bool:
+        """Whether a copy of this root in another process is fenced as this one is: it has no fence, or one
+        that says how it works there (`__reduce__`)."""
+        return self.before_write is None or hasattr(self.before_write, "elsewhere")
 
     @property
     def on_this_machine(self) -> bool:
@@ -306,10 +315,11 @@ class RunRoot:
         parts, moved = self.readable_parts(table, benchmark, model, names)
         return joined_rows(parts), moved
 
-    def readable_parts(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None
-                       ) -> tuple[list[pa.Table], list[QuarantinedPart]]:
+    def readable_parts(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None,
+                       quarantine: bool = True) -> tuple[list[pa.Table], list[QuarantinedPart]]:
         """read_whole_rows's parts as Arrow tables, each decoded whole, the unreadable ones quarantined: for a
-        check that every part still reads, which needs no row of them in Python."""
+        check that every part still reads, which needs no row of them in Python. With `quarantine` False an
+        unreadable part is named but left where it is (for a caller that hands it on to one that moves it)."""
         parts, moved = [], []  # moved: list[QuarantinedPart]
         for path, data in self._part_bytes(table, benchmark, model, names):
             try:
@@ -317,7 +327,9 @@ class RunRoot:
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
-                self.retrying("move", path, partial(self._fenced, self.backend.move, path, self.path(target)))
+                if quarantine:
+                    self.retrying("move", path,
+                                  partial(self._fenced, self.backend.move, path, self.path(target)))
                 moved.append({"path": relpath, "moved_to": target, "bytes": len(data),
                               "reason": redact(f"{type(e).__name__}: {e}")})
         return parts, moved

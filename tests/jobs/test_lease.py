@@ -5,6 +5,7 @@ heartbeat, or before its next write when it was frozen)."""
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import socket
 import subprocess
@@ -104,6 +105,27 @@ def test_a_driver_frozen_past_its_heartbeat_reads_the_lease_before_it_writes_and
         with pytest.raises(LeaseLost, match="host newcomer, pid 99"):
             fenced.write_json("after.json", {"ok": False})
         assert fenced.read_json("after.json") is None and lease.lost["host"] == "newcomer"
+
+
+def test_a_pickled_run_root_carries_a_fence_that_reads_the_lease_before_each_write(root):
+    """A Ray task that records a cell's rows (jobs.flow.shard_tasks) writes through a pickle of the driver's run
+    root: its fence there reads lease.json before each write, and refuses once another driver's token is in it.
+    A fence that does not say how it works elsewhere stays behind, and the root says so (`fence_travels`)."""
+    with Lease(root, timeout_s=120, log=lambda _: None) as lease:
+        fenced = RunRoot(root.uri("").rsplit("/", 1)[0], "run", before_write=lease.fence)
+        copy = pickle.loads(pickle.dumps(fenced))
+        assert fenced.fence_travels and copy.fence_travels
+        copy.write_json("from-task.json", {"ok": True})
+        assert fenced.read_json("from-task.json") == {"ok": True}
+        root.write_json(LEASE, lease_file("newcomer", 99, time.time()))  # another driver took over
+        with pytest.raises(LeaseLost, match="host newcomer, pid 99"):
+            copy.write_json("after.json", {"ok": False})
+        assert fenced.read_json("after.json") is None
+        root.delete(LEASE)  # ... or the lease is gone
+        with pytest.raises(LeaseLost, match="lease.json removed"):
+            copy.write_json("after.json", {"ok": False})
+    unfenceable = RunRoot(root.uri("").rsplit("/", 1)[0], "run", before_write=lambda: None)
+    assert not unfenceable.fence_travels and pickle.loads(pickle.dumps(unfenceable)).before_write is None
 
 
 def test_the_lease_file_holds_no_credentials(s3_server):

@@ -21,12 +21,18 @@ Keys = dict[str, tuple[str, str]]  # request id -> (the answering model's path, 
 
 
 def answer_keys(store: AnswerStore, answerer: ModelConfig, requests: list[Request]) -> Keys:
-    """Each request's key in the store; the answerer's identity is worked out once per store (a folder's
-    weights identity hashes its files)."""
+    """Each request's key in the store."""
+    identity = identity_of(store, answerer)
+    return {r["request_id"]: (answerer.path, answer_key(identity, r)) for r in requests}
+
+
+def identity_of(store: AnswerStore, answerer: ModelConfig) -> str:
+    """The answerer's identity, worked out once per store (a folder's weights identity hashes its files) and
+    kept in `store.identities`, which a Ray task's copy of the store is handed (jobs.flow.shard_tasks)."""
     settings = json.dumps(to_dict(answerer), sort_keys=True, default=str)
     if (identity := store.identities.get(settings)) is None:
         identity = store.identities[settings] = model_identity(answerer)
-    return {r["request_id"]: (answerer.path, answer_key(identity, r)) for r in requests}
+    return identity
 
 
 def asked_or_cached(store: AnswerStore | None, answerer: ModelConfig, requests: list[Request], keys: Keys,

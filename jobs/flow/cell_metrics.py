@@ -23,28 +23,34 @@ from jobs.flow.reducers import State, reducer_of
 
 
 class CellMetrics:
-    """The reducer states of a cell's shards, in shard order, and the metrics they summarize to."""
+    """The reducer states of a cell's shards, and the metrics they summarize to, merged in shard order (a later
+    shard's value of a key wins) whatever order they came in."""
 
     def __init__(self, spec: Benchmark, remote: bool):
         self.spec = spec
         self.remote = remote  # states to the object store and a task (the driver is connected to Ray)
-        self.states: list[Any] = []  # each shard's State, or its object ref
+        self.states: dict[int, Any] = {}  # shard -> its State, or its object ref
 
-    def add(self, rows: Iterable[Row]) -> None:
-        """A shard's item rows, in the order the shards are read (a later shard's value of a key wins)."""
+    def add(self, shard: int, rows: Iterable[Row]) -> None:
+        """A shard's item rows."""
         import ray
 
         state = reducer_of(self.spec).reduced(rows)
-        self.states.append(ray.put(state) if self.remote else state)
+        self.states[shard] = ray.put(state) if self.remote else state
+
+    def add_reduced(self, shard: int, state_ref: Any) -> None:
+        """A shard's state, reduced where the shard was walked (a Ray task: jobs.flow.shard_tasks)."""
+        self.states[shard] = state_ref
 
     def summarize(self, resamples: int) -> JsonObject:
         """The benchmark's metrics of every shard's rows (`resamples` bootstrap resamples)."""
         import ray
 
+        states = [self.states[shard] for shard in sorted(self.states)]
         if not self.remote:
-            return summarized(self.spec, resamples, *self.states)
+            return summarized(self.spec, resamples, *states)
         # The refs as arguments: Ray hands the task their values, fetched to its node.
-        return ray.get(_summarize_task().remote(self.spec, resamples, *self.states))
+        return ray.get(_summarize_task().remote(self.spec, resamples, *states))
 
 
 def summarized(spec: Benchmark, resamples: int, *states: State) -> JsonObject:

@@ -49,6 +49,13 @@ class RequestErrors:
                 self.retryable += asks_again(answer)
         return self
 
+    def merge(self, other: RequestErrors) -> RequestErrors:
+        """Another shard's counts added (a shard walked in a Ray task: jobs.flow.shard_tasks)."""
+        self.requests += other.requests
+        self.retryable += other.retryable
+        self.errors.update(other.errors)
+        return self
+
     def counts(self) -> ErrorCounts:
         top = self.errors.most_common(1)
         return {"requests": self.requests, "failed": self.errors.total(), "retryable": self.retryable,

@@ -10,18 +10,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors.bertscore import EncoderSettings
-from benchmarks.boundary_types import ArrowRow, JsonObject
+from benchmarks.boundary_types import JsonObject
 from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, RetrievalBenchmark, benchmark
-from benchmarks.row_types import Item, Row
 from jobs.config import KINDS, BenchmarkConfig, ModelConfig, protocol_kind
 from jobs.engines.base import engine_of
-from jobs.engines.errors import retryable
 from jobs.engines.preflight import PreflightError
+from jobs.flow.answer_cache import identity_of
 from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.first_round import StreamingAnswerer, stream_first_round, survey
@@ -29,6 +28,7 @@ from jobs.flow.freed_memory import give_back_freed
 from jobs.flow.ranked import evaluate_retrieval
 from jobs.flow.recorder import CellRecorder
 from jobs.flow.rounds import Answerer, NoProgress, RoundsProgress, UnknownJudges, answer_rounds
+from jobs.flow.shard_tasks import ShardWalk, bad_rows, walked_shards, walks_away
 from jobs.flow.text_pairs import encoder_settings, with_text_pair_scores
 from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
@@ -46,6 +46,10 @@ class ShardedAnswerer(StreamingAnswerer, Protocol):
     for each shard of its items."""
 
     def shard(self, index: int) -> Answerer: ...
+
+    def cached_in(self, shard: int, answers: int) -> None:
+        """How many of a shard's answers came from the answer store (counted where the shard was walked)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,26 @@ class Flow(ABC):
         return False
 
 
+@dataclass
+class _Walk:
+    """What a judged cell's walk adds up, shard by shard: its reducer states, request errors, stored rows and
+    bad input rows."""
+
+    metrics: CellMetrics
+    errors: RequestErrors = field(default_factory=RequestErrors)
+    stored: Counter[str] = field(default_factory=lambda: Counter(predictions=0, errors=0))
+    n_bad: int = 0
+
+
+def _store_identities(job: CellJob) -> dict[str, str] | None:
+    """The answer store's identity of the cell's model, worked out here once for a Ray task's copy of the store
+    (None: the cell keeps no answers)."""
+    if job.answer_store is None:
+        return None
+    identity_of(job.answer_store, job.model)
+    return dict(job.answer_store.identities)
+
+
 @dataclass(frozen=True)
 class JudgedFlow(Flow):
     """Item by item: planned in tokens, validated, shown in the item viewer."""
@@ -113,7 +137,9 @@ class JudgedFlow(Flow):
         then shard by shard (SHARD_ITEMS) each shard is answered (its followups and judges, or every round
         where nothing streamed), combined, recorded and reduced to its part of the metrics
         (jobs.flow.cell_metrics) before the next is read, so the driver holds one shard's items, requests,
-        answers and rows at a time."""
+        answers and rows at a time. Where nothing is left to ask after the stream, the shards are walked in a
+        Ray task (jobs.flow.shard_tasks) and the driver holds none of them; it walks only the shards that task
+        hands back."""
         spec, bench, model = self.spec, job.bench, job.model
         options = typed_options(spec.Options, bench.options)
         kind = protocol_kind(model)
@@ -122,11 +148,28 @@ class JudgedFlow(Flow):
         encoder = encoder_settings(spec, options, bench.name)
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text.
         verdict = (model.verdict if engine_of(model).prefills else "text") if KINDS[kind].generates else None
-        cell_metrics = CellMetrics(spec, remote=job.answerer.streams() is not None)
-        errors, stored = RequestErrors(), Counter(predictions=0, errors=0)
-        n_bad = 0
+        walk = _Walk(CellMetrics(spec, remote=job.answerer.streams() is not None))
         job.recorder.clear_rows()
+        here: set[int] | None = None  # the shards the driver walks: all (None), or those the task handed back
+        if walks_away(spec, options, streamed, encoder is not None, job.recorder.root.fence_travels):
+            here = self._walk_away(job, walk, ShardWalk(spec, tuple(bench.data), bench.limit, kind, options, verdict,
+                                                        SHARD_ITEMS, job.recorder.elsewhere(), model,
+                                                        job.retry_errors, _store_identities(job)))
+        if here is None or here:
+            self._walk_here(job, options, kind, verdict, encoder, streamed, walk, here)
+        metrics = walk.metrics.summarize(bench.bootstrap_resamples)
+        metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=walk.n_bad, config=bench.name,
+                       request_errors=walk.errors.counts())
+        return metrics, dict(walk.stored)
+
+    def _walk_here(self, job: CellJob, options: Any, kind: str, verdict: str | None,
+                   encoder: EncoderSettings | None, streamed: bool, walk: _Walk, only: set[int] | None) -> None:
+        """The shards walked in the driver (`only` these, where not None): answered, combined, recorded and
+        reduced one at a time."""
+        spec, bench = self.spec, job.bench
         for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
+            if only is not None and shard not in only:
+                continue
             good = [item for item in items if not item.get("error")]
             first = shard == 0 and not streamed  # the stream told progress of the cell's start
             progress = job.progress if first or job.progress is None else _LaterShard(job.progress)
@@ -139,18 +182,36 @@ class JudgedFlow(Flow):
             rows = item_rows(spec, good, answered, kind, options, verdict)
             if encoder is not None:
                 rows = with_text_pair_scores(spec, good, rows, options, encoder, job.log)
-            bad = self._bad_rows(job, items, rows)
+            bad = bad_rows(bench.name, job.model.name, items, rows)
             job.recorder.record_rows(shard, rows, bad)
-            cell_metrics.add(rows)
-            stored.update(predictions=len(rows), errors=len(bad))
-            errors.add(answered)
-            n_bad += len(items) - len(good)
+            walk.metrics.add(shard, rows)
+            walk.stored.update(predictions=len(rows), errors=len(bad))
+            walk.errors.add(answered)
+            walk.n_bad += len(items) - len(good)
             del items, good, answered, rows, bad  # the shard's, freed before its pages are given back
             give_back_freed()
-        metrics = cell_metrics.summarize(bench.bootstrap_resamples)
-        metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=n_bad, config=bench.name,
-                       request_errors=errors.counts())
-        return metrics, dict(stored)
+
+    @staticmethod
+    def _walk_away(job: CellJob, walk: _Walk, task: ShardWalk) -> set[int]:
+        """The shards walked in a Ray task (on the driver's node where the run root is a local folder), their
+        states' references and tallies kept; returns the shards it handed back, which the driver walks."""
+        import ray
+
+        node = ray.get_runtime_context().get_node_id() if job.recorder.root.on_this_machine else None
+        handed_back = set()
+        for tally, state_ref in walked_shards(task, node):
+            if not tally.walked:
+                handed_back.add(tally.shard)
+                continue
+            walk.metrics.add_reduced(tally.shard, state_ref)
+            walk.stored.update(predictions=tally.predictions, errors=tally.errors)
+            walk.errors.merge(tally.request_errors)
+            walk.n_bad += tally.n_bad
+            job.answerer.cached_in(tally.shard, tally.cached)
+        if handed_back:
+            job.say(f"{len(handed_back)} shard{'s' * (len(handed_back) > 1)} with requests left to ask, or a "
+                    "stored part that does not read: walked in the driver")
+        return handed_back
 
     def _first_round(self, job: CellJob, options: Any, kind: str) -> bool:
         """Every item checked, and the first round asked as one stream where the answerer takes one; whether it
@@ -166,18 +227,6 @@ class JudgedFlow(Flow):
             stream_first_round(spec, bench.data, bench.limit, kind, options, plan, job.answerer,
                                job.progress or NoProgress(), job.say)
         return streamed
-
-    @staticmethod
-    def _bad_rows(job: CellJob, items: list[Item], rows: list[Row]) -> list[ArrowRow]:
-        """A shard's error rows: its items that could not be read, and its rows that failed (their error
-        classed retryable or not); the rows get the model's name on the way."""
-        for row in rows:
-            row["model"] = job.model.name
-        bad = [{**item, "model": job.model.name, "correct": None, "retryable": False}
-               for item in items if item.get("error")]
-        return bad + [{"item_id": r["item_id"], "benchmark": job.bench.name, "model": job.model.name,
-                       "subset": r["subset"], "error": r["error"], "retryable": retryable(r["error"])}
-                      for r in rows if r.get("error")]
 
     def routes(self, options: Any) -> list[str]:
         return self.spec.routes(options)

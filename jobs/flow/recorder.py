@@ -13,10 +13,12 @@ hold for all of them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.row_types import Answer, Row
 from jobs.store import Manifest, RunRoot
+from jobs.store.parquet_rows import joined_rows
 from jobs.store.run_root import QuarantinedPart
 
 
@@ -56,8 +58,12 @@ class CellRecorder:
 
     def record_rows(self, shard: int, rows: list[Row], bad: list[ArrowRow]) -> None:
         """A shard's item rows and bad rows (none written for none)."""
-        for table, these in (("predictions", rows), ("errors", bad)):
-            self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")
+        self.elsewhere().record_rows(shard, rows, bad)
+
+    def elsewhere(self) -> RowRecorder:
+        """What a Ray task that walks the cell's shards records through (jobs.flow.shard_tasks): its rows, on
+        the run root (whose pickle carries the fence that works there), and no manifest."""
+        return RowRecorder(self.root, self.benchmark, self.model)
 
     def quarantined(self, unreadable: list[QuarantinedPart]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
@@ -66,6 +72,34 @@ class CellRecorder:
                      f"({part['reason']}); moved to {self.root.uri(part['moved_to'])}, its requests are asked again")
         if unreadable:
             self.manifest.add_quarantined(self.key, unreadable)
+
+
+def in_shard(part: str, index: int) -> bool:
+    """Whether an answer part's name is shard `index`'s (a name from before shards, `<attempt>-<rows>`, is
+    shard 0's)."""
+    return part.startswith(f"s{index:05d}-") or index == 0 and part[:1].isdigit()
+
+
+@dataclass(frozen=True)
+class RowRecorder:
+    """A cell's rows, recorded where its shards are walked (the driver, or a Ray task: jobs.flow.shard_tasks)."""
+
+    root: RunRoot
+    benchmark: str
+    model: str
+
+    def record_rows(self, shard: int, rows: list[Row], bad: list[ArrowRow]) -> None:
+        """A shard's item rows and bad rows (none written for none)."""
+        for table, these in (("predictions", rows), ("errors", bad)):
+            self.root.write_rows(table, self.benchmark, self.model, these, part=f"{shard:06d}")
+
+    def whole_answers(self, shard: int) -> list[Answer] | None:
+        """The shard's stored answers in the order they were stored, or None where a part does not read: then
+        nothing is moved, and the driver's walk (ShardAnswers) quarantines it, records that in manifest.json
+        and asks its requests again."""
+        parts, unreadable = self.root.readable_parts("requests", self.benchmark, self.model,
+                                                     lambda name: in_shard(name, shard), quarantine=False)
+        return None if unreadable else joined_rows(parts)
 
 
 class ShardAnswers:
@@ -77,7 +111,7 @@ class ShardAnswers:
         self.next_part = 0  # the shard's rows stored so far, quarantined ones included: the next part's name
 
     def _mine(self, name: str) -> bool:
-        return name.startswith(self.prefix) or self.index == 0 and name[:1].isdigit()
+        return in_shard(name, self.index)
 
     def _read(self) -> tuple[list[Answer], bool]:
         """The shard's answers in its readable parts, and whether every part read (the others quarantined)."""

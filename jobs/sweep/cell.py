@@ -215,6 +215,10 @@ class CellAnswerer:
     def shard(self, index: int) -> ShardAnswerer:
         return ShardAnswerer(self, index)
 
+    def cached_in(self, shard: int, answers: int) -> None:
+        self.cached[shard] = answers
+        self.cell.cached_answers = sum(self.cached.values())
+
 
 class ShardAnswerer:
     """The sweep's answerer (jobs.flow.rounds.Answerer) of one shard: a route's requests go to its model's
@@ -253,8 +257,7 @@ class ShardAnswerer:
         self._batch(route).clear()  # the route's answers are all stored: a batch engine's batch is done with
 
     def all_answered(self, answered: list[Answer]) -> None:
-        self.cell_answerer.cached[self.index] = sum(bool(row.get("cached")) for row in answered)
-        self.cell.cached_answers = sum(self.cell_answerer.cached.values())
+        self.cell_answerer.cached_in(self.index, sum(bool(row.get("cached")) for row in answered))
         keep_answers(self.cell.answer_store, self.cell.root.run, answered, self.keys)
 
 

@@ -1,7 +1,8 @@
 """A cell's metrics from its shards' reducer states (jobs.flow.cell_metrics): with the driver connected to Ray
 each state is in the object store (the driver holds references only) and one task summarizes them, to the same
 metrics as in the driver's own memory; shards merge in order, so an item seen again in a later shard counts once,
-with its later value."""
+with its later value, whatever order the shards' states came in (a shard the driver walks after a Ray task
+walked the others: jobs.flow.shard_tasks)."""
 import pytest
 
 from benchmarks.protocol import benchmark
@@ -26,10 +27,11 @@ def test_shard_states_live_in_the_object_store_and_a_task_summarizes_them_as_the
     ray = ray_session
     spec = benchmark("rag_rewardbench")
     cell = CellMetrics(spec, remote=True)
-    for shard in SHARDS:
-        cell.add(_rows(shard))
+    for index in (0, 2):
+        cell.add(index, _rows(SHARDS[index]))
+    cell.add_reduced(1, ray.put(reducer_of(spec).reduced(_rows(SHARDS[1]))))  # shard 1 last, reduced elsewhere
     assert cell.remote and len(cell.states) == 3
-    assert all(isinstance(state, ray.ObjectRef) for state in cell.states)  # not the rows' keys and values
+    assert all(isinstance(state, ray.ObjectRef) for state in cell.states.values())  # not the rows' keys and values
 
     metrics = cell.summarize(resamples=50)
     reducer = reducer_of(spec)

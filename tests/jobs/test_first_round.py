@@ -249,3 +249,63 @@ def test_the_shards_parts_of_the_plan_join_sorted_with_each_answered_request_onc
     assert found == []  # emptied as it was read
     _, _, none = first_round._joined([(np.array([1], np.uint64), np.array([0], np.uint32), np.empty(0, np.uint64))])
     assert none.tolist() == []
+
+
+def test_after_the_stream_a_ray_task_walks_the_shards_and_the_driver_only_one_with_a_damaged_part(
+        tmp_path, bench, monkeypatch, ray_session):
+    """Once the stream has answered everything, the shards are combined, recorded and reduced in a Ray task
+    (jobs.flow.shard_tasks), not in the driver; a shard whose stored part no longer reads is handed back, and
+    the driver walks that one alone: it quarantines the part and asks its requests again."""
+    from jobs.flow import shard_tasks
+    from jobs.store import RunRoot
+
+    whole, whole_rows = _whole(tmp_path, bench, monkeypatch)
+    calls = streaming(monkeypatch)
+    walked_here: list[int] = []  # the shards whose rounds the driver walked
+    driver_rounds = flows.answer_rounds
+
+    def rounds(spec, options, kind, items, answerer, recorder, **kwargs):
+        walked_here.append(recorder.index)
+        return driver_rounds(spec, options, kind, items, answerer, recorder, **kwargs)
+
+    monkeypatch.setattr(flows, "answer_rounds", rounds)
+    walked_elsewhere: list[tuple[int, bool]] = []
+    task_shards = shard_tasks.walked_shards
+
+    def shards(walk, node):
+        for tally, state in task_shards(walk, node):
+            walked_elsewhere.append((tally.shard, tally.walked))
+            assert (state is None) == (not tally.walked) and (state is None or isinstance(state, ray_session.ObjectRef))
+            yield tally, state
+
+    monkeypatch.setattr(flows, "walked_shards", shards)
+    root, streamed = run(tmp_path / "walked", bench)
+    assert streamed.status == "done" and streamed.metrics == whole.metrics
+    assert walked_here == [] and walked_elsewhere == [(k, True) for k in range(5)]
+    assert sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"]) == whole_rows
+    # bad input rows, each an error row: the unreadable line, and the 6 pairs with an empty response
+    assert streamed.metrics["n_bad_rows"] == 7 == len(root.read_rows("errors", bench.name, "judge"))
+
+    # Again, with a part of shard 2 garbled between the stream and the walk.
+    damaged: list[str] = []
+    stream = flows.stream_first_round
+
+    def stream_then_damage(*args):
+        stream(*args)
+        observer = RunRoot(str(tmp_path / "damaged"), "run")
+        part = next(p for p in observer.list_parts("requests", bench.name, "judge") if p.startswith("s00002-"))
+        damaged.append(f"{observer.partition('requests', bench.name, 'judge')}/part-{part}.parquet")
+        with observer.filesystem.open_output_stream(observer.path(damaged[0])) as out:
+            out.write(b"garbage, not a parquet file")
+
+    monkeypatch.setattr(flows, "stream_first_round", stream_then_damage)
+    walked_elsewhere.clear()
+    calls.clear()
+    root, again = run(tmp_path / "damaged", bench)
+    assert again.status == "done" and again.metrics == whole.metrics
+    assert walked_elsewhere == [(0, True), (1, True), (2, False), (3, True), (4, True)]
+    assert walked_here == [2]
+    assert len(calls) == 2 and len(calls[1]) == 2  # the stream, then the damaged part's 2 answers (parts of 2)
+    [moved] = root.read_json("manifest.json")["quarantined"]
+    assert moved["path"] == damaged[0]
+    assert sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"]) == whole_rows

@@ -1,0 +1,134 @@
+"""A streamed cell's shard walk in a Ray task, so that the driver holds none of its items, answers or rows.
+
+Once a cell's first round has been asked as one stream (jobs.flow.first_round) and its benchmark asks nothing
+more (no followup rounds, no judges, no encoder stage), what is left of each shard is reading: its items, its
+stored answers, its rows combined, recorded and reduced. Walked in the driver, that left the driver's memory
+rising with the cell (at a million requests its peak was 1.15x its peak at 10k: docs/scale.md, "What the walk's
+peak is made of"). Here one Ray task reads the items in file order, as the driver's walk does, and yields each
+shard's `ShardTally` and reducer state; a generator's returns are its caller's, so the states stay in the object
+store, owned by the driver, which keeps their references and adds up the tallies. A shard with anything left to
+ask (an answer missing, a retryable error under --retry-errors) or a stored part that does not read is handed
+back untouched: the driver walks it as before, where the answerer, the progress and manifest.json are.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchmarks.boundary_types import ArrowRow
+from benchmarks.protocol import Benchmark
+from benchmarks.row_types import Item, Row
+from jobs.config import ModelConfig
+from jobs.engines.errors import retryable
+from jobs.engines.rows import LIGHT
+from jobs.flow.answer_cache import answer_keys, keep_answers
+from jobs.flow.error_budget import RequestErrors
+from jobs.flow.recorder import RowRecorder
+from jobs.flow.reducers import reducer_of
+from jobs.flow.rounds import asked_again
+from jobs.flow.walk import first_requests, in_shards, item_rows, newest_answers, read_items
+from jobs.store.answers import AnswerStore
+
+
+@dataclass
+class ShardTally:
+    """What a shard's walk counted: whether it was walked (else the driver walks it), its rows recorded, its
+    bad input rows, its request errors and the answers it took from the answer store."""
+
+    shard: int
+    walked: bool = False
+    predictions: int = 0
+    errors: int = 0  # error rows recorded: bad input rows and rows that failed
+    n_bad: int = 0  # input rows that could not be read
+    request_errors: RequestErrors = field(default_factory=RequestErrors)
+    cached: int = 0
+
+
+@dataclass(frozen=True)
+class ShardWalk:
+    """Everything a shard's walk needs, sent to the task once."""
+
+    spec: Benchmark
+    data: tuple[str, ...]
+    limit: int | None
+    kind: str
+    options: Any
+    verdict: str | None
+    shard_items: int
+    recorder: RowRecorder
+    model: ModelConfig
+    retry_errors: bool
+    store_identities: dict[str, str] | None  # the answer store's identities (None: the cell keeps no answers)
+
+
+def walks_away(spec: Benchmark, options: Any, streamed: bool, has_encoder: bool, fence_travels: bool) -> bool:
+    """Whether a cell's shards can be walked in a Ray task: its first round was streamed and nothing is asked
+    after it, nor scored by an encoder stage (an actor the driver holds), and the run's write fence works in
+    another process (the lease's does: jobs.store.lease `TokenFence`)."""
+    return (streamed and type(spec).followup is Benchmark.followup and not spec.routes(options)
+            and not has_encoder and fence_travels)
+
+
+def walked_shards(walk: ShardWalk, here: str | None) -> Iterator[tuple[ShardTally, Any]]:
+    """Each shard's tally and, where it was walked, its state's object ref (None where it was not), in shard
+    order. `here`: the node the task must run on (the driver's, where the run root is a local folder)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    where = {"scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False)} if here else {}
+    task = ray.remote(_walk_task).options(num_returns="streaming", **LIGHT, **where)
+    refs = task.remote(walk)
+    for tally_ref in refs:
+        tally: ShardTally = ray.get(tally_ref)
+        yield tally, next(refs) if tally.walked else None
+
+
+def _walk_task(walk: ShardWalk) -> Iterator[Any]:
+    """The task: per shard its tally, then its state where it was walked."""
+    store = None
+    if walk.store_identities is not None:
+        store = AnswerStore(walk.recorder.root, print)
+        store.identities.update(walk.store_identities)
+    for shard, items in enumerate(in_shards(read_items(walk.spec, walk.data, walk.limit), walk.shard_items)):
+        tally, rows = _walk_shard(walk, store, shard, items)
+        yield tally
+        if tally.walked:
+            yield reducer_of(walk.spec).reduced(rows)
+        del items, rows
+
+
+def _walk_shard(walk: ShardWalk, store: AnswerStore | None, shard: int, items: list[Item]
+                ) -> tuple[ShardTally, list[Row]]:
+    """One shard: its rows combined from its stored answers, recorded and counted; or, where it has anything
+    left to ask or a part that does not read, an unwalked tally."""
+    spec, kind, options = walk.spec, walk.kind, walk.options
+    stored = walk.recorder.whole_answers(shard)
+    if stored is None:
+        return ShardTally(shard), []
+    answered = newest_answers(stored)
+    del stored
+    done = set(answered) - asked_again(answered, walk.retry_errors)
+    good = [item for item in items if not item.get("error")]
+    requests = first_requests(spec, good, kind, options)
+    if any(request["request_id"] not in done for request in requests):
+        return ShardTally(shard), []
+    answers = list(answered.values())
+    if store is not None:  # as the driver's walk keeps them (jobs.sweep.cell ShardAnswerer.all_answered)
+        keep_answers(store, walk.recorder.root.run, answers, answer_keys(store, walk.model, requests))
+    del requests, answered
+    rows = item_rows(spec, good, answers, kind, options, walk.verdict)
+    bad = bad_rows(walk.recorder.benchmark, walk.model.name, items, rows)
+    walk.recorder.record_rows(shard, rows, bad)
+    return ShardTally(shard, True, len(rows), len(bad), len(items) - len(good), RequestErrors().add(answers),
+                      sum(bool(answer.get("cached")) for answer in answers)), rows
+
+
+def bad_rows(benchmark: str, model: str, items: Sequence[Item], rows: list[Row]) -> list[ArrowRow]:
+    """A shard's error rows: its items that could not be read, and its rows that failed (their error classed
+    retryable or not); the rows get the model's name on the way."""
+    for row in rows:
+        row["model"] = model
+    bad = [{**item, "model": model, "correct": None, "retryable": False} for item in items if item.get("error")]
+    return bad + [{"item_id": r["item_id"], "benchmark": benchmark, "model": model, "subset": r["subset"],
+                   "error": r["error"], "retryable": retryable(r["error"])} for r in rows if r.get("error")]

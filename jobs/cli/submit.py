@@ -44,6 +44,7 @@ from jobs.store import redact
 REPO = Path(__file__).resolve().parents[2]  # the project: what a Ray job ships as its working_dir
 DEPLOY = REPO / "deploy"
 TARGETS = ("ray", "slurm", "k8s")
+AGENT_WAIT_S, AGENT_RETRY_S = 120.0, 2.0  # a Ray head's job agent still starting: how long to try again, how often
 TEMPLATES = {"slurm": "slurm.sbatch", "k8s": "rayjob.yaml"}
 K8S_PROJECT = "/app"  # where the image holds the project, unless --project-dir says otherwise
 # Uploaded with the code otherwise (Ray also honours .gitignore); none of it is needed to run a sweep.
@@ -215,13 +216,28 @@ def _tool(name: str) -> str:
     return found
 
 
+def _submitted(client: Any, job: dict, log: Callable[[str], None]) -> str:
+    """The job's id once the cluster took it. A head whose dashboard agent is still starting answers "No
+    available agent to submit job, please try again later." without starting anything (Ray's job head gives up
+    waiting for the agent before it sends the job on), so that one answer is tried again, AGENT_WAIT_S at most."""
+    deadline = time.monotonic() + AGENT_WAIT_S
+    while True:
+        try:
+            return client.submit_job(**job)
+        except RuntimeError as e:
+            if "No available agent" not in str(e) or time.monotonic() > deadline:
+                raise
+            log(f"the cluster's job agent is not up yet; submitting again in {AGENT_RETRY_S:g} s")
+            time.sleep(AGENT_RETRY_S)
+
+
 def _submit_ray(sweep: SweepConfig, job: dict, options: SubmitOptions, log: Callable[[str], None]) -> int:
     from ray.job_submission import JobStatus, JobSubmissionClient
 
     # Ray itself prefers RAY_API_SERVER_ADDRESS / RAY_ADDRESS over the argument; a GCS address is mapped to
     # its dashboard.
     client = JobSubmissionClient(options.address or sweep.cluster.address)
-    job_id = client.submit_job(**job)
+    job_id = _submitted(client, job, log)
     log(f"submitted Ray job {job_id} to {client.get_address()}")
     if not options.wait:
         return 0

@@ -393,6 +393,59 @@ def ray_head():
 
 
 @pytest.mark.integration
+def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_refusal_is_not(monkeypatch):
+    """A head whose dashboard agent is still starting refuses a job with "No available agent" (its HTTP 500, Ray
+    2.60's job_head.py) and starts nothing: the submission is sent again until the head takes it. Any other
+    refusal is the caller's to see at once. The head is a loopback server speaking the job API's two calls
+    (GET /api/version, POST /api/jobs/) to Ray's own JobSubmissionClient; a real head's agent starts too fast
+    to catch reliably (the integration tests wait for it: `ray_head`)."""
+    import http.server
+    import threading
+
+    import ray
+    from ray.job_submission import JobSubmissionClient
+
+    from jobs.cli import submit as submit_module
+
+    answers: list[tuple[int, bytes]] = []
+    posted: list[dict] = []
+
+    class Head(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            self._send(200, json.dumps({"version": "4", "ray_version": ray.__version__, "ray_commit": "x"}).encode())
+
+        def do_POST(self):
+            posted.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self._send(*answers.pop(0))
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Head)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(submit_module, "AGENT_RETRY_S", 0.01)
+    try:
+        client = JobSubmissionClient(f"http://127.0.0.1:{server.server_address[1]}")
+        busy = (500, b"No available agent to submit job, please try again later.")
+        answers[:] = [busy, busy, (200, json.dumps({"job_id": None, "submission_id": "raysubmit_7"}).encode())]
+        said: list[str] = []
+        assert submit_module._submitted(client, {"entrypoint": "echo hi"}, said.append) == "raysubmit_7"
+        assert len(posted) == 3 and {p["entrypoint"] for p in posted} == {"echo hi"} and len(said) == 2
+        posted.clear()
+        answers[:] = [(400, b"Invalid entrypoint")]
+        with pytest.raises(RuntimeError, match="Invalid entrypoint"):
+            submit_module._submitted(client, {"entrypoint": "echo hi"}, said.append)
+        assert len(posted) == 1
+    finally:
+        server.shutdown()
+
+
 def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     root = tmp_path / "results"
     sweep_file = _sweep(tmp_path, SWEEP, root)

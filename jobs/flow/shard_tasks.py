@@ -21,7 +21,6 @@ from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Item, Row
 from jobs.config import ModelConfig
 from jobs.engines.errors import retryable
-from jobs.engines.rows import LIGHT
 from jobs.flow.answer_cache import answer_keys, keep_answers
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.recorder import RowRecorder
@@ -77,7 +76,9 @@ def walked_shards(walk: ShardWalk, here: str | None) -> Iterator[tuple[ShardTall
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     where = {"scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False)} if here else {}
-    task = ray.remote(_walk_task).options(num_returns="streaming", **LIGHT, **where)
+    # No CPU of the cluster's accounting: this is the driver's own work in a process beside it, and the driver's
+    # node may have none to give (a head started with 0 CPUs, as tests/multinode.py starts it).
+    task = ray.remote(_walk_task).options(num_returns="streaming", num_cpus=0, **where)
     refs = task.remote(walk)
     for tally_ref in refs:
         tally: ShardTally = ray.get(tally_ref)

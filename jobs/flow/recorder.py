@@ -3,8 +3,8 @@ shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITE
 in manifest.json.
 
 Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
-a shard reads back only its own parts, in the order they were stored, and a quarantined part's rows still
-count, so no name is used twice. Parts named before shards existed (`<attempt>-<rows>`, every cell then one
+a shard reads back only its own parts, in the order they were stored, and a new part is named past every
+part stored before it, a quarantined one's too, so no name is used twice. Parts named before shards existed (`<attempt>-<rows>`, every cell then one
 shard) are shard 0's, and sort before its new ones. A shard's item rows and bad rows are one part each,
 `<shard>` (zero-padded: they read back in shard order). A part that does not read is moved to quarantine/, said
 and listed in manifest.json. Every write goes through the `RunRoot`, so the run's fence, retries and redaction
@@ -108,7 +108,7 @@ class ShardAnswers:
     def __init__(self, cell: CellRecorder, index: int):
         self.cell, self.index = cell, index
         self.prefix = f"s{index:05d}-"
-        self.next_part = 0  # the shard's rows stored so far, quarantined ones included: the next part's name
+        self.next_part = 0  # the next part's name: past the shard's rows read and every stored part's name
 
     def _mine(self, name: str) -> bool:
         return in_shard(name, self.index)
@@ -121,8 +121,14 @@ class ShardAnswers:
         return stored, not unreadable
 
     def stored_answers(self) -> list[Answer]:
+        cell = self.cell
+        starts = [int(name.rsplit("-", 1)[1]) for name in cell.root.list_parts("requests", cell.benchmark, cell.model)
+                  if self._mine(name)]
         stored, _ = self._read()
-        self.next_part = max(len(stored), self.next_part)
+        # Past every part's name, a quarantined one's too: the rows a quarantined part held are unknown, so the
+        # rows read are not enough (a part of 8 rows quarantined, one of 4 after it: counting 4, the second new
+        # part was named as that one and replaced it; chaos seed 2).
+        self.next_part = max(len(stored), self.next_part, max(starts, default=-1) + 1)
         return stored
 
     def record_answers(self, part: list[Answer]) -> None:

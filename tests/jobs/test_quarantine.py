@@ -137,3 +137,34 @@ def test_a_part_damaged_while_its_cell_runs_is_quarantined_before_the_cell_is_do
     assert len(asked) == 14  # the damaged part's 2 requests asked again
     [moved] = root.read_json("manifest.json")["quarantined"]
     assert moved["path"] == damaged[0] and moved["moved_to"] == f"quarantine/{damaged[0]}"
+
+
+def test_after_a_quarantined_part_the_new_parts_are_named_past_every_stored_part(tmp_path):
+    """A shard's parts of 8 rows (named 0) and 4 (named 8); the first garbled. Read again, 4 rows read: the 8
+    requests asked again are stored in parts of 4, and neither may take the name of the part of 4 rows that
+    still reads (chaos seed 2: the second new part was named 8 and replaced it, its 4 answers lost)."""
+    from jobs.config import StorageConfig, SweepConfig
+    from jobs.flow.recorder import CellRecorder
+    from jobs.store import Manifest
+
+    settings = StorageConfig(run="run", root=str(tmp_path))
+    root = RunRoot.of(settings)
+    manifest = Manifest(root, SweepConfig(name="test", storage=settings))
+    cell = CellRecorder(root, manifest, "rag_rewardbench", "judge", say=lambda line: None)
+    answers = [{"request_id": f"r{i:02d}", "item_id": f"i{i // 2}", "text": "1", "error": None} for i in range(12)]
+    first = cell.shard(0)
+    first.record_answers(answers[:8])
+    first.record_answers(answers[8:])
+    [garbled, _] = root.list_parts("requests", "rag_rewardbench", "judge")
+    with root.filesystem.open_output_stream(root.path(
+            f"{root.partition('requests', 'rag_rewardbench', 'judge')}/part-{garbled}.parquet")) as out:
+        out.write(b"garbage, not a parquet file")
+
+    again = cell.shard(0)
+    assert [a["request_id"] for a in again.stored_answers()] == [a["request_id"] for a in answers[8:]]
+    again.record_answers(answers[:4])
+    again.record_answers(answers[4:8])
+    rows, unreadable = root.read_whole_rows("requests", "rag_rewardbench", "judge")
+    assert unreadable == []
+    assert sorted(r["request_id"] for r in rows) == [a["request_id"] for a in answers]  # each once, none lost
+    assert [r["request_id"] for r in rows][-8:] == [a["request_id"] for a in answers[:8]]  # stored last, read last

@@ -4,11 +4,11 @@ in manifest.json.
 
 Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
 a shard reads back only its own parts, in the order they were stored, and a new part is named past every
-part stored before it, a quarantined one's too, so no name is used twice. Parts named before shards existed (`<attempt>-<rows>`, every cell then one
-shard) are shard 0's, and sort before its new ones. A shard's item rows and bad rows are one part each,
-`<shard>` (zero-padded: they read back in shard order). A part that does not read is moved to quarantine/, said
-and listed in manifest.json. Every write goes through the `RunRoot`, so the run's fence, retries and redaction
-hold for all of them.
+part stored before it, a quarantined one's too, so no name is used twice. Parts named before shards existed
+(`<attempt>-<rows>`, every cell then one shard) are shard 0's, and sort before its new ones. A shard's item
+rows and bad rows are one part each, `<shard>` (zero-padded: they read back in shard order). A part that does
+not read is moved to quarantine/, said and listed in manifest.json. Every write goes through the `RunRoot`, so
+the run's fence, retries and redaction hold for all of them.
 """
 from __future__ import annotations
 
@@ -113,21 +113,22 @@ class ShardAnswers:
     def _mine(self, name: str) -> bool:
         return in_shard(name, self.index)
 
-    def _read(self) -> tuple[list[Answer], bool]:
-        """The shard's answers in its readable parts, and whether every part read (the others quarantined)."""
-        cell = self.cell
-        stored, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, self._mine)
-        cell.quarantined(unreadable)
-        return stored, not unreadable
-
     def stored_answers(self) -> list[Answer]:
+        """The shard's answers in its readable parts (the others quarantined); the next part is named past
+        every part's name the read listed, a quarantined one's too: the rows a quarantined part held are
+        unknown, so the rows read are not enough (a part of 8 rows quarantined, one of 4 after it: counting 4,
+        the second new part was named as that one and replaced it; chaos seed 2)."""
         cell = self.cell
-        starts = [int(name.rsplit("-", 1)[1]) for name in cell.root.list_parts("requests", cell.benchmark, cell.model)
-                  if self._mine(name)]
-        stored, _ = self._read()
-        # Past every part's name, a quarantined one's too: the rows a quarantined part held are unknown, so the
-        # rows read are not enough (a part of 8 rows quarantined, one of 4 after it: counting 4, the second new
-        # part was named as that one and replaced it; chaos seed 2).
+        starts: list[int] = []
+
+        def mine(name: str) -> bool:  # the read's own listing, so the partition is listed once
+            if self._mine(name):
+                starts.append(int(name.rsplit("-", 1)[1]))
+                return True
+            return False
+
+        stored, unreadable = cell.root.read_whole_rows("requests", cell.benchmark, cell.model, mine)
+        cell.quarantined(unreadable)
         self.next_part = max(len(stored), self.next_part, max(starts, default=-1) + 1)
         return stored
 

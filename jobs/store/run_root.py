@@ -55,8 +55,8 @@ class RunRoot:
     def __init__(self, uri: str, run: str, endpoint_url: str | None = None,
                  before_write: Callable[[], None] | None = None, retry_s: float = RETRY_S) -> None:
         """`before_write` runs before every change to the run (the driver's lease fence: jobs.store.lease); it stays
-        with this object, not its siblings, and with its pickles only as `__reduce__` says. A storage call failing transiently is tried again for
-        up to `retry_s` seconds (jobs.store.retry)."""
+        with this object, not its siblings, and with its pickles only as `__reduce__` says. A storage call
+        failing transiently is tried again for up to `retry_s` seconds (jobs.store.retry)."""
         if not run or "/" in run.strip("/") or run in (".", ".."):
             raise ValueError(f"run must be one folder name, got {run!r}")
         if retry_s < 0:

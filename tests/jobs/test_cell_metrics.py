@@ -27,7 +27,7 @@ def test_shard_states_live_in_the_object_store_and_a_task_summarizes_them_as_the
     ray = ray_session
     spec = benchmark("rag_rewardbench")
     cell = CellMetrics(spec, remote=True)
-    for index in (0, 2):
+    for index in (2, 0):  # shard 2 first: merged in the order they came, item a would keep shard 0's value
         cell.add(index, _rows(SHARDS[index]))
     cell.add_reduced(1, ray.put(reducer_of(spec).reduced(_rows(SHARDS[1]))))  # shard 1 last, reduced elsewhere
     assert cell.remote and len(cell.states) == 3

@@ -176,12 +176,17 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
                        plan: CellSurvey, answerer: StreamingAnswerer, progress: RoundsProgress,
                        say: Callable[[str], None]) -> None:
     """The first round's unanswered requests to the cell's own model, as one dataset read on the cluster, each
-    answer recorded in its item's shard as it arrives."""
+    answer recorded in its item's shard as it arrives; none where every one was answered before (a resumed
+    cell, or one the answer store answers), though the cell's start is told as for a stream."""
     import ray
 
-    say(f"{plan.items} items, {plan.answered} requests already answered, {plan.first - plan.answered} to go "
-        f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})")
+    to_go = plan.first - plan.answered
+    say(f"{plan.items} items, {plan.answered} requests already answered, {to_go} to go " +
+        (f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})" if to_go else
+         "(the first round answered before)"))
     progress.cell_started(plan.first, plan.answered)
+    if not to_go:
+        return
     read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
     # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
     # can run one task at a time; the repartition behind the read makes its blocks (`block_rows`) many.

@@ -215,14 +215,16 @@ class JudgedFlow(Flow):
 
     def _first_round(self, job: CellJob, options: Any, kind: str) -> bool:
         """Every item checked, and the first round asked as one stream where the answerer takes one; whether it
-        did. The plan lives only here, so the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a
+        did (one whose every request was answered before counts: it asked nothing). The plan lives only here, so the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a
         million items) and 8 a request answered before."""
         spec, bench = self.spec, job.bench
         plan, problems = survey(spec, bench.data, bench.limit, kind, options, SHARD_ITEMS, job.recorder, job.answerer,
                                 job.retry_errors)
         if problems:
             raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(problems))
-        streamed = plan.answered < plan.first  # none planned: every request to go is asked shard by shard
+        # None planned (an answerer that does not stream): every request is asked shard by shard. Planned but
+        # all answered before: as a stream that asked nothing, so the shards may still be walked in a task.
+        streamed = plan.first > 0
         if streamed:
             stream_first_round(spec, bench.data, bench.limit, kind, options, plan, job.answerer,
                                job.progress or NoProgress(), job.say)

@@ -62,9 +62,9 @@ class ShardWalk:
 
 
 def walks_away(spec: Benchmark, options: Any, streamed: bool, has_encoder: bool, fence_travels: bool) -> bool:
-    """Whether a cell's shards can be walked in a Ray task: its first round was streamed and nothing is asked
-    after it, nor scored by an encoder stage (an actor the driver holds), and the run's write fence works in
-    another process (the lease's does: jobs.store.lease `TokenFence`)."""
+    """Whether a cell's shards can be walked in a Ray task: its first round was streamed (or found answered
+    before) and nothing is asked after it, nor scored by an encoder stage (an actor the driver holds), and the
+    run's write fence works in another process (the lease's does: jobs.store.lease `TokenFence`)."""
     return (streamed and type(spec).followup is Benchmark.followup and not spec.routes(options)
             and not has_encoder and fence_travels)
 

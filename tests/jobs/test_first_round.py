@@ -79,6 +79,31 @@ def _whole(tmp_path, bench, monkeypatch):
     return outcome, sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
 
 
+def _watch_walks(monkeypatch, ray_session) -> tuple[list[int], list[tuple[int, bool]]]:
+    """The shards whose rounds the driver walks, and each shard the Ray task reports (walked, or handed back)."""
+    from jobs.flow import shard_tasks
+
+    walked_here: list[int] = []
+    driver_rounds = flows.answer_rounds
+
+    def rounds(spec, options, kind, items, answerer, recorder, **kwargs):
+        walked_here.append(recorder.index)
+        return driver_rounds(spec, options, kind, items, answerer, recorder, **kwargs)
+
+    monkeypatch.setattr(flows, "answer_rounds", rounds)
+    walked_elsewhere: list[tuple[int, bool]] = []
+    task_shards = shard_tasks.walked_shards
+
+    def shards(walk, node):
+        for tally, state in task_shards(walk, node):
+            walked_elsewhere.append((tally.shard, tally.walked))
+            assert (state is None) == (not tally.walked) and (state is None or isinstance(state, ray_session.ObjectRef))
+            yield tally, state
+
+    monkeypatch.setattr(flows, "walked_shards", shards)
+    return walked_here, walked_elsewhere
+
+
 def test_the_first_round_is_one_stream_stored_by_shard_and_scores_as_shard_by_shard(
         tmp_path, bench, monkeypatch, ray_session):
     whole, whole_rows = _whole(tmp_path, bench, monkeypatch)
@@ -203,9 +228,12 @@ def test_answers_the_answer_store_keeps_are_stored_before_the_stream_and_not_ask
     _, first = run(tmp_path / "store", bench, run_name="first", cache=True)
     assert first.status == "done" and len(calls) == 1 and len(calls[0]) == REQUESTS
     calls.clear()
+    walked_here, walked_elsewhere = _watch_walks(monkeypatch, ray_session)
     root, second = run(tmp_path / "store", bench, run_name="second", cache=True)  # a new run, the same store
     assert second.status == "done" and calls == []  # every answer from the store: no stream at all
     assert second.metrics == first.metrics
+    # nothing streamed, but the first round is answered: the shards are walked in the task all the same
+    assert walked_here == [] and walked_elsewhere == [(k, True) for k in range(5)]
     entry = root.read_json("manifest.json")["cells"]["rag_rewardbench/judge"]
     assert entry["cached_answers"] == REQUESTS
 
@@ -256,29 +284,11 @@ def test_after_the_stream_a_ray_task_walks_the_shards_and_the_driver_only_one_wi
     """Once the stream has answered everything, the shards are combined, recorded and reduced in a Ray task
     (jobs.flow.shard_tasks), not in the driver; a shard whose stored part no longer reads is handed back, and
     the driver walks that one alone: it quarantines the part and asks its requests again."""
-    from jobs.flow import shard_tasks
     from jobs.store import RunRoot
 
     whole, whole_rows = _whole(tmp_path, bench, monkeypatch)
     calls = streaming(monkeypatch)
-    walked_here: list[int] = []  # the shards whose rounds the driver walked
-    driver_rounds = flows.answer_rounds
-
-    def rounds(spec, options, kind, items, answerer, recorder, **kwargs):
-        walked_here.append(recorder.index)
-        return driver_rounds(spec, options, kind, items, answerer, recorder, **kwargs)
-
-    monkeypatch.setattr(flows, "answer_rounds", rounds)
-    walked_elsewhere: list[tuple[int, bool]] = []
-    task_shards = shard_tasks.walked_shards
-
-    def shards(walk, node):
-        for tally, state in task_shards(walk, node):
-            walked_elsewhere.append((tally.shard, tally.walked))
-            assert (state is None) == (not tally.walked) and (state is None or isinstance(state, ray_session.ObjectRef))
-            yield tally, state
-
-    monkeypatch.setattr(flows, "walked_shards", shards)
+    walked_here, walked_elsewhere = _watch_walks(monkeypatch, ray_session)
     root, streamed = run(tmp_path / "walked", bench)
     assert streamed.status == "done" and streamed.metrics == whole.metrics
     assert walked_here == [] and walked_elsewhere == [(k, True) for k in range(5)]

@@ -24,7 +24,7 @@ import numpy as np
 from benchmarks.protocol import Benchmark
 from benchmarks.records import id_digests
 from benchmarks.row_types import Answer, Item, Request, check_keys
-from jobs.engines.rows import in_blocks_of
+from jobs.engines.rows import LIGHT, in_blocks_of
 from jobs.flow.freed_memory import give_back_freed
 from jobs.flow.recorder import CellRecorder, ShardAnswers
 from jobs.flow.rounds import RoundsProgress, asked_again
@@ -189,7 +189,7 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
         return
     read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
     # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
-    # can run one task at a time; the repartition behind the read makes its blocks (`block_rows`) many.
+    # can run one task at a time; the read task cuts its output into many blocks (`block_rows`).
     warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
     since_freed = 0
     for part in answerer.ask_stream(_dataset(read, block_rows(plan.first - plan.answered, plan.batch))):
@@ -255,21 +255,20 @@ def _dataset(read: Callable[[], Iterator[Any]], rows: int) -> Dataset:
     """What one read task yields, in blocks of `rows` (`block_rows`).
 
     One read task: the items are read in file order, as the shard walk reads them (jobs.flow.walk), so no two
-    tasks need to know where the other's items begin."""
+    tasks need to know where the other's items begin. The read is a `map_batches` stage over one seed row, not a
+    datasource: Ray Data fuses a `map_batches` with the strict repartition behind it (`in_blocks_of`), so the
+    read task cuts its own blocks, where a datasource's read cannot fuse and the repartition ran as tasks of
+    its own (a fifth of both cores at a million requests, docs/scale.md)."""
     import ray
-    from ray.data import Datasource, ReadTask
-    from ray.data.block import BlockMetadata
 
-    class OneReadTask(Datasource):
-        def estimate_inmemory_data_size(self) -> None:
-            return None
-
-        def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
-                           data_context: Any = None) -> list[ReadTask]:
-            return [ReadTask(read, BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None))]
-
-    ds = ray.data.read_datasource(OneReadTask(), override_num_blocks=1, num_cpus=0.25)
-    # A read task's blocks go on once they reach this size (Ray's default, 128 MiB, would hold the first
-    # request back until that much is read); this dataset's setting only, not the session's.
+    seed = ray.data.from_items([{"read": 0}])
+    ds = seed.map_batches(partial(_read_blocks, read), batch_size=rows, batch_format="pyarrow", **LIGHT)
+    # The read's blocks go on to the repartition once they reach this size (Ray's default, 128 MiB, would hold
+    # the first request back until that much is read); this dataset's setting only, not the session's.
     ds.context.target_max_block_size = STREAM_READ_BYTES
     return in_blocks_of(ds, rows)
+
+
+def _read_blocks(read: Callable[[], Iterator[Any]], seed: Any) -> Iterator[Any]:
+    """The read task: `read`'s blocks, whatever the seed row holds."""
+    yield from read()

@@ -266,6 +266,24 @@ def test_in_blocks_of_cuts_blocks_into_blocks_of_a_batch_in_light_tasks(ray_sess
     assert sorted(r["request_id"] for r in cut.take_all()) == sorted(f"r{i}" for i in range(44))  # each once
 
 
+def test_the_streams_read_task_cuts_its_own_blocks_of_whole_batches(ray_session):
+    """The read and the repartition behind it are one task (Ray Data fuses them): the read's pieces of 40
+    requests leave it in blocks of 64, none through a repartition task of its own."""
+    import pyarrow as pa
+
+    from jobs.engines.rows import LIGHT
+
+    def read():
+        for piece in range(30):  # 1,200 requests, no piece a whole block
+            yield pa.table({"request_id": [f"r{piece}-{i}" for i in range(40)]})
+
+    ds = first_round._dataset(read, 64)
+    blocks = [b.num_rows for b in ds.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)]
+    assert blocks == [64] * 18 + [48]  # in the read's order: one task
+    assert "MapBatches(_read_blocks)->StreamingRepartition[num_rows_per_block=64,strict=True]: 1 tasks" in ds.stats()
+    assert ds._logical_plan.dag.input_dependencies[0].ray_remote_args == LIGHT
+
+
 def test_the_shards_parts_of_the_plan_join_sorted_with_each_answered_request_once():
     """Item digests sorted with their shards moved along; answered digests sorted and unique (a request can be
     answered in two shards' parts only by a bug, but a retried one is found twice in its shard's)."""

@@ -107,18 +107,20 @@ class _Scripted(JsonHandler):
             state["in_flight"] += 1
             state["peak"] = max(state["peak"], state["in_flight"])
             throttled = state["seen"] <= state["fail_first"]
-        try:
-            time.sleep(state["delay"])
-            if throttled:
-                return self._reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
-            if "BAD" in body["messages"][-1]["content"]:
-                return self._reply(500, {"error": {"message": "boom"}})
-            if body["messages"][-1]["content"] in GARBAGE_REPLIES:
-                return self._reply(200, GARBAGE_REPLIES[body["messages"][-1]["content"]])
+        time.sleep(state["delay"])
+        # Out of flight before the reply is written: once the client has read it, it may send its next request
+        # before this thread would get back to the lock (a peak of 4 at max_concurrency 3, under load).
+        with state["lock"]:
+            state["in_flight"] -= 1
+        content = body["messages"][-1]["content"]
+        if throttled:
+            self._reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
+        elif "BAD" in content:
+            self._reply(500, {"error": {"message": "boom"}})
+        elif content in GARBAGE_REPLIES:
+            self._reply(200, GARBAGE_REPLIES[content])
+        else:
             self._reply(200, chat_completion(body["model"], "Choose 2"))
-        finally:
-            with state["lock"]:
-                state["in_flight"] -= 1
 
 
 

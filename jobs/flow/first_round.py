@@ -192,7 +192,7 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
     # can run one task at a time; the read task cuts its output into many blocks (`block_rows`).
     warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
     since_freed = 0
-    for part in answerer.ask_stream(_dataset(read, block_rows(plan.first - plan.answered, plan.batch))):
+    for part in answerer.ask_stream(_dataset(read, block_rows(to_go, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
             plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])

@@ -215,8 +215,9 @@ class JudgedFlow(Flow):
 
     def _first_round(self, job: CellJob, options: Any, kind: str) -> bool:
         """Every item checked, and the first round asked as one stream where the answerer takes one; whether it
-        did (one whose every request was answered before counts: it asked nothing). The plan lives only here, so the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a
-        million items) and 8 a request answered before."""
+        did (one whose every request was answered before counts: it asked nothing). The plan lives only here, so
+        the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a million items) and 8 a request
+        answered before."""
         spec, bench = self.spec, job.bench
         plan, problems = survey(spec, bench.data, bench.limit, kind, options, SHARD_ITEMS, job.recorder, job.answerer,
                                 job.retry_errors)

@@ -24,6 +24,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+from benchmarks.columns import Field
+from benchmarks.records import Columns
+
 # The rows crossing the layers, declared in benchmarks.row_types and named here with the contract.
 from benchmarks.row_types import Answer, Item, Query, Request, Row
 
@@ -55,10 +58,13 @@ class Benchmark(_Contract):
     measures -> summarize -> table."""
 
     ensemble_rules: ClassVar[tuple[str, ...]] = ()  # the rules `ensemble` combines models' rows by (none here)
+    fields: ClassVar[tuple[Field, ...]]  # what load_items reads from a row (`ragjudge benchmarks` prints them)
+    examples: ClassVar[tuple[dict[str, Any], ...]] = ()  # rows of the benchmark's own form, for the docs
 
     @abstractmethod
-    def load_items(self, path: str) -> Iterator[Item]:
-        """Every item of a file or folder; a bad row is an item with `error` naming the file, row and field."""
+    def load_items(self, path: str, columns: Columns | None = None) -> Iterator[Item]:
+        """Every item of a file or folder, its columns renamed by `columns` (field -> the file's column); a bad
+        row is an item with `error` naming the file, row and every field at fault."""
 
     @abstractmethod
     def expand(self, item: Item, kind: str, options: Any) -> list[Request]:
@@ -276,7 +282,8 @@ def benchmark(name: str) -> Benchmark | RetrievalBenchmark:
         return _loaded[cls]
     if not inspect.isclass(cls) or not issubclass(cls, (Benchmark, RetrievalBenchmark)):
         raise UnknownBenchmark(f"benchmark module '{name}' ({cls!r}) is not a Benchmark or RetrievalBenchmark")
-    missing = sorted(cls.__abstractmethods__) + [a for a in ("name", "kinds", "Options") if not hasattr(cls, a)]
+    declared = ("name", "kinds", "Options", *(("fields",) if issubclass(cls, Benchmark) else ()))
+    missing = sorted(cls.__abstractmethods__) + [a for a in declared if not hasattr(cls, a)]
     if missing:
         raise UnknownBenchmark(f"benchmark module '{name}' ({cls.__qualname__}) does not implement the benchmark "
                                f"protocol: missing {', '.join(missing)}")

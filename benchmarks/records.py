@@ -1,26 +1,34 @@
 """Reading benchmark files row by row, keeping where each row came from.
 
-Every benchmark reads JSONL, JSON arrays, Parquet or a folder of those. Errors must name the file and the
-row, so rows are yielded with their (source, row) position instead of being read as one anonymous table.
+Every benchmark reads JSONL, JSON arrays, CSV/TSV, Parquet or a folder of those. Errors must name the file and
+the row, so rows are yielded with their (source, row) position instead of being read as one anonymous table. A
+benchmark config's `columns` (benchmark field -> the file's column) renames a row's columns before the
+benchmark reads it, and a problem with a mapped field names its column too.
 """
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
+import io
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 
-from benchmarks.decoding import as_object, file_lines, json_object, json_problem, open_data
+from benchmarks.decoding import as_object, file_lines, json_object, json_problem, open_data, unstorable_field
 from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.options import is_int
 from benchmarks.row_types import Item
 
-SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet", ".csv", ".csv.gz", ".tsv", ".tsv.gz")
+Columns = Mapping[str, str]  # benchmark field -> the data file's column that holds it
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Record:
     """One raw row, or the reason it could not be read (then `data` is None)."""
 
     source: str
-    row: int  # 1-based line number (JSONL) or row index + 1 (JSON array, Parquet)
+    row: int  # 1-based line number (JSONL) or row index + 1 (JSON array, CSV/TSV data rows, Parquet)
     data: dict[str, Any] | None
     problem: str | None = None
 
@@ -53,17 +61,19 @@ def data_files(path: str) -> list[str]:
     return [path]
 
 
-def read_records(path: str) -> Iterator[Record]:
-    """Yield every row of every data file under `path`; unreadable rows become records with a problem, and so
-    does a file with no rows at all (row 1: "no rows"), so an empty or truncated download is never silent."""
+def read_records(path: str, columns: Columns | None = None) -> Iterator[Record]:
+    """Yield every row of every data file under `path`, its columns renamed by `columns`; unreadable rows become
+    records with a problem, and so does a file with no rows at all (row 1: "no rows"), so an empty or truncated
+    download is never silent."""
     for source in data_files(path):
         read = _parquet_records if source.endswith(".parquet") else (
-            _jsonl_records if source.endswith((".jsonl", ".jsonl.gz")) else _json_records)
+            _jsonl_records if source.endswith((".jsonl", ".jsonl.gz")) else
+            _csv_records if source.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")) else _json_records)
         empty = True
         try:
             for record in read(source):
                 empty = False
-                yield record
+                yield mapped(record, columns) if columns and record.data is not None else record
         except OSError as e:  # opening failed: a broken link, no permission
             empty = False
             yield Record(source, 1, None, f"cannot be read ({e.strerror or e})")
@@ -129,16 +139,36 @@ class SeenIds:
 
 
 ROW_BITS = 40  # a place is (file number << ROW_BITS) | row
+csv.field_size_limit(sys.maxsize)  # a passage may be megabytes; the reader's default limit is 128 KiB
+
+
+def mapped(record: Record, columns: Columns) -> Record:
+    """The record with each mapped column under its field's name. A column of the field's own name that the
+    mapping replaces is no longer read (benchmarks.columns names it as unread)."""
+    data = record.data or {}
+    renamed = {key: value for key, value in data.items() if key not in columns and key not in columns.values()}
+    renamed.update({name: data[column] for name, column in columns.items() if column in data})
+    return Record(record.source, record.row, renamed, record.problem)
+
+
+def with_columns(problem: str, columns: Columns | None) -> str:
+    """A problem's fields that come from another column, named with it: "field 'reject' (column 'rejected')"."""
+    if not columns:
+        return problem
+    return re.sub(r"field '([^']+)'", lambda m: m.group(0) + (f" (column '{columns[m.group(1)]}')"
+                                                             if m.group(1) in columns else ""), problem)
 
 
 def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]], duplicate: str,
-               seen: SeenIds | None = None) -> Iterator[tuple[Record, dict[str, Any], str | None]]:
+               seen: SeenIds | None = None, columns: Columns | None = None
+               ) -> Iterator[tuple[Record, dict[str, Any], str | None]]:
     """Every row of `path` read into an item by `read_row` (item, problems), with repeated item ids caught:
     (record, item, None) for a good row, the item carrying source, row and error None; (record, what could be
-    read, problem) for a bad one, the problem naming the file and row. `duplicate` words a repeat, with {}
-    for where the id was first seen; `seen` gets the ids of the good rows."""
+    read, problem) for a bad one, the problem naming the file, row and every field that is wrong. `duplicate`
+    words a repeat, with {} for where the id was first seen; `seen` gets the ids of the good rows; `columns`
+    maps benchmark fields to the file's columns."""
     seen = SeenIds() if seen is None else seen
-    for record in read_records(path):
+    for record in read_records(path, columns):
         where = f"{record.source}: row {record.row}"
         if record.data is None:
             yield record, {}, f"{where}: {record.problem}"
@@ -147,7 +177,7 @@ def read_items(path: str, read_row: Callable[[Record], tuple[dict[str, Any], lis
         if not problems and (first := seen.where(item["item_id"])) is not None:
             problems = [duplicate.format(first)]
         if problems:
-            yield record, item, f"{where}: " + "; ".join(problems)
+            yield record, item, f"{where}: " + with_columns("; ".join(problems), columns)
             continue
         seen.add(item["item_id"], record.source, record.row)
         yield record, {**item, "source": record.source, "row": record.row, "error": None}, None
@@ -171,12 +201,12 @@ def error_item(benchmark: str, record: Record, problem: str, subset: str = "", i
 
 
 def items_or_errors(path: str, read_row: Callable[[Record], tuple[dict[str, Any], list[str]]], duplicate: str,
-                    benchmark: str, subset: str = "") -> Iterator[Item]:
+                    benchmark: str, subset: str = "", columns: Columns | None = None) -> Iterator[Item]:
     """read_items, with each bad row turned into its error item in place. An error item keeps the row's own id
     unless a good item already has it (a duplicate); then, like a row that has no id, it is named by file and
     row, so error items keep distinct ids. `subset` is theirs when the row names none."""
     good = SeenIds()
-    for record, item, problem in read_items(path, read_row, duplicate, good):
+    for record, item, problem in read_items(path, read_row, duplicate, good, columns):
         if problem is None:
             yield item
             continue
@@ -210,6 +240,52 @@ def _json_records(source: str) -> Iterator[Record]:
         return
     for number, row in enumerate(data if isinstance(data, list) else [data], 1):
         yield Record(source, number, *as_object(row))
+
+
+def _csv_records(source: str) -> Iterator[Record]:
+    """CSV or TSV (by its suffix) with a header row, every cell text and an empty cell null. The standard
+    library's reader, not pyarrow's: pyarrow numbers no line once a quoted cell may hold a newline (a passage
+    does), so a row with another number of cells than the header could not be named. A cell that is not UTF-8,
+    or a row whose cells do not match the header, fails its own row; a cell holding a JSON list or object
+    (passages written by json.dumps) stays text for the benchmark to read."""
+    with open_data(source) as raw:
+        data = gzip.GzipFile(fileobj=raw).read() if source.endswith(".gz") else raw.read()
+    # Bytes that are not UTF-8 become lone surrogates, found per cell below, so one bad cell costs its row only.
+    lines = io.StringIO(data.decode("utf-8-sig", errors="surrogateescape"), newline="")
+    reader = csv.reader(lines, delimiter="\t" if source.endswith((".tsv", ".tsv.gz")) else ",", strict=True)
+    try:
+        header = next(reader, None)
+    except csv.Error as e:
+        yield Record(source, 1, None, f"the header is not a CSV row ({e}): the whole file is unread")
+        return
+    if header is None:
+        return
+    if (name := next((name for name in header if unstorable_field({name: ""}) is not None), None)) is not None:
+        yield Record(source, 1, None, f"the header's column {name!r} is not valid UTF-8: the whole file is unread")
+        return
+    number = 0
+    while True:
+        line = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:  # a quote that never closes: nothing after it can be told apart
+            yield Record(source, number + 1, None, f"line {line} of the file is not a CSV row ({e}): "
+                                                   "the rest of the file is unread")
+            return
+        if not any(cells):
+            continue  # a blank line
+        number += 1
+        if len(cells) != len(header):
+            yield Record(source, number, None, f"{len(cells)} cells where the header has {len(header)} "
+                                               f"(line {line} of the file)")
+            continue
+        row = {name: cell if cell != "" else None for name, cell in zip(header, cells)}
+        if (field := unstorable_field(row)) is not None:
+            yield Record(source, number, None, f"field {field!r} is not valid UTF-8")
+            continue
+        yield Record(source, number, row)
 
 
 def _parquet_records(source: str) -> Iterator[Record]:

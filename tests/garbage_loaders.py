@@ -102,7 +102,8 @@ def _run_lines() -> list[bytes]:
 LOADERS = (
     Loader("rag_rewardbench", ".jsonl", lambda: _first_lines(f"{DATA}/rag_rewardbench_appendix_d.jsonl", 3),
            ("id", "prompt", "chosen", "reject", "subset"), "id", lambda i: f"garbage-{i}",
-           _items(rag_rewardbench_items), _item_where, _huge("chosen"), module="rag_rewardbench"),
+           _items(rag_rewardbench_items), _item_where, _huge("chosen"),
+           ("subset=null", "subset=empty"), module="rag_rewardbench"),  # a pair naming no subset is in 'all'
     Loader("bianbench", ".jsonl", lambda: _first_lines(str(DATA / "bianbench_table10.jsonl"), 4),
            ("id", "split", "task", "context", "answer", "label", "source_ds"), "id", lambda i: f"garbage-{i}",
            _items(bianbench_items), _item_where, _huge("context"), module="bianbench"),

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from benchmarks.bianbench.fields import BENCHMARK, KINDS
-from benchmarks.bianbench.load import load_items
+from benchmarks.bianbench.load import EXAMPLES, FIELDS, load_items
 from benchmarks.bianbench.metrics import group_key, measures, row_key, summarize
 from benchmarks.bianbench.options import Options, value_problems
 from benchmarks.bianbench.prompts import check_items, template_problems
@@ -33,6 +33,8 @@ class BianBench(Benchmark):
         """Out-of-range values, an unreadable templates file, Table 12 prompts missing, bad placeholders."""
         return value_problems(options) + template_problems(options)
 
+    fields = FIELDS
+    examples = EXAMPLES
     load_items = staticmethod(load_items)
     check_items = staticmethod(check_items)
     expand = staticmethod(expand)

@@ -8,20 +8,47 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.bianbench.fields import BENCHMARK, LANGUAGES, SPLITS, TASKS, label_of, task_name
+from benchmarks.columns import Field
 from benchmarks.decoding import quoted
-from benchmarks.records import error_item, read_items
+from benchmarks.records import Columns, error_item, read_items
 from benchmarks.row_types import Item
 
 _SPLIT_IN_NAME = re.compile(r"(?:^|[_\-. ])(en|zh|cf)$", re.IGNORECASE)
 
 
-def load_items(path: str) -> Iterator[Item]:
-    """Items from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items, in place.
+FIELDS = (
+    Field("id", "text or integer", "the example's id, unique within its split", "names the item in results"),
+    Field("task", "text", "Question Answering, Summarization, Data-to-Text or Machine Translation",
+          "picks the Table 12 prompt"),
+    Field("context", "text or list of texts", "the source the answer must be faithful to (list items joined by a "
+          "blank line)", "DOCUMENT / RAW_DATA / SOURCE_TEXT in the prompt"),
+    Field("question", "text", "the question (Question Answering only; may be empty elsewhere)",
+          "QUESTION in the QA prompt", required=False),
+    Field("answer", "text", "the output judged", "ANSWER / SUMMARY / TARGET_TEXT / TRANSLATED_TEXT in the prompt"),
+    Field("label", "PASS | FAIL | 通过 | 失败", "the gold verdict", "scored against the judge's verdict"),
+    Field("source_ds", "text", "the source dataset", "the subset rows are grouped by (Tables 2, 3)"),
+    Field("split", "en | zh | cf", "the split; default the file name's ending (_en, _zh, _cf)",
+          "picks the prompt's language", required=False),
+    Field("language", "en | zh", "the language of a counterfactual (cf) row; default from its label's spelling",
+          "picks the prompt's language", required=False),
+    Field("type", "text", "e.g. en2zh for a translation", "kept in the item's row", required=False),
+)
+EXAMPLES = (
+    {"id": 1, "task": "Question Answering", "context": "The Eiffel Tower is in Paris.", "question":
+     "Where is the Eiffel Tower?", "answer": "It is in Rome.", "label": "FAIL", "source_ds": "example", "split": "en"},
+    {"id": 2, "task": "Summarization", "context": "Rain is expected all week in Oslo.", "question": "",
+     "answer": "Oslo will be rainy this week.", "label": "PASS", "source_ds": "example", "split": "en"},
+)
+
+
+def load_items(path: str, columns: Columns | None = None) -> Iterator[Item]:
+    """Items from a JSONL/JSON/CSV/TSV/Parquet file or a folder of them, columns renamed by `columns`; bad rows
+    come out as error items, in place.
 
     A row's split is its `split` field when it has one, else its file name's ending (_en, _zh, _cf).
     """
     for record, item, problem in read_items(path, lambda r: _read_row(r.data, r.source),
-                                            "duplicate of {} (same split and id)"):
+                                            "duplicate of {} (same split and id)", columns=columns):
         if problem is None:
             yield item
         else:

@@ -26,6 +26,8 @@ class RagRewardBench(Benchmark):
     kinds = requests.KINDS
     Options = RagRewardBenchOptions
 
+    fields = load.FIELDS
+    examples = load.EXAMPLES
     load_items = staticmethod(load.load_items)
 
     def expand(self, item: Item, kind: str, options: RagRewardBenchOptions) -> list[Request]:

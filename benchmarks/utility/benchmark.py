@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from benchmarks.protocol import Answer, Benchmark, Item, Request, Row, register
 from benchmarks.utility import gtu, summary, tables
-from benchmarks.utility.load import load_items
+from benchmarks.utility.load import EXAMPLES, FIELDS, load_items
 from benchmarks.utility.options import BENCHMARK, Options, plan, problems
 from benchmarks.utility.requests import judgment_requests, request
 from benchmarks.utility.rows import judgment_rows
@@ -38,6 +38,8 @@ class UtilityJudgments(Benchmark):
     Options: ClassVar[type] = Options
 
     problems = staticmethod(problems)
+    fields = FIELDS
+    examples = EXAMPLES
     load_items = staticmethod(load_items)
 
     def expand(self, item: Item, kind: str, options: Options) -> list[Request]:

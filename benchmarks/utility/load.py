@@ -7,8 +7,9 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from benchmarks.columns import Field
 from benchmarks.options import is_int
-from benchmarks.records import Record, id_problem, items_or_errors
+from benchmarks.records import Columns, Record, id_problem, items_or_errors
 from benchmarks.row_types import Item
 from benchmarks.utility.options import BENCHMARK
 
@@ -16,11 +17,35 @@ DEFAULT_SUBSET = "GTI"  # the subset of rows without a dataset
 DUPLICATE = "duplicate of {} (same id, or same question)"
 
 
-def load_items(path: str) -> Iterator[Item]:
-    """GTI/GTU rows from a JSONL/JSON/Parquet file or a folder of them; bad rows come out as error items,
-    in place. An error item keeps the row's own id unless a good row has it (a duplicate): then, like a row
-    that cannot have an id, it is named by file and row, so error items keep distinct ids."""
-    return items_or_errors(path, read_row, DUPLICATE, BENCHMARK, DEFAULT_SUBSET)
+FIELDS = (
+    Field("question", "text", "the question the passages are judged for", "QUESTION in every judgment prompt"),
+    Field("passage", "list of texts", "the candidate passages", "numbered in the prompt, shuffled k times"),
+    Field("ground_truth_label", "list of 0 | 1", "per passage: 1 if it has utility", "scored against the judgments"),
+    Field("id", "text or integer", "the list's own id; default a hash of the question", "names the item",
+          required=False),
+    Field("passages_types", "list of text", "per passage its kind (e.g. ground truth, counterfactual)",
+          "the report's breakdown by position and type", required=False),
+    Field("answers", "text or list of texts", "gold answers (GTU rows)", "the second round's EM/F1 or ROUGE/BLEU",
+          required=False),
+    Field("dataset", "text", f"the source dataset; default '{DEFAULT_SUBSET}'", "the subset rows are grouped by",
+          required=False),
+)
+EXAMPLES = (
+    {"id": "q1", "question": "Who wrote Hamlet?", "passage": ["Hamlet is a tragedy by William Shakespeare.",
+                                                            "Paris is the capital of France."],
+     "ground_truth_label": [1, 0]},
+    {"id": "q2", "question": "What is the capital of France?", "passage": ["Lyon is in France.",
+                                                                         "Paris is the capital of France."],
+     "ground_truth_label": [0, 1], "answers": ["Paris"], "dataset": "example"},
+)
+
+
+def load_items(path: str, columns: Columns | None = None) -> Iterator[Item]:
+    """GTI/GTU rows from a JSONL/JSON/CSV/TSV/Parquet file or a folder of them, columns renamed by `columns`;
+    bad rows come out as error items, in place. An error item keeps the row's own id unless a good row has it
+    (a duplicate): then, like a row that cannot have an id, it is named by file and row, so error items keep
+    distinct ids."""
+    return items_or_errors(path, read_row, DUPLICATE, BENCHMARK, DEFAULT_SUBSET, columns)
 
 
 def read_row(record: Record) -> tuple[dict[str, Any], list[str]]:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from benchmarks.mtrag.generation.load import load_items
+from benchmarks.mtrag.generation.load import FIELDS, load_items
 from benchmarks.mtrag.generation.options import (
     BENCHMARK,
     Options,
@@ -61,6 +61,7 @@ class MtragGeneration(Benchmark):
     Options: ClassVar[type] = Options
 
     problems = staticmethod(option_problems)
+    fields = FIELDS
     load_items = staticmethod(load_items)
     check_items = staticmethod(check_items)
     routes = staticmethod(judge_routes)

@@ -9,14 +9,41 @@ from benchmarks.decoding import quoted
 from benchmarks.mtrag.common import domain, task_id
 from benchmarks.mtrag.generation.options import BENCHMARK
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
+from benchmarks.columns import Field
 from benchmarks.options import is_int
-from benchmarks.records import error_item, read_items
+from benchmarks.records import Columns, error_item, read_items
 from benchmarks.row_types import Item
 
 NA = "N/A"  # a task without a question type or multi-turn label
 
 
-def load_items(path: str) -> Iterator[Item]:
+FIELDS = (
+    Field("task_id", "text", "the task's id (task_id, or its other spelling)", "names the item"),
+    Field("Collection", "text", "the corpus (long or short name: clapnq, cloud, fiqa, govt)", "the domain breakdown"),
+    Field("collection", "text", "another spelling of `Collection`", "as `Collection`", required=False,
+          unless="Collection"),
+    Field("input", "list of {speaker, text}", "the conversation, the user's turn last",
+          "the Appendix D.2 prompt's conversation"),
+    Field("contexts", "list of {text, document_id, title}", "the reference passages", "the Reference setting's "
+          "passages and RAGAS's context"),
+    Field("targets", "list of {text}", "the reference answer first", "RougeL, Bert-Rec, Bert-KPrec, RB_llm"),
+    Field("answerability", "ANSWERABLE | UNANSWERABLE | PARTIAL | CONVERSATIONAL", "the task's answerability "
+          "(top level, else the last turn's enrichments)", "the IDK conditioning and the Appendix I breakdown"),
+    Field("Question Type", "text or list", "the question type (top level or enrichments); default N/A",
+          "the Appendix I breakdown", required=False),
+    Field("Multi-Turn", "text or list", "the multi-turn type (top level or enrichments); default N/A",
+          "the Appendix I breakdown", required=False),
+    Field("turn", "integer", "the turn number; default counted from `input`", "first vs later turns",
+          required=False),
+    Field("conversation_id", "text", "the conversation's id", "kept in the item's row", required=False),
+    Field("predictions", "list of {text}", "a response someone else generated (responses-given mode)",
+          "judged instead of the model's own answer", required=False),
+    Field("retrieved_contexts", "list of {text, document_id, title}", "retrieved passages, best first",
+          "the Reference+RAG and Full RAG settings' passages", required=False),
+)
+
+
+def load_items(path: str, columns: Columns | None = None) -> Iterator[Item]:
     """Tasks in the official generation-task format (JSONL/JSON/Parquet, or a folder of them); bad rows come
     out as error items, in place, naming file, row and field.
 
@@ -26,7 +53,8 @@ def load_items(path: str) -> Iterator[Item]:
     enrichments; a missing type reads "N/A"), turn (else counted from the input), optional predictions[0].text
     (responses-given mode) and optional retrieved_contexts (passages for the RAG settings, best first).
     """
-    for record, item, problem in read_items(path, lambda r: _read_row(r.data), "field 'task_id': duplicate of {}"):
+    for record, item, problem in read_items(path, lambda r: _read_row(r.data), "field 'task_id': duplicate of {}",
+                                            columns=columns):
         yield item if problem is None else error_item(BENCHMARK, record, problem, item.get("subset", ""))
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from benchmarks.columns import Field
 from benchmarks.decoding import quoted
 from benchmarks.mtrag.common import domain, task_id
 from benchmarks.mtrag.generation.options import BENCHMARK
 from benchmarks.mtrag.generation.scores import ANSWERABILITY
-from benchmarks.columns import Field
 from benchmarks.options import is_int
 from benchmarks.records import Columns, error_item, read_items
 from benchmarks.row_types import Item

@@ -17,7 +17,7 @@ from jobs.analysis import leaderboard_from_rows, pair_problem, token_counter
 from jobs.flow import RankedFlow, flow_of
 from jobs.flow.reducers import aggregate, row_problem
 from jobs.store import MANIFEST, SCORED, open_run, partition_value, predictions_stored
-from jobs.store.layout import partition
+from jobs.store.layout import partition_keys
 
 
 def add(commands: Any) -> None:
@@ -39,13 +39,14 @@ def run(args: argparse.Namespace) -> int:
     rows: list[ArrowRow] = []
     unread = 0
     for record in read_records(args.predictions):
-        problem = record.problem if record.data is None else (row_problem(spec, record.data)
-                                                              or pair_problem(record.data))
+        # A run's part names its cell by its folders alone (jobs.store.layout); an older part's own columns win.
+        data = None if record.data is None else {**partition_keys(record.source), **record.data}
+        problem = record.problem if data is None else row_problem(spec, data) or pair_problem(data)
         if problem:  # named and left out; the good rows are still scored
             print(f"skipped {record.source}: row {record.row}: {problem}", file=sys.stderr)
-            unread += record.data is None  # a part or line that could not be read at all: the result lacks it
+            unread += data is None  # a part or line that could not be read at all: the result lacks it
         else:
-            rows.append(record.data)
+            rows.append(data)
     lacking = _short_of_manifest(args.predictions, spec.name, rows)
     for problem in lacking:
         print(f"ragjudge aggregate: {problem}", file=sys.stderr)
@@ -75,19 +76,21 @@ def _short_of_manifest(predictions: str, module: str, rows: list[ArrowRow]) -> l
     run = next((p for p in [folder, *folder.parents][:4] if (p / MANIFEST).is_file()), None)
     if run is None:
         return []
-    manifest = open_run(str(run)).read_json(MANIFEST) or {}
+    root = open_run(str(run))
+    manifest = root.read_json(MANIFEST) or {}
     benchmarks = (manifest.get("config") or {}).get("benchmarks") or {}
     counts = Counter(row.get("model") for row in rows)
     lacking = []
     for key, cell in sorted((manifest.get("cells") or {}).items()):
         bench, _, model = key.partition("/")
-        under = (run / partition("predictions", bench, model)).is_relative_to(folder)
+        cell_folder = run / root.partition("predictions", bench, model)
+        under = cell_folder.is_relative_to(folder)
         if cell.get("status") not in SCORED or (benchmarks.get(bench) or {}).get("module", bench) != module \
                 or not under:
             continue
         expected = predictions_stored(cell)
         if counts[model] < expected:
-            lacking.append(f"{run / partition('predictions', bench, model)}: {counts[model]} readable rows of "
+            lacking.append(f"{cell_folder}: {counts[model]} readable rows of "
                            f"model {model}; manifest.json says the cell is {cell['status']} with {expected}")
     return lacking
 

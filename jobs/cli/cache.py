@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from jobs.store.answers import AnswerStore, PartInfo
-from jobs.store.layout import partition_value
+from jobs.store.layout import flat_value
 from jobs.store.run_root import RunRoot
 
 DAY_S = 86400.0
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.model and args.older_than is None:
         print("ragjudge: cache prune needs --model or --older-than (or both); nothing removed", file=sys.stderr)
         return 2
-    models = {partition_value(m) for m in args.model}
+    models = {flat_value(m) for m in args.model}
     cutoff = None if args.older_than is None else time.time() - args.older_than * DAY_S
     chosen = [p for p in parts if (not models or p.model in models) and (cutoff is None or p.created < cutoff)]
     removed = sum(store.rows(p) for p in chosen)

@@ -3,6 +3,10 @@ new run (another run folder, a cell whose judge changed) asks a model only what 
 
     _answers/model=<model path>/part-<UTC time>-<rows>r-<random>.parquet    columns: key, run, the answer's own
 
+A part holds no `model` column, so Hive readers (pandas, pyarrow, DuckDB) read the store as one dataset, its
+`model` the folder's (jobs.store.layout.flat_value: a path's '/' as '__', as stores have always named it, so
+kept answers stay found).
+
 A row's `key` hashes the model's identity (jobs.engines.identity: its weights' content or commit and every
 setting that changes answers) and the request's inputs (messages, prefill, candidates, sampling settings and
 seed). The messages and the tokenizer (part of the identity) fix the prompt's token ids, so the driver never
@@ -30,7 +34,7 @@ import pyarrow.parquet as pq
 from actors.sampling import REQUEST_INPUTS
 from benchmarks.boundary_types import ArrowRow
 from benchmarks.row_types import PromptAnswer, Request
-from jobs.store.layout import partition_value
+from jobs.store.layout import flat_value
 from jobs.store.run_root import RunRoot
 
 ANSWERS = "_answers"  # a sibling of the runs under the storage root, like the retrieval caches
@@ -73,7 +77,7 @@ class AnswerStore:
     def find(self, model: str, keys: Iterable[str]) -> dict[str, ArrowRow]:
         """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot
         be read is said and skipped: its answers are asked again, and a new part keeps them."""
-        folder = f"model={partition_value(model)}"
+        folder = f"model={flat_value(model)}"
         with self._lock:
             where = self._index(folder)
             hits: dict[str, set[str]] = defaultdict(set)
@@ -114,7 +118,7 @@ class AnswerStore:
         rows = [{"key": key, "run": run, **{c: answer.get(c) for c in ANSWER_COLUMNS if c in answer}}
                 for key, answer in answers.items() if not answer.get("error")]
         if rows:
-            folder = f"model={partition_value(model)}"
+            folder = f"model={flat_value(model)}"
             relpath = f"{folder}/part-{time.strftime(_TIME, time.gmtime())}-{len(rows)}r-{uuid.uuid4().hex[:8]}.parquet"
             self.cache.write_parquet(relpath, rows)
             with self._lock:

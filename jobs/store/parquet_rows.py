@@ -27,6 +27,14 @@ def parquet_bytes(rows: list[ArrowRow]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def with_columns(part: pa.Table, constants: ArrowRow) -> pa.Table:
+    """The part with a column of each constant it lacks (a part keeps its own: an older run's, say)."""
+    for name, value in constants.items():
+        if name not in part.column_names:
+            part = part.append_column(name, pa.repeat(pa.scalar(value), part.num_rows))
+    return part
+
+
 def joined_rows(parts: list[pa.Table]) -> list[ArrowRow]:
     """The rows of several parts in order; a column that only some parts have is None in the others' rows."""
     names = list(dict.fromkeys(name for part in parts for name in part.column_names))

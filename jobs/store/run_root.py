@@ -25,8 +25,8 @@ from benchmarks.boundary_types import ArrowRow
 from jobs.config import RETRY_S, StorageConfig
 from jobs.store import layout
 from jobs.store.backends import Backend, backend_for
-from jobs.store.layout import QUARANTINE, TABLES, Table, partition_value
-from jobs.store.parquet_rows import joined_rows, parquet_bytes
+from jobs.store.layout import PARTITION_KEYS, QUARANTINE, TABLES, Table, flat_value, partition_value
+from jobs.store.parquet_rows import joined_rows, parquet_bytes, with_columns
 from jobs.store.redaction import redact, scrub, secret_values
 from jobs.store.retry import T, UnreadableFile, retrying
 
@@ -114,20 +114,30 @@ class RunRoot:
         """Where `relpath` is, for messages: s3://bucket/prefix/run/... or an absolute local path."""
         return self.backend.uri_prefix + self.path(relpath)
 
-    @staticmethod
-    def partition(table: str, benchmark: str, model: str) -> str:
+    def _naming(self, kind: str, benchmark: str, model: str) -> Callable[[str], str]:
+        """How the cell's folder under `kind` encodes its names: layout.partition_value, or flat_value where only
+        a folder of an older run is there (a model name's '/' as '__'), so an older run reads and resumes."""
+        current, older = (layout.cell_folder(kind, benchmark, model, v) for v in (partition_value, flat_value))
+        if older != current and not self._exists(current) and self._exists(older):
+            return flat_value
+        return partition_value
+
+    def _exists(self, relpath: str) -> bool:
+        """Whether a file or folder of the run is there."""
+        path = self.path(relpath)
+        return self.retrying("list", path, partial(self.backend.exists, path))
+
+    def partition(self, table: str, benchmark: str, model: str) -> str:
         """Relative folder of one (table, benchmark, model) partition (jobs.store.layout)."""
-        return layout.partition(table, benchmark, model)
+        return layout.partition(table, benchmark, model, self._naming(table, benchmark, model))
 
-    @staticmethod
-    def metrics_path(benchmark: str, model: str) -> str:
+    def metrics_path(self, benchmark: str, model: str) -> str:
         """Relative path of a cell's metrics.json (jobs.store.layout)."""
-        return layout.metrics_path(benchmark, model)
+        return layout.metrics_path(benchmark, model, self._naming("metrics", benchmark, model))
 
-    @staticmethod
-    def strategy_path(kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
+    def strategy_path(self, kind: str, benchmark: str, model: str, strategy: str, name: str) -> str:
         """Relative path of a retrieval strategy's file under runs/ or metrics/ (jobs.store.layout)."""
-        return layout.strategy_path(kind, benchmark, model, strategy, name)
+        return layout.strategy_path(kind, benchmark, model, strategy, name, self._naming(kind, benchmark, model))
 
     # -- files ---------------------------------------------------------------------------------------------
     def retrying(self, doing: str, path: str, action: Callable[[], T]) -> T:
@@ -180,7 +190,8 @@ class RunRoot:
     def clear_strategies(self, kind: str, benchmark: str, model: str) -> None:
         """Remove a retrieval cell's strategy=* folders under runs/ or metrics/ (not the cell's metrics.json),
         so a strategy dropped from the config leaves no stale files behind."""
-        self.delete_folders(layout.cell_folder(kind, benchmark, model), layout.STRATEGY)
+        self.delete_folders(layout.cell_folder(kind, benchmark, model, self._naming(kind, benchmark, model)),
+                            layout.STRATEGY)
 
     def sibling(self, run: str) -> RunRoot:
         """Another folder under the same root and endpoint (e.g. a cache that several runs share)."""
@@ -218,21 +229,17 @@ class RunRoot:
                    part: str) -> str | None:
         """Store rows as ONE Parquet file `part-<part>.parquet` of the partition, atomically; returns its URI.
 
-        Each row keeps the original `benchmark` and `model` names (set when absent), since the partition
-        values are sanitised. Nothing is written for no rows. Resume relies on a part being whole or absent.
+        The part holds no `benchmark` or `model` column: its folders name the cell, and a Hive reader (pandas,
+        pyarrow, DuckDB) fails on a key it finds in both; a row's own (an item's benchmark module) gives way to
+        the cell's, which every read here adds back. Nothing is written for no rows. Resume relies on a part
+        being whole or absent.
         """
         if not part or "/" in part or part.startswith("."):
             raise ValueError(f"part must be a plain name, got {part!r}")
         if not rows:
             return None
-        relpath = layout.part_path(table, benchmark, model, part)
-        stored = []
-        for row in rows:
-            row = {**row}
-            row.setdefault("benchmark", benchmark)
-            row.setdefault("model", model)
-            stored.append(row)
-        self.write_parquet(relpath, stored)
+        relpath = layout.part_path(table, benchmark, model, part, self._naming(table, benchmark, model))
+        self.write_parquet(relpath, [{k: v for k, v in row.items() if k not in PARTITION_KEYS} for row in rows])
         return self.uri(relpath)
 
     def write_parquet(self, relpath: str, rows: list[ArrowRow]) -> None:
@@ -274,11 +281,14 @@ class RunRoot:
 
     def read_rows(self, table: Table, benchmark: str, model: str,
                   columns: Callable[[str], bool] | None = None) -> list[ArrowRow]:
-        """All rows of a partition, part by part in part-name order; [] if it has none (read_folder_rows)."""
-        return self.read_folder_rows(self.partition(table, benchmark, model), columns)
+        """All rows of a partition, part by part in part-name order, with the cell's `benchmark` and `model`
+        (where `columns` takes them); [] if it has none (read_folder_rows)."""
+        return self.read_folder_rows(self.partition(table, benchmark, model), columns, _keys(benchmark, model))
 
-    def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None) -> list[ArrowRow]:
-        """All rows of the parts in a folder, part by part in part-name order; [] if it has none.
+    def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None,
+                         constants: ArrowRow | None = None) -> list[ArrowRow]:
+        """All rows of the parts in a folder, part by part in part-name order, each with the `constants` columns
+        its part lacks (those `columns` takes); [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
@@ -290,10 +300,12 @@ class RunRoot:
             try:
                 names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
                                                       if columns(n)]
-                parts.append(pq.read_table(pa.BufferReader(data), columns=names))
+                part = pq.read_table(pa.BufferReader(data), columns=names)
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
                 raise UnreadableFile(f"{self.backend.uri_prefix}{path} cannot be read: {type(e).__name__}: "
                                      f"{e}") from None
+            parts.append(with_columns(part, {k: v for k, v in (constants or {}).items()
+                                             if columns is None or columns(k)}))
         return joined_rows(parts)
 
     def folders(self, relpath: str = "") -> list[str]:
@@ -317,13 +329,14 @@ class RunRoot:
 
     def readable_parts(self, table: Table, benchmark: str, model: str, names: Callable[[str], bool] | None = None,
                        quarantine: bool = True) -> tuple[list[pa.Table], list[QuarantinedPart]]:
-        """read_whole_rows's parts as Arrow tables, each decoded whole, the unreadable ones quarantined: for a
-        check that every part still reads, which needs no row of them in Python. With `quarantine` False an
-        unreadable part is named but left where it is (for a caller that hands it on to one that moves it)."""
+        """read_whole_rows's parts as Arrow tables, each decoded whole, with the cell's `benchmark` and `model`,
+        the unreadable ones quarantined: for a check that every part still reads, which needs no row of them in
+        Python. With `quarantine` False an unreadable part is named but left where it is (for a caller that
+        hands it on to one that moves it)."""
         parts, moved = [], []  # moved: list[QuarantinedPart]
         for path, data in self._part_bytes(table, benchmark, model, names):
             try:
-                parts.append(pq.read_table(pa.BufferReader(data)))
+                parts.append(with_columns(pq.read_table(pa.BufferReader(data)), _keys(benchmark, model)))
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
@@ -335,17 +348,13 @@ class RunRoot:
         return parts, moved
 
     def read_dataset(self, table: Table):
-        """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel.
-
-        partitioning=None: the rows carry the original `benchmark` and `model` names; Hive partitioning would
-        overwrite them with the sanitised folder values (`org__name`).
-        """
+        """A Ray Dataset over every partition of `table` (e.g. all predictions of the run), read in parallel,
+        `benchmark` and `model` decoded from the folders (Ray Data's default Hive partitioning)."""
         import ray
 
         if table not in TABLES:
             raise ValueError(f"table must be one of {TABLES}, got {table!r}")
-        return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, partitioning=None,
-                                     file_extensions=["parquet"])
+        return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, file_extensions=["parquet"])
 
     def write_cell(self, benchmark: str, model: str, predictions: list[ArrowRow],
                    errors: list[ArrowRow]) -> dict[str, int]:
@@ -365,3 +374,8 @@ class RunRoot:
                 self._fenced(self.backend.delete_folder, folder)
 
         self.retrying("delete", folder, remove)
+
+
+def _keys(benchmark: str, model: str) -> ArrowRow:
+    """A cell's partition keys as the columns its rows are read with."""
+    return dict(zip(PARTITION_KEYS, (benchmark, model)))

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hive_readers import READERS, cells_and_items
 from reference import smollm2_verdict_logprobs
 
 from actors.model_store import resolve_model
@@ -15,6 +16,7 @@ from benchmarks import rag_rewardbench as rb
 from jobs.analysis.report import report_text
 from jobs.engines.transformers.model import TransformersEngine
 from jobs.store import open_run
+from jobs.store.layout import TABLES
 from jobs.sweep.pipeline import run_sweep
 from scripts.same_metrics import run_differences
 
@@ -41,6 +43,17 @@ def test_every_cell_finishes_with_all_six_pairs_scored(demo):
 
     text = report_text([o.metrics for o in outcomes.values() if o.metrics])
     assert "[G] smollm2_judge" in text and "[D] tiny_classifier" in text and "Overall" in text
+
+
+def test_pandas_pyarrow_and_duckdb_read_each_result_table_of_the_demo_as_the_run_root_does(demo):
+    _, run, outcomes = demo
+    for table in TABLES:
+        stored = sorted((b, m, r["item_id"]) for b, m in outcomes for r in run.read_rows(table, b, m))
+        if table == "errors" and not stored:  # no bad row: the demo writes no errors/ folder
+            continue
+        assert stored, table
+        for read in READERS:
+            assert cells_and_items(read(run.path(table))) == stored, (table, read.__name__)
 
 
 def test_a_new_machine_makes_each_built_in_model_once_before_any_cell_starts(demo_run):

@@ -24,7 +24,8 @@ def test_run_root_on_s3_is_partitioned_readable_and_free_of_secrets(ray_session,
     assert f"{partition}/part-000000.parquet" in keys  # one shard: its item rows in one part
     assert f"{bucket}/runs/s3demo/metrics/benchmark=rag_rewardbench/model=tiny_classifier/metrics.json" in keys
     assert len([k for k in keys if k.startswith(partition)]) == 1  # few files per partition, not one per block
-    table = pq.read_table(f"{partition}/part-000000.parquet", filesystem=fs)
+    assert "model" not in pq.read_schema(f"{partition}/part-000000.parquet", filesystem=fs).names  # the folder's
+    table = pq.read_table(f"{bucket}/runs/s3demo/predictions", filesystem=fs)  # the table, as one Hive dataset
     assert table.num_rows == 6 and set(table.column("model").to_pylist()) == {"tiny_classifier"}
 
     secrets = [s3_server["secret"].encode(), s3_server["key_id"].encode()]

@@ -95,17 +95,17 @@ def test_part_write_is_atomic_and_leaves_no_temporary_files(tmp_path, monkeypatc
 
 
 def test_model_names_with_slashes_make_valid_partitions_and_round_trip(tmp_path):
-    assert partition_value("Qwen/Qwen2.5-7B-Instruct") == "Qwen__Qwen2.5-7B-Instruct"
+    assert partition_value("Qwen/Qwen2.5-7B-Instruct") == "Qwen%2FQwen2.5-7B-Instruct"  # Hive readers decode it
     assert partition_value("a b:c=d") == "a%20b%3Ac%3Dd"  # no "=" or spaces inside a Hive segment
-    assert partition_value("../../etc") == "..__..__etc"  # cannot climb out of the partition
+    assert partition_value("../../etc") == "..%2F..%2Fetc"  # cannot climb out of the partition
     root = RunRoot(str(tmp_path), "run")
     for model in ("Skywork/Skywork-Reward-Llama-3.1-8B", "internlm/internlm2-7b-reward", "../../etc"):
         root.write_rows("predictions", "rag_rewardbench", model, [{"item_id": "x", "correct": 1.0}], part="0")
         rows = root.read_rows("predictions", "rag_rewardbench", model)
         assert rows == [{"item_id": "x", "correct": 1.0, "benchmark": "rag_rewardbench", "model": model}]
     assert sorted(os.listdir(tmp_path / "run/predictions/benchmark=rag_rewardbench")) == [
-        "model=..__..__etc", "model=Skywork__Skywork-Reward-Llama-3.1-8B",
-        "model=internlm__internlm2-7b-reward"]
+        "model=..%2F..%2Fetc", "model=Skywork%2FSkywork-Reward-Llama-3.1-8B",
+        "model=internlm%2Finternlm2-7b-reward"]
     assert files_under(tmp_path / "run") == sorted(
         f"predictions/benchmark=rag_rewardbench/{d}/part-0.parquet"
         for d in os.listdir(tmp_path / "run/predictions/benchmark=rag_rewardbench"))
@@ -149,7 +149,7 @@ def test_s3_round_trip_is_partitioned_into_real_object_keys(s3_server):
     root.write_json(root.metrics_path("rag_rewardbench", "org/judge-1"), {"n": 3, "accuracy": 0.5})
 
     prefix = f"{bucket}/runs/s3rt"
-    cell = "benchmark=rag_rewardbench/model=org__judge-1"
+    cell = "benchmark=rag_rewardbench/model=org%2Fjudge-1"
     assert sorted(bucket_fs(s3_server).find(prefix)) == [
         f"{prefix}/manifest.json", f"{prefix}/metrics/{cell}/metrics.json",
         f"{prefix}/predictions/{cell}/part-0.parquet",

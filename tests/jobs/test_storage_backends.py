@@ -10,7 +10,7 @@ import pytest
 
 from jobs.store import backends
 from jobs.store.backends import Backend, LocalBackend, S3Backend, backend_for, register
-from jobs.store.layout import cell_folder, metrics_path, part_path, strategy_path
+from jobs.store.layout import cell_folder, flat_value, metrics_path, part_path, strategy_path
 from jobs.store.run_root import RunRoot
 
 
@@ -79,9 +79,10 @@ def test_create_passes_the_write_fence(tmp_path):
 
 
 def test_the_layout_is_spelled_in_one_place(tmp_path):
-    assert cell_folder("runs", "b", "org/m") == "runs/benchmark=b/model=org__m"
+    assert cell_folder("runs", "b", "org/m") == "runs/benchmark=b/model=org%2Fm"
+    assert cell_folder("runs", "b", "org/m", flat_value) == "runs/benchmark=b/model=org__m"  # an older run's
     assert part_path("requests", "b", "m", "0001") == "requests/benchmark=b/model=m/part-0001.parquet"
-    assert metrics_path("b", "org/m") == "metrics/benchmark=b/model=org__m/metrics.json"
+    assert metrics_path("b", "org/m") == "metrics/benchmark=b/model=org%2Fm/metrics.json"
     assert strategy_path("metrics", "b", "m", "a b", "metrics.json") == (
         "metrics/benchmark=b/model=m/strategy=a%20b/metrics.json")
     with pytest.raises(ValueError, match="runs/ or metrics/"):

@@ -1,0 +1,99 @@
+"""A run's row tables (predictions/, errors/, requests/) read as one dataset by pandas, pyarrow and DuckDB, each
+with the cell's benchmark and model decoded from its folders (issue 61); a run written before (the keys inside
+its parts, a model's '/' as '__' in its folder) still reads and resumes through the run root."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pytest
+from hive_readers import READERS, cells_and_items
+
+from jobs.store.layout import TABLES, flat_value, part_path, partition_keys
+from jobs.store.parquet_rows import parquet_bytes
+from jobs.store.run_root import RunRoot
+
+BENCHMARKS = ("rag_rewardbench", "my_pairs")  # a custom config of the same module: its rows name the module
+MODELS = ("org/judge-1", "tiny rm")  # a hub id and a name with a space: both encoded in their folders
+
+
+def _rows(table: str, benchmark: str, model: str) -> list[dict]:
+    """A cell's rows as the flow hands them to the run root: item rows carry their module's name as
+    `benchmark` and the model's name, answers neither."""
+    ids = [f"{benchmark}/{model}/{i}" for i in range(3)]
+    if table == "requests":
+        return [{"request_id": f"{i}#ab", "item_id": i, "text": "[[A]]", "error": None} for i in ids]
+    if table == "errors":
+        return [{"item_id": ids[0], "benchmark": "rag_rewardbench", "model": model, "error": "bad row",
+                 "retryable": False}]
+    return [{"item_id": i, "benchmark": "rag_rewardbench", "model": model, "subset": "s", "correct": 1.0}
+            for i in ids]
+
+
+@pytest.fixture
+def run(tmp_path) -> RunRoot:
+    root = RunRoot(str(tmp_path), "run")
+    for benchmark in BENCHMARKS:
+        for model in MODELS:
+            root.write_cell(benchmark, model, _rows("predictions", benchmark, model), _rows("errors", benchmark, model))
+            root.write_rows("requests", benchmark, model, _rows("requests", benchmark, model), part="s00000-0001-0")
+    return root
+
+
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("reader", READERS)
+def test_each_table_reads_as_one_dataset_with_the_cells_names(run, table, reader):
+    frame = reader(run.path(table))
+    own = list(dict.fromkeys(k for k in _rows(table, "b", "m")[0] if k not in ("benchmark", "model")))
+    assert sorted(frame.columns) == sorted([*own, "benchmark", "model"])  # each once, the keys included
+    assert cells_and_items(frame) == sorted((b, m, row["item_id"]) for b in BENCHMARKS for m in MODELS
+                                            for row in _rows(table, b, m))
+    # the same rows as the run root reads, cell by cell
+    for b in BENCHMARKS:
+        for m in MODELS:
+            mine = frame[(frame["benchmark"].astype(str) == b) & (frame["model"].astype(str) == m)]
+            stored = run.read_rows(table, b, m)
+            assert sorted(mine["item_id"]) == sorted(r["item_id"] for r in stored)
+            assert {(r["benchmark"], r["model"]) for r in stored} == {(b, m)}
+
+
+def test_a_part_holds_no_column_of_its_folders_keys(run):
+    part = run.path(run.partition("predictions", "my_pairs", "org/judge-1")) + "/part-0.parquet"
+    assert "model=org%2Fjudge-1" in part
+    assert not {"benchmark", "model"} & set(pads.dataset(part).schema.names)
+
+
+def test_a_run_written_before_reads_and_resumes_in_its_own_folders(tmp_path):
+    """Parts that hold the keys, under `model=org__judge-1`, as runs wrote them before."""
+    root = RunRoot(str(tmp_path), "old")
+    model = "org/judge-1"
+    older = root.path(f"requests/benchmark=rag_rewardbench/model={flat_value(model)}")
+    os.makedirs(older)
+    kept = [{"request_id": "a#ab", "item_id": "a", "text": "[[A]]", "benchmark": "rag_rewardbench",
+             "model": model}]
+    with open(f"{older}/part-s00000-0001-0000000.parquet", "wb") as f:
+        f.write(parquet_bytes(kept))
+    root.write_json(f"metrics/benchmark=rag_rewardbench/model={flat_value(model)}/metrics.json", {"n": 1})
+
+    assert root.read_rows("requests", "rag_rewardbench", model) == kept
+    rows, moved = root.read_whole_rows("requests", "rag_rewardbench", model)
+    assert rows == kept and moved == []
+    assert root.read_json(root.metrics_path("rag_rewardbench", model)) == {"n": 1}
+    # a resumed cell adds its parts beside the older ones, and reads both
+    root.write_rows("requests", "rag_rewardbench", model, [{"request_id": "b#ab", "item_id": "b", "text": "[[B]]"}],
+                    part="s00000-0002-0000001")
+    assert sorted(os.listdir(older)) == ["part-s00000-0001-0000000.parquet", "part-s00000-0002-0000001.parquet"]
+    assert [(r["item_id"], r["benchmark"], r["model"]) for r in root.read_rows("requests", "rag_rewardbench", model)
+            ] == [("a", "rag_rewardbench", model), ("b", "rag_rewardbench", model)]
+    # a table the older run never wrote goes where every new run writes it
+    root.write_cell("rag_rewardbench", model, [{"item_id": "a", "correct": 1.0}], [])
+    assert os.path.isdir(root.path("predictions/benchmark=rag_rewardbench/model=org%2Fjudge-1"))
+
+
+@pytest.mark.parametrize("name", ["org/name", "a b%=:?", "ünï/cø", "x__y", ".."])
+def test_a_files_folders_decode_to_its_cells_names_as_pyarrow_decodes_them(name):
+    path = part_path("predictions", "b", name, "0")
+    hive = pads.HivePartitioning(pa.schema([("benchmark", pa.string()), ("model", pa.string())]))
+    assert partition_keys(path) == pads.get_partition_keys(hive.parse(path)) == {"benchmark": "b", "model": name}
+    assert partition_keys("/data/preds/part-0.parquet") == {}

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from benchmarks import protocol
 from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.tables import aligned
-from jobs.analysis.board import leaderboard_of
+from jobs.analysis.board import leaderboard_csv, leaderboard_of
 from jobs.analysis.cell_rows import add_rows, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
 from jobs.analysis.item_viewer import write_viewer
@@ -35,7 +35,7 @@ from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
 from jobs.store import SCORED, RunRoot, UnreadableFile, implicit_scores, predictions_stored
-from jobs.store.layout import MANIFEST, REPORT_ITEMS, REPORT_LEADERBOARD, REPORT_PAGE
+from jobs.store.layout import MANIFEST, REPORT_ITEMS, REPORT_LEADERBOARD, REPORT_LEADERBOARD_CSV, REPORT_PAGE
 
 READERS = 8  # predictions read side by side: on S3 each cell is a few round trips
 
@@ -159,7 +159,7 @@ def leaderboard_text(view: BenchmarkView, board: JsonObject) -> str:
 
 
 def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: str | None = None) -> Report | None:
-    """Write report/leaderboard.json, report/items.jsonl, report/index.html and its item viewer's data
+    """Write report/leaderboard.json and .csv, report/items.jsonl, report/index.html and its item viewer's data
     (report/viewer/) and print the tables; None: no manifest. `tokenizer`: also measure the responses in its
     tokens."""
     report = load_report(root, tokenizer)
@@ -188,6 +188,7 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
         out("Cells answered by attempts of different versions (a resume after an upgrade: their answers mix both)\n"
             + "".join(f"  {cell}: {what}\n" for cell, what in mixed.items()))
     root.write_json(REPORT_LEADERBOARD, report.leaderboard)
+    root.write_text(REPORT_LEADERBOARD_CSV, leaderboard_csv(report.leaderboard))
     root.write_text(REPORT_ITEMS, "".join(items_jsonl(board_items(view, boards.get(view.name)))
                                                   for view in report.views))
     viewer = viewer_section() if write_viewer(root, report) else ""  # report/viewer/: the items, beside the page

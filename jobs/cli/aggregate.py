@@ -14,6 +14,7 @@ from typing import Any
 from benchmarks.boundary_types import ArrowRow, JsonObject
 from benchmarks.records import read_records
 from jobs.analysis import leaderboard_from_rows, pair_problem, token_counter
+from jobs.analysis.board import leaderboard_csv
 from jobs.flow import RankedFlow, flow_of
 from jobs.flow.reducers import aggregate, row_problem
 from jobs.store import MANIFEST, SCORED, open_run, partition_value, predictions_stored
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         path = Path(args.out, "leaderboard.json")
         path.write_text(json.dumps(board, indent=2) + "\n", encoding="utf-8")
-        print(f"Leaderboard: {path}", file=sys.stderr)
+        path.with_suffix(".csv").write_text(leaderboard_csv(board), encoding="utf-8")
+        print(f"Leaderboard: {path}, {path.with_suffix('.csv')}", file=sys.stderr)
     return status
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from jobs.analysis import Report, write_report
 from jobs.store import MANIFEST, RunRoot, open_run
-from jobs.store.layout import REPORT, REPORT_LEADERBOARD, REPORT_PAGE
+from jobs.store.layout import REPORT, REPORT_LEADERBOARD, REPORT_LEADERBOARD_CSV, REPORT_PAGE
 
 
 def add(commands: Any) -> None:
@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     if report is None:
         print(f"{root.uri(MANIFEST)}: not found; is {args.run} a run folder?", file=sys.stderr)
         return 2
-    print(f"Report: {root.uri(REPORT_PAGE)}\nLeaderboard: {root.uri(REPORT_LEADERBOARD)}")
+    print(f"Report: {root.uri(REPORT_PAGE)}\nLeaderboard: {root.uri(REPORT_LEADERBOARD)}, "
+          f"{root.uri(REPORT_LEADERBOARD_CSV)}")
     if args.open:
         open_in_browser(root)
     return said_incomplete(report)

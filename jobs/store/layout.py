@@ -7,7 +7,7 @@
     {predictions,requests,errors}/benchmark=B/model=M/part-<part>.parquet
     metrics/benchmark=B/model=M/metrics.json
     {runs,metrics}/benchmark=B/model=M/strategy=S/<name>   (a retrieval cell's runs and scores per strategy)
-    report/{index.html,leaderboard.json,items.jsonl,viewer/}   (`ragjudge report`)
+    report/{index.html,leaderboard.json,leaderboard.csv,items.jsonl,viewer/}   (`ragjudge report`)
     quarantine/requests/benchmark=B/model=M/part-<part>.parquet   (parts that could not be read)
     lease.json   (the driver writing the run: jobs.store.lease)
     logs/libraries.log, logs/ray/   (Ray's, vLLM's and the model libraries' own lines: jobs.console.library_logs)
@@ -41,6 +41,7 @@ RAY_SESSION_LOGS = "logs/ray"
 REPORT = "report"
 REPORT_PAGE = f"{REPORT}/index.html"
 REPORT_LEADERBOARD = f"{REPORT}/leaderboard.json"
+REPORT_LEADERBOARD_CSV = f"{REPORT}/leaderboard.csv"  # the same models, a row each
 REPORT_ITEMS = f"{REPORT}/items.jsonl"
 REPORT_VIEWER = f"{REPORT}/viewer"
 

@@ -47,7 +47,8 @@ BASELINES = _closed(["longer_wins", "shorter_wins", "unit", "by_subset"], {"toke
     by_subset=BY_SUBSET)
 ENSEMBLE = {"ensemble": {"const": True}, "members": {"type": "array", "items": {"type": "string"}, "minItems": 2},
             "rule": {"enum": ["mean", "zscore", "majority"]}}
-ERRORS = {"missing": {"type": "integer", "minimum": 1}, "error_budget": {"type": "string"}}  # issue 29
+ERRORS = {"missing": {"type": "integer", "minimum": 1}, "error_budget": {"type": "string"},  # issue 29
+          "n_errors": {"type": "integer", "minimum": 0}, "n_bad_rows": {"type": "integer", "minimum": 0}}  # issue 61
 MODEL = _closed(["model", "score", "ci95", "n", "rank", "group"], {"bias": _closed([], BIAS), **ENSEMBLE, **ERRORS},
                 model={"type": "string"}, score=NUMBER, ci95={**INTERVAL, "type": "array"}, n=INTEGER, rank=INTEGER,
                 group={"type": "string"})
@@ -104,6 +105,9 @@ def test_aggregate_writes_the_contract_for_several_models(tmp_path, capsys):
     assert [p["p_holm"] for p in bench["pairs"]] == pytest.approx(holm(raw))
     # all three pairs significant after Holm: three groups
     assert [m["group"] for m in bench["models"]] == ["a", "b", "c"]
+    table = (tmp_path / "out" / "leaderboard.csv").read_text().splitlines()  # the same models, a row each
+    assert [line.split(",")[:5] for line in table[1:]] == [
+        ["rag_rewardbench", m["model"], "scored", str(m["score"]), str(m["ci95"][0])] for m in bench["models"]]
 
 
 def test_aggregate_of_one_model_writes_no_leaderboard(tmp_path):

@@ -30,7 +30,8 @@ QUESTION_LINE = "Using the references listed above, answer the following questio
 RESPONSE_LINE = "## Response:"
 
 FIELDS = (
-    Field("prompt", "text", "the prompt as released: references, question and '## Response:' (Appendix D)",
+    Field("prompt", "text", "needed unless the row has `question`: the prompt as released (references, question, "
+          "'## Response:'; Appendix D)",
           "the user turn both responses answer; 'Prompt:' in Table 6's judge prompt", required=False),
     Field("question", "text", "the user's question (the RAG form, when there is no `prompt`)",
           "rendered after '## Question:' below the references", required=False, unless="prompt"),

@@ -133,7 +133,7 @@ def read_items(config: Mapping[str, Any], module: str) -> tuple[JsonObject, str 
         flow = flow_of(module)
         if not isinstance(flow, JudgedFlow):
             return {}, f"{module} is not judged item by item"
-        items = list(walk.read_items(flow.spec, paths, config.get("limit")))
+        items = list(walk.read_items(flow.spec, paths, config.get("limit"), config.get("columns")))
     except Exception as e:  # noqa: BLE001  (data moved or unreadable: the viewer says so, the report goes on)
         return {}, f"the data could not be read ({', '.join(paths)}): {type(e).__name__}: {e}"
     return {item["item_id"]: item for item in items if not item.get("error")}, None

@@ -11,9 +11,11 @@ import sys
 from benchmarks.protocol import UnknownBenchmark
 from jobs.cli import (
     aggregate,
+    benchmarks,
     cache,
     compare,
     ensemble,
+    eval,
     fetch,
     items,
     models,
@@ -28,8 +30,9 @@ from jobs.config import ConfigError
 from jobs.store import StorageError
 from jobs.sweep import ClusterUnreachable
 
-VERBS = (run, validate, aggregate, report, compare, items, ensemble, status, submit, plan, models, fetch, cache)
-DESCRIPTION = ("Evaluate reward models and LLM judges on RAG benchmarks: validate a sweep's models, run a sweep, "
+VERBS = (eval, run, validate, benchmarks, aggregate, report, compare, items, ensemble, status, submit, plan, models, fetch, cache)
+DESCRIPTION = ("Evaluate reward models and LLM judges on RAG benchmarks: evaluate one model in one command, "
+               "validate a sweep's models, run a sweep, list the benchmarks and their fields, "
                "re-aggregate stored predictions, write a report, compare two runs, list items across models, add "
                "ensembles of models, show a running sweep's progress, fetch a sweep's hub weights ahead of its "
                "engines, list or prune the answers kept across runs.")

@@ -10,7 +10,7 @@ from jobs.analysis import write_report
 from jobs.cli.report import said_incomplete
 from jobs.console import LibraryLogs, verbose_from_env
 from jobs.console.run_end import end_lines, unfinished_lines
-from jobs.loading import load_sweep, require_data
+from jobs.loading import load_sweep, require_data, unread_column_lines
 from jobs.store import Lease, LeaseHeld, LeaseRecord, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
@@ -36,6 +36,8 @@ def add(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     sweep = load_sweep(args.sweep, [*args.overrides, *(["storage.answer_cache=false"] if args.no_cache else [])])
     require_data(sweep.benchmarks)  # before the lease and Ray: a missing path fails in a second
+    for line in unread_column_lines(sweep.benchmarks):
+        print(line)
     try:  # before Ray starts: a second driver on the run is refused at once
         lease = Lease(RunRoot.of(sweep.storage), sweep.storage.lease_timeout_s, on_lost=_stop_on_lost_lease)
         lease.acquire()

@@ -152,6 +152,9 @@ class BenchmarkConfig:
     # files or folders; relative: to the folder that holds the naming file's conf/; or a Hugging Face Hub
     # repository, hf://datasets/owner/name[@revision][/path/in/repo], through its cache (benchmarks.hub)
     data: list[str] = MISSING
+    # benchmark field -> the data's column that holds it (e.g. {reject: rejected}); `ragjudge benchmarks NAME`
+    # lists a benchmark's fields
+    columns: dict[str, str] = field(default_factory=dict)
     # first N items of each path, for quick looks
     limit: int | None = field(default=None, metadata=METRICS)
     # items in the full benchmark, for `ragjudge plan` when the data is not here

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from jobs.store import FAILED_ERRORS, RunRoot
+from jobs.store import FAILED_DATA, FAILED_ERRORS, RunRoot
 from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS, REPORT_PAGE
 
-UNFINISHED = ("failed", FAILED_ERRORS, "interrupted")
+UNFINISHED = ("failed", FAILED_DATA, FAILED_ERRORS, "interrupted")
 
 
 class CellOutcome(Protocol):

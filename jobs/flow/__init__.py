@@ -6,10 +6,10 @@ with an answerer and a recorder handed in (`CellJob`); the sweep's cell, `ragjud
 and the report's item viewer all walk benchmarks through here, and nothing outside this package tells the two
 kinds of benchmark apart.
 """
-from jobs.flow.flows import CellJob, Flow, JudgedFlow, RankedFlow, flow_of
+from jobs.flow.flows import CellJob, Flow, JudgedFlow, NoReadableRows, RankedFlow, flow_of
 from jobs.flow.recorder import CellRecorder
 from jobs.flow.rounds import Answerer, Recorder, RoundsProgress, answer_rounds
 from jobs.flow.walk import answers_by_item, first_requests, item_rows, read_items
 
-__all__ = ["Answerer", "CellJob", "CellRecorder", "Flow", "JudgedFlow", "RankedFlow", "Recorder", "RoundsProgress",
+__all__ = ["Answerer", "CellJob", "CellRecorder", "Flow", "JudgedFlow", "NoReadableRows", "RankedFlow", "Recorder", "RoundsProgress",
            "answer_rounds", "answers_by_item", "first_requests", "flow_of", "item_rows", "read_items"]

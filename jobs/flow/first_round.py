@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from benchmarks.protocol import Benchmark
-from benchmarks.records import id_digests
+from benchmarks.records import Columns, id_digests
 from benchmarks.row_types import Answer, Item, Request, check_keys
 from jobs.engines.rows import LIGHT, in_blocks_of
 from jobs.flow.freed_memory import give_back_freed
@@ -37,6 +37,7 @@ READ_ITEMS = 64  # items the read task turns into requests at a time
 STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go on to the engine
 MIN_BLOCKS = 64  # a stream has at least this many blocks where it has that many batches
 MAX_BATCHES = 64  # and at most this many batches in a block
+FIRST_BAD = 3  # bad input rows a cell names on the console (all of them are in its errors/)
 FREE_EVERY = 10_000  # answers the stream records between giving freed pages back (jobs.flow.freed_memory)
 
 
@@ -70,7 +71,10 @@ class CellSurvey:
     item id's digest, sorted), the first round's requests to the cell's own model and which are answered."""
 
     shards: int = 0
-    items: int = 0  # good ones
+    items: int = 0  # good ones, of the streamed plan
+    good: int = 0  # items read that are not bad input rows
+    bad: int = 0  # bad input rows (error items)
+    first_bad: list[str] = field(default_factory=list)  # the first FIRST_BAD of their errors, in file order
     first: int = 0  # first-round requests to the cell's own model
     answered: int = 0  # of them, recorded before and not to be asked again
     batch: int = 1  # requests an engine batch holds
@@ -87,8 +91,9 @@ class CellSurvey:
         return self.item_shards[at]
 
 
-def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, shard_items: int,
-           recorder: CellRecorder, answerer: StreamingAnswerer, retry_errors: bool) -> tuple[CellSurvey, list[str]]:
+def survey(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Columns, kind: str, options: Any,
+           shard_items: int, recorder: CellRecorder, answerer: StreamingAnswerer, retry_errors: bool
+           ) -> tuple[CellSurvey, list[str]]:
     """Every shard read once: the problems of its items under these options (e.g. a (task, language) without a
     prompt, which would fail every request), and where the answerer streams, the plan of the stream: each
     item's shard, its requests to the cell's own model (their keys checked against what the engine reads) and
@@ -97,8 +102,14 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, o
     target = answerer.streams()
     plan, problems = CellSurvey(), {}  # problems in the order found, each once
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per shard: item digests, shards, done
-    for shard, items in enumerate(in_shards(read_items(spec, data, limit), shard_items)):
+    for shard, items in enumerate(in_shards(read_items(spec, data, limit, columns), shard_items)):
         good = [item for item in items if not item.get("error")]
+        plan.good += len(good)
+        for item in items:
+            if item.get("error"):
+                plan.bad += 1
+                if len(plan.first_bad) < FIRST_BAD:
+                    plan.first_bad.append(str(item["error"]))
         problems.update(dict.fromkeys(spec.check_items(good, options)))
         plan.shards = shard + 1
         if target is not None:
@@ -172,8 +183,8 @@ def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.
     return item_digests, item_shards, answered[unique]
 
 
-def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any,
-                       plan: CellSurvey, answerer: StreamingAnswerer, progress: RoundsProgress,
+def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Columns, kind: str,
+                       options: Any, plan: CellSurvey, answerer: StreamingAnswerer, progress: RoundsProgress,
                        say: Callable[[str], None]) -> None:
     """The first round's unanswered requests to the cell's own model, as one dataset read on the cluster, each
     answer recorded in its item's shard as it arrives; none where every one was answered before (a resumed
@@ -187,7 +198,7 @@ def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, 
     progress.cell_started(plan.first, plan.answered)
     if not to_go:
         return
-    read = partial(_requests, spec, tuple(data), limit, kind, options, ray.put(plan.done))
+    read = partial(_requests, spec, tuple(data), limit, dict(columns), kind, options, ray.put(plan.done))
     # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
     # can run one task at a time; the read task cuts its output into many blocks (`block_rows`).
     warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
@@ -207,8 +218,8 @@ def _own_first_requests(spec: Benchmark, items: list[Item], kind: str, options: 
     return [r for r in first_requests(spec, items, kind, options) if not routed(r)]
 
 
-def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str, options: Any, done_ref: Any
-              ) -> Iterator[Any]:
+def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Columns, kind: str, options: Any,
+              done_ref: Any) -> Iterator[Any]:
     """The read task: the first-round requests to the cell's own model that `done_ref` (the sorted digests of
     answered request ids) does not hold, in item order, a block per READ_ITEMS items (Ray gathers them into
     blocks of STREAM_READ_BYTES: `_dataset`)."""
@@ -219,7 +230,7 @@ def _requests(spec: Benchmark, data: Sequence[str], limit: int | None, kind: str
     from ray.data._internal.delegating_block_builder import DelegatingBlockBuilder
 
     done: np.ndarray = ray.get(done_ref)
-    for own in _own_chunks(spec, read_items(spec, data, limit), kind, options):
+    for own in _own_chunks(spec, read_items(spec, data, limit, columns), kind, options):
         _, answered = _find(done, id_digests(r["request_id"] for r in own))
         builder = DelegatingBlockBuilder()
         for request in (r for r, skip in zip(own, answered, strict=True) if not skip):

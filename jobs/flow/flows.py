@@ -105,6 +105,11 @@ class Flow(ABC):
         return False
 
 
+class NoReadableRows(ValueError):
+    """A judged cell's data has no row its benchmark can read: the cell fails (`failed_data`), naming the first
+    reasons, before any engine starts."""
+
+
 @dataclass
 class _Walk:
     """What a judged cell's walk adds up, shard by shard: its reducer states, request errors, stored rows and
@@ -152,7 +157,8 @@ class JudgedFlow(Flow):
         job.recorder.clear_rows()
         here: set[int] | None = None  # the shards the driver walks: all (None), or those the task handed back
         if walks_away(spec, options, streamed, encoder is not None, job.recorder.root.fence_travels):
-            here = self._walk_away(job, walk, ShardWalk(spec, tuple(bench.data), bench.limit, kind, options, verdict,
+            here = self._walk_away(job, walk, ShardWalk(spec, tuple(bench.data), bench.limit, dict(bench.columns), kind,
+                                                        options, verdict,
                                                         SHARD_ITEMS, job.recorder.elsewhere(), model,
                                                         job.retry_errors, _store_identities(job)))
         if here is None or here:
@@ -167,7 +173,7 @@ class JudgedFlow(Flow):
         """The shards walked in the driver (`only` these, where not None): answered, combined, recorded and
         reduced one at a time."""
         spec, bench = self.spec, job.bench
-        for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit), SHARD_ITEMS)):
+        for shard, items in enumerate(in_shards(read_items(spec, bench.data, bench.limit, bench.columns), SHARD_ITEMS)):
             if only is not None and shard not in only:
                 continue
             good = [item for item in items if not item.get("error")]
@@ -219,15 +225,22 @@ class JudgedFlow(Flow):
         the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a million items) and 8 a request
         answered before."""
         spec, bench = self.spec, job.bench
-        plan, problems = survey(spec, bench.data, bench.limit, kind, options, SHARD_ITEMS, job.recorder, job.answerer,
-                                job.retry_errors)
+        plan, problems = survey(spec, bench.data, bench.limit, bench.columns, kind, options, SHARD_ITEMS, job.recorder,
+                                job.answerer, job.retry_errors)
         if problems:
             raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(problems))
+        if plan.bad:
+            first = "; ".join(plan.first_bad) + ("; ..." if plan.bad > len(plan.first_bad) else "")
+            if not plan.good:
+                raise NoReadableRows(f"no readable row in {', '.join(bench.data)}: {plan.bad} bad row"
+                                     f"{'s' * (plan.bad > 1)}, first: {first}")
+            job.say(f"{plan.bad} of {plan.good + plan.bad} input rows could not be read and are not scored (each in "
+                    f"errors/, counted as n_bad_rows); first: {first}")
         # None planned (an answerer that does not stream): every request is asked shard by shard. Planned but
         # all answered before: as a stream that asked nothing, so the shards may still be walked in a task.
         streamed = plan.first > 0
         if streamed:
-            stream_first_round(spec, bench.data, bench.limit, kind, options, plan, job.answerer,
+            stream_first_round(spec, bench.data, bench.limit, bench.columns, kind, options, plan, job.answerer,
                                job.progress or NoProgress(), job.say)
         return streamed
 

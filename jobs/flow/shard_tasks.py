@@ -51,6 +51,7 @@ class ShardWalk:
     spec: Benchmark
     data: tuple[str, ...]
     limit: int | None
+    columns: dict[str, str]
     kind: str
     options: Any
     verdict: str | None
@@ -91,7 +92,7 @@ def _walk_task(walk: ShardWalk) -> Iterator[Any]:
     if walk.store_identities is not None:
         store = AnswerStore(walk.recorder.root, print)
         store.identities.update(walk.store_identities)
-    for shard, items in enumerate(in_shards(read_items(walk.spec, walk.data, walk.limit), walk.shard_items)):
+    for shard, items in enumerate(in_shards(read_items(walk.spec, walk.data, walk.limit, walk.columns), walk.shard_items)):
         tally, rows = _walk_shard(walk, store, shard, items)
         yield tally
         if tally.walked:

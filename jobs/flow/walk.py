@@ -11,14 +11,17 @@ from itertools import islice
 from typing import Any
 
 from benchmarks.protocol import Benchmark
+from benchmarks.records import Columns
 from benchmarks.row_types import Answer, Item, Request, Row
 
 
-def read_items(spec: Benchmark, data: Sequence[str], limit: int | None = None) -> Iterator[Item]:
-    """Every item of the data paths, the first `limit` of each, in file order; a bad row is an item with
-    `error` naming its file, row and field."""
+def read_items(spec: Benchmark, data: Sequence[str], limit: int | None = None, columns: Columns | None = None
+               ) -> Iterator[Item]:
+    """Every item of the data paths, the first `limit` of each, in file order, its columns renamed by `columns`
+    (the benchmark config's field -> column mapping); a bad row is an item with `error` naming its file, row
+    and fields."""
     for path in data:
-        yield from islice(spec.load_items(path), limit)
+        yield from islice(spec.load_items(path, columns or None), limit)
 
 
 def in_shards(items: Iterable[Item], size: int) -> Iterator[list[Item]]:

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from benchmarks.columns import mapping_problems, unread_lines
 from benchmarks.hub import check_url, is_hub
 from benchmarks.options import OptionsError, typed_options
-from benchmarks.protocol import UnknownBenchmark, benchmark
+from benchmarks.protocol import Benchmark, UnknownBenchmark, benchmark
 from jobs.config import (
     ENSEMBLE_RULES,
     KINDS,
@@ -60,6 +61,31 @@ def check_data(bench: BenchmarkConfig, source: str, name: str) -> None:
             check_url(path)
         except ValueError as e:
             raise ConfigError(f"{source}: key 'benchmarks.{name}.data': {e}") from None
+
+
+def check_columns(bench: BenchmarkConfig, source: str, name: str) -> None:
+    """A `columns` mapping names fields of the benchmark, each from its own column."""
+    if not bench.columns:
+        return
+    spec = benchmark(bench.module)
+    if not isinstance(spec, Benchmark):
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.columns': {bench.module} is scored on rankings and "
+                          "reads no columns")
+    if problems := mapping_problems(spec.fields, bench.columns):
+        raise ConfigError(f"{source}: key 'benchmarks.{name}.columns': " + "; ".join(
+            p.removeprefix("columns: ") for p in problems))
+
+
+def unread_column_lines(benchmarks: Mapping[str, BenchmarkConfig]) -> list[str]:
+    """A line per data file holding columns its benchmark does not read (local files; hub and object data are
+    read when the cell runs)."""
+    lines = []
+    for name, bench in benchmarks.items():
+        spec = benchmark(bench.module)
+        if isinstance(spec, Benchmark):
+            local = [path for path in bench.data if "://" not in path and Path(path).exists()]
+            lines += unread_lines(name, spec.fields, local, bench.columns)
+    return lines
 
 
 def check_data_present(bench: BenchmarkConfig, source: str, name: str) -> None:

@@ -8,9 +8,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from benchmarks.paths import PROJECT_ROOT
 from jobs.config import ConfigError
 
-PROJECT_CONF = Path(__file__).resolve().parents[2] / "conf"  # the project's own benchmarks, models, sweeps
+PROJECT_CONF = PROJECT_ROOT / "conf"  # the project's own benchmarks, models, sweeps
 
 
 def own_conf(sweep_file: Path) -> Path | None:

@@ -9,12 +9,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from benchmarks.boundary_types import JsonObject
 from jobs.config import BenchmarkConfig, ConfigError, ModelConfig, SweepConfig, credential_variables, to_dict
 from jobs.loading.checks import (
+    check_columns,
     check_data,
     check_data_present,
     check_ensembles,
@@ -78,6 +80,7 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         sweep_file = Path(path)
         raw = load_yaml(sweep_file)
     confs = conf_folders(sweep_file)
+    raw, overrides = _with_entry_lists(raw, list(overrides), sweep_file)
     composed = OmegaConf.to_container(raw, resolve=False)
     composed["benchmarks"], bench_sources = _compose_entries(raw.get("benchmarks"), "benchmarks", BenchmarkConfig,
                                                              sweep_file, "benchmarks", confs)
@@ -89,6 +92,9 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
         except OmegaConfBaseException as e:
             raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {reason(e)}") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"command line overrides {' '.join(overrides)}: not YAML values "
+                              f"({str(e).splitlines()[0]})") from None
     try:
         sweep: SweepConfig = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as e:
@@ -104,6 +110,7 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         bench.plan_sample = bench.plan_sample and _from_root(root, bench.plan_sample)
         check_data(bench, str(source), name)
         check_options(bench, str(source), name)
+        check_columns(bench, str(source), name)
     check_models(sweep.models, sweep_file)
     check_storage(sweep.storage, sweep_file)
     check_ensembles(sweep.ensembles, sweep.models, sweep.benchmarks, sweep_file)
@@ -112,6 +119,30 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
     # Whatever the sweep does next (run, validate, submit), its models' credentials are secrets from here on.
     declare_secret_variables(name for model in sweep.models.values() for name in credential_variables(model))
     return sweep
+
+
+ENTRY_LISTS = ("benchmarks", "models")  # the sweep keys whose value is a list of names or mappings
+
+
+def _with_entry_lists(raw: Any, overrides: list[str], sweep_file: Path) -> tuple[Any, list[str]]:
+    """The sweep with `models=[a,b]` or `benchmarks=[x, {name: y, ...}]` overrides put in place of its lists
+    before their entries are composed, and the other overrides, which apply to the composed sweep."""
+    rest = []
+    for override in overrides:
+        key, sep, _ = override.partition("=")
+        if not sep or key.strip() not in ENTRY_LISTS:
+            rest.append(override)
+            continue
+        try:
+            value = OmegaConf.from_dotlist([override])[key.strip()]
+        except (OmegaConfBaseException, yaml.YAMLError) as e:
+            raise ConfigError(f"command line override '{override}': not a YAML value ({reason(e)})") from None
+        if not OmegaConf.is_list(value):
+            raise ConfigError(f"command line override '{override}': {key} takes a list, e.g. {key}=[a,b] or "
+                              f"{key}=[{{name: x, ...}}]")
+        raw = OmegaConf.merge(raw, {key.strip(): None})
+        raw[key.strip()] = value
+    return raw, rest
 
 
 def _from_root(root: Path, path: str) -> str:

@@ -122,7 +122,7 @@ def _items(bench: BenchmarkConfig, spec: Benchmark) -> Items:
     except HubDataMissing:
         data = []
     if data and all(os.path.exists(p) for p in data):
-        loaded = list(read_items(spec, data, bench.limit))
+        loaded = list(read_items(spec, data, bench.limit, bench.columns))
         items = [i for i in loaded if not i.get("error")]
         unread = unreadable(loaded)
         if not items:

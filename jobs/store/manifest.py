@@ -36,6 +36,7 @@ from jobs.store.layout import MANIFEST
 from jobs.store.run_root import QuarantinedPart, RunRoot
 
 FAILED_ERRORS = "failed_errors"  # a cell over its error budget
+FAILED_DATA = "failed_data"  # a cell whose data has no readable row
 SCORED = ("done", FAILED_ERRORS)  # statuses of a cell whose metrics and item rows are stored: reports read them
 ALONE = "model alone: mean log-prob"  # reference: null (e.g. RAG-RewardBench's Table 3 setting for RALMs)
 

@@ -33,11 +33,11 @@ from jobs.engines.answering import answer_requests, who
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.engines.preflight import PreflightError
-from jobs.flow import CellJob, CellRecorder, flow_of
+from jobs.flow import CellJob, CellRecorder, NoReadableRows, flow_of
 from jobs.flow.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
 from jobs.flow.error_budget import over_budget, reopens
 from jobs.flow.first_round import StreamTarget
-from jobs.store import FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
+from jobs.store import FAILED_DATA, FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
 from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
 from jobs.sweep.progress import Progress
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 class CellOutcome:
     benchmark: str
     model: str
-    status: str  # done | cached | failed | failed_errors | skipped | interrupted
+    status: str  # done | cached | failed | failed_data | failed_errors | skipped | interrupted
     metrics: JsonObject | None
     seconds: float
     message: str = ""
@@ -144,6 +144,9 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
                                **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
                                "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                "seconds": round(time.time() - start, 1)})
+    except NoReadableRows as e:
+        message = redact(str(e))
+        return _ended(cell, recorder, FAILED_DATA, {**stamp, "error": message}, start, message)
     except Interrupted as e:
         return _ended(cell, recorder, "interrupted", {**stamp, "started_at": round(start, 3), **cell.stop.record()},
                       start, str(e))

@@ -90,14 +90,15 @@ def validation_samples(sweep: SweepConfig, n: int) -> list[Sample]:
         spec = _judged(module)
         benches = [b for b in sweep.benchmarks.values() if b.module == module]
         options = typed_options(spec.Options, benches[0].options) if benches else spec.Options()
-        paths = [local_path(path) for bench in benches for path in bench.data] or [
-            sample for sample in [spec.validation_sample()] if sample]
+        sources = [(local_path(path), bench.columns) for bench in benches for path in bench.data] or [
+            (sample, {}) for sample in [spec.validation_sample()] if sample]
+        paths = [path for path, _ in sources]
         items: list[Item] = []
         skipped = 0
-        for path in paths:
+        for path, columns in sources:
             if len(items) == n:
                 break
-            found, bad = spec.validation_items(read_items(spec, [path]), n - len(items))
+            found, bad = spec.validation_items(read_items(spec, [path], columns=columns), n - len(items))
             items, skipped = items + found, skipped + bad
         if not items:
             raise ConfigError(f"no well-formed {spec.name} item to validate on in {', '.join(paths) or 'no data'}"

@@ -1,5 +1,16 @@
-"""Fixed-width text tables, the layout every benchmark's `table_text` prints its paper's tables in."""
+"""Fixed-width text tables, the layout every benchmark's `table_text` prints its paper's tables in, and their
+titles."""
 from __future__ import annotations
+
+from typing import Any
+
+
+def titled(paper: str, module: str, metrics: list[dict[str, Any]]) -> str:
+    """A table's title: the benchmark as its paper names it, after the run's names for it (metrics.json's
+    `config`) where one is not the module's own: a config `my_pairs` of RAG-RewardBench is "my_pairs
+    (RAG-RewardBench)", so two configs of one benchmark never print alike."""
+    configs = sorted({str(m.get("config") or module) for m in metrics})
+    return paper if configs in ([], [module]) else f"{', '.join(configs)} ({paper})"
 
 
 def aligned(rows: list[list[str]], left: int = 1) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.bianbench.fields import LANGUAGES, SPLITS, TASKS
+from benchmarks.bianbench.fields import BENCHMARK, LANGUAGES, SPLITS, TASKS
 from benchmarks.formatting import ordered, pct
-from benchmarks.tables import grid
+from benchmarks.tables import grid, titled
 
 TASK_TITLES = {"qa": "QA", "summarization": "Summarization", "data_to_text": "Data-to-Text",
                "translation": "Machine Translation"}
@@ -24,8 +24,9 @@ PAPER_SUBSETS = {
 def table_text(metrics: list[dict[str, Any]]) -> str:
     """Tables 2, 3, 17 and 18 of the paper from metrics.json dicts, one row per model: accuracy (%), mean ±
     sample std over runs in Tables 2 and 3, the mean in the subset tables; '-' where a model has no data."""
-    sections = [("Bi'anBench: accuracy %, mean ± std over runs. Task = mean of its subsets; Avg. = mean of all "
-                 "the split's subsets (not of the tasks).")]
+    name = titled("Bi'anBench", BENCHMARK, metrics)
+    sections = [(f"{name}: accuracy %, mean ± std over runs. Task = mean of its subsets; Avg. = mean of all the "
+                 "split's subsets (not of the tasks).")]
     for split, table in (("en", "Table 2, Bi'anBench_EN"), ("zh", "Table 2, Bi'anBench_ZH")):
         header = [TASK_TITLES[t] for t in TABLE2_TASKS[split]] + ["Avg."]
         rows = []

@@ -5,7 +5,9 @@ import html
 from typing import Any
 
 from benchmarks.formatting import pct
+from benchmarks.rag_rewardbench.load import BENCHMARK
 from benchmarks.rag_rewardbench.metrics import COLUMN_TITLES
+from benchmarks.tables import titled
 
 KIND_MARK = {"discriminative": "D", "generative": "G", "implicit": "I", "api": "A"}  # A: generative judge behind an API
 
@@ -24,13 +26,16 @@ def ranked(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def table_text(metrics: list[dict[str, Any]]) -> str:
-    """A fixed-width Table 2: accuracy (%) per column, overall with its 95% bootstrap interval."""
+    """A fixed-width Table 2: accuracy (%) per column (each headed by its whole title: two are "General"),
+    overall with its 95% bootstrap interval."""
     name_width = max([len(m["model"]) + 4 for m in metrics] + [10])
-    head = ["Model".ljust(name_width)] + [f"{COLUMN_TITLES[c].split('/')[-1][:8]:>8}" for c in COLUMN_TITLES]
-    lines = ["RAG-RewardBench (accuracy %, micro-averaged; D/G/I/A = discriminative/generative/implicit RM, API judge)",
+    widths = {c: max(len(title), 5) for c, title in COLUMN_TITLES.items()}
+    head = ["Model".ljust(name_width)] + [f"{COLUMN_TITLES[c]:>{widths[c]}}" for c in COLUMN_TITLES]
+    lines = [(f"{titled('RAG-RewardBench', BENCHMARK, metrics)}: accuracy %, micro-averaged; D/G/I/A = "
+              "discriminative/generative/implicit RM, API judge"),
              " ".join(head) + "   95% CI (overall)   n"]
     for m in ranked(metrics):
-        cells = [f"{_pct(m['columns'].get(c)):>8}" for c in COLUMN_TITLES]
+        cells = [f"{_pct(m['columns'].get(c)):>{widths[c]}}" for c in COLUMN_TITLES]
         label = f"[{KIND_MARK.get(m.get('kind'), '?')}] {m['model']}".ljust(name_width)
         lines.append(" ".join([label] + cells) + f"   {_interval(m['columns_ci95'].get('overall')):<17}"
                      f"  {m['n']}")
@@ -69,5 +74,6 @@ def table_html(metrics: list[dict[str, Any]]) -> str:
         note = f"<br><small>{html.escape(m['note'])}</small>" if m.get("note") else ""
         body.append(f"<tr><td>{html.escape(m['model'])} ({html.escape(str(m.get('kind')))}){note}</td>{cells}"
                     f"<td>{m['n']}</td></tr>")
-    return ("<p>RAG-RewardBench: accuracy (%), micro-averaged over pairs; 95% bootstrap intervals.</p>"
+    return (f"<p>{html.escape(titled('RAG-RewardBench', BENCHMARK, metrics))}: accuracy (%), micro-averaged "
+            "over pairs; 95% bootstrap intervals.</p>"
             f"<table><tr><th>Model</th>{header}<th>n</th></tr>{''.join(body)}</table>")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.formatting import pct, pct_ci
-from benchmarks.tables import aligned
+from benchmarks.tables import aligned, titled
 from benchmarks.utility import gtu
+from benchmarks.utility.options import BENCHMARK
 from benchmarks.utility.prompts import RANK_FORMS, SET_FORMS
 from benchmarks.utility.summary import RANK_METRICS, SET_METRICS
 
@@ -46,8 +47,8 @@ def condition_tables(metrics: list[dict[str, Any]]) -> list[str]:
             cells = [pct_ci(entry["subsets"].get(s, {}), n) for s in subsets for n in names]
             rows.append([m.get("model", "?"), condition, *cells, str(entry["all"]["n"]),
                          pct(entry["all"].get("parse_failure_rate"))])
-        blocks.append(f"Utility judgments: {title}, % macro over questions [95% CI]\n"
-                      + aligned([head, *rows], left=2))
+        name = titled("Utility judgments", BENCHMARK, metrics)
+        blocks.append(f"{name}: {title}, % macro over questions [95% CI]\n" + aligned([head, *rows], left=2))
     return blocks
 
 

@@ -51,11 +51,12 @@ def paper_table(module: str, metrics: list[JsonObject]) -> PaperTable:
 
 
 def report_text(metrics: list[JsonObject]) -> str:
-    """The paper table of each benchmark in `metrics` (one metrics.json per cell), in first-seen order."""
-    groups: dict[str, list[JsonObject]] = defaultdict(list)
+    """The paper table of each benchmark config in `metrics` (one metrics.json per cell: `benchmark` its module,
+    `config` the run's name for it), in first-seen order."""
+    groups: dict[tuple[str, str], list[JsonObject]] = defaultdict(list)
     for m in metrics:
-        groups[m["benchmark"]].append(m)
-    tables = [(name, paper_table(name, group)) for name, group in groups.items()]
+        groups[m["benchmark"], m.get("config") or m["benchmark"]].append(m)
+    tables = [(name, paper_table(module, group)) for (module, name), group in groups.items()]
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 

@@ -237,7 +237,8 @@ def evaluate_retrieval(root: RunRoot, bench_config: BenchmarkConfig, model: Mode
                               for i, p in enumerate(problems)])
     search_seconds = searched - rewritten
     return {
-        "benchmark": bench.name, "model": model.name, "kind": model.kind, "engine": model.engine,
+        "benchmark": bench.name, "config": bench_config.name, "model": model.name, "kind": model.kind,
+        "engine": model.engine,
         "note": model.note, "n": sum(s["n"] for s in by_strategy.values()), "n_errors": len(problems),
         "n_bad_rows": 0, "problems": problems, "strategies": by_strategy, "indexes": indexes,
         "llm_rewrite": rewrite_info or None,

@@ -263,3 +263,11 @@ def test_implicit_models_are_labelled_with_what_their_score_is(tmp_path, monkeyp
 
 def test_a_board_without_implicit_models_has_no_implicit_column(run):
     assert "implicit score" not in run["printed"]
+
+
+def test_report_text_gives_each_config_of_a_benchmark_its_own_titled_table():
+    cell = {"benchmark": "rag_rewardbench", "model": "judge", "kind": "generative", "n": 2,
+            "columns": {"overall": 0.5}, "columns_ci95": {}}
+    text = report_text([{**cell, "config": "my_pairs"}, {**cell, "config": "rag_rewardbench"}])
+    titles = [line for line in text.splitlines() if "RAG-RewardBench" in line]
+    assert [t.split(":")[0] for t in titles] == ["my_pairs (RAG-RewardBench)", "RAG-RewardBench"]

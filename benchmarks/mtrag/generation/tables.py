@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.formatting import fixed, ordered
-from benchmarks.mtrag.generation.options import SETTINGS
+from benchmarks.mtrag.generation.options import BENCHMARK, SETTINGS
 from benchmarks.mtrag.generation.summary import BREAKDOWN_ORDER
-from benchmarks.tables import grid
+from benchmarks.tables import grid, titled
 
 SETTING_TITLES = {"reference": "Reference", "reference_rag": "Reference+RAG", "full_rag": "Full RAG"}
 TABLE5 = (("Ans. Acc.", "answerability_acc"), ("RB_alg", "rb_alg_idk"), ("RB_llm", "rb_llm_idk"), ("RL_F", "rl_f_idk"))
@@ -40,8 +40,9 @@ def table_text(metrics: list[dict[str, Any]]) -> str:
         return grid(title, header, rows)
 
     sections = [
-        ("mtRAG generation. IDK-conditioned metrics (section 6.3.3) over ANSWERABLE, PARTIAL and UNANSWERABLE "
-         "tasks; UNDERSPECIFIED and CONVERSATIONAL tasks appear only in the answerability breakdown."),
+        (f"{titled('mtRAG generation', BENCHMARK, metrics)}. IDK-conditioned metrics (section 6.3.3) over "
+         "ANSWERABLE, PARTIAL and UNANSWERABLE tasks; UNDERSPECIFIED and CONVERSATIONAL tasks appear only in the "
+         "answerability breakdown."),
         by_setting("Table 5", TABLE5),
         by_setting("Table 5, raw (not conditioned on IDK)", RAW),
     ]

@@ -4,8 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.formatting import fixed
+from benchmarks.mtrag.retrieval.data import BENCHMARK
 from benchmarks.mtrag.retrieval.options import LLM_REWRITE
 from benchmarks.mtrag.retrieval.scoring import K_VALUES, MEASURES
+from benchmarks.tables import titled
 
 STRATEGY_TITLES = {"lastturn": "Last Turn", "rewrite": "Query Rewrite", "questions": "Questions",
                    LLM_REWRITE: "LLM Rewrite (ours)"}
@@ -35,4 +37,5 @@ def table_text(metrics: list[dict[str, Any]]) -> str:
     text = [" | ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
             for line in lines]
     text.insert(1, "-+-".join("-" * w for w in widths))
-    return "mtRAG retrieval (Table 3 layout; all domains, weighted as the authors' script)\n" + "\n".join(text)
+    return (f"{titled('mtRAG retrieval', BENCHMARK, metrics)}: Table 3 layout; all domains, weighted as the "
+            "authors' script\n" + "\n".join(text))

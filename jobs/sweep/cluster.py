@@ -25,7 +25,7 @@ NO_PROGRESS_S = 2 * RESTART_WAIT_S
 
 
 class ClusterUnreachable(Exception):
-    """The configured Ray address does not answer."""
+    """The configured Ray address does not answer, or a new local cluster did not start."""
 
 
 def cluster_address(sweep: SweepConfig) -> str | None:
@@ -47,11 +47,33 @@ def connect_ray(sweep: SweepConfig) -> str:
         said = f"Ray: joined the cluster at {address}"
     else:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
-        ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False, log_to_driver=False,
-                 _system_config={"num_workers_soft_limit": idle_workers(sweep.cluster.num_cpus)})
+        try:
+            ray.init(address="local", num_cpus=sweep.cluster.num_cpus, include_dashboard=False,
+                     log_to_driver=False,
+                     _system_config={"num_workers_soft_limit": idle_workers(sweep.cluster.num_cpus)})
+        except Exception as e:
+            if (unstarted := local_start_failed(e, sweep.cluster.num_cpus)) is None:
+                raise
+            raise unstarted from e
         said = f"Ray: started a local cluster ({ray.get_runtime_context().gcs_address})"
     configure_ray_data()
     return said
+
+
+def local_start_failed(error: Exception, num_cpus: int | None) -> ClusterUnreachable | None:
+    """The one-line error for a local cluster that `ray.init` could not start in time (its GCS or raylet did not
+    come up: a machine under load), saying what to try; None for any other error, which is no start's.
+
+    Ray raises a TimeoutError, ConnectionError or RuntimeError for its GCS, and a bare Exception when the
+    raylet does not register within its fixed 30 s: of that type, only its own message is taken."""
+    if not isinstance(error, (TimeoutError, ConnectionError, RuntimeError)) and not (
+            type(error) is Exception and "timed out" in str(error)):
+        return None
+    said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    cpus = f"cluster.num_cpus (now {num_cpus})" if num_cpus else "cluster.num_cpus (now all of this machine's)"
+    return ClusterUnreachable(
+        f"the local Ray cluster did not start: {said[:200]}; try again once the machine is less busy, with a "
+        f"smaller {cpus}, or start one first (`ray start --head`) and give its address in cluster.address")
 
 
 def idle_workers(num_cpus: int | None) -> int:

@@ -14,7 +14,7 @@ import pytest
 from sweeps import write_sweep
 
 from jobs.cli import main
-from jobs.sweep.cluster import ClusterUnreachable, check_answers, host_port
+from jobs.sweep.cluster import ClusterUnreachable, check_answers, host_port, local_start_failed
 
 
 def _closed_port() -> int:
@@ -59,6 +59,32 @@ def test_run_with_a_dead_address_exits_1_with_one_line_and_no_traceback(tmp_path
     assert status == 1
     assert err == [(f"ragjudge: no Ray cluster answers at {address} (tried for 1 s: Connection refused); "
                     "check cluster.address or RAY_ADDRESS")]
+
+
+# What ray.init raises when a local cluster does not come up in time (ray._private.node and services).
+RAY_START_FAILURES = [
+    Exception("The current node timed out during startup. This could happen because some of the raylet failed "
+              "to startup or the GCS has become overloaded."),
+    TimeoutError("Timed out after 30 seconds while waiting for node to startup. Did not find socket name x"),
+    RuntimeError("Failed to start GCS.  Last 2 lines of error files:\n[2026-01-01] E gcs_server.cc: bind\n."),
+    ConnectionError("Could not find any running Ray instance. Please specify the one to connect to"),
+]
+
+
+@pytest.mark.parametrize("error", RAY_START_FAILURES, ids=lambda e: type(e).__name__)
+def test_a_local_cluster_that_does_not_start_is_one_line_saying_what_to_try(error):
+    unstarted = local_start_failed(error, num_cpus=8)
+    message = str(unstarted)
+    assert isinstance(unstarted, ClusterUnreachable) and "\n" not in message
+    assert message.startswith("the local Ray cluster did not start: " + str(error).splitlines()[0].strip()[:200])
+    assert "cluster.num_cpus (now 8)" in message and "ray start --head" in message and "cluster.address" in message
+    assert "all of this machine's" in str(local_start_failed(error, num_cpus=None))
+
+
+@pytest.mark.parametrize("error", [ValueError("num_cpus must be positive"), KeyError("x"),
+                                   Exception("some other failure")])
+def test_an_error_that_is_not_a_start_failing_stays_itself(error):
+    assert local_start_failed(error, num_cpus=2) is None
 
 
 @pytest.mark.integration

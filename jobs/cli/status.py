@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -20,6 +21,10 @@ def add(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = open_run(args.run)
+    if root.on_this_machine and os.path.isfile(args.run):  # a sweep file, say: reading into it is a traceback
+        print(f"ragjudge status: {args.run} is a file, not a run folder; give the run's folder, ROOT/RUN (its "
+              "sweep's storage.root and storage.run, e.g. results/demo)", file=sys.stderr)
+        return 2
     status = root.read_json(STATUS)
     if status is None:
         print(f"{root.uri(STATUS)}: not found (the run has not started, or predates live progress)",

@@ -134,6 +134,13 @@ def test_status_command_reads_status_json(tmp_path, capsys):
     assert main(["status", root.path(), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cells"]["rag_rewardbench/m1"]["done"] == 812
     assert main(["status", str(tmp_path / "other")]) == 2
+    capsys.readouterr()
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: night\n")
+    assert main(["status", str(sweep)]) == 2  # a file, not a run folder: one line saying what to give
+    assert capsys.readouterr().err == (f"ragjudge status: {sweep} is a file, not a run folder; give the run's "
+                                       "folder, ROOT/RUN (its sweep's storage.root and storage.run, e.g. "
+                                       "results/demo)\n")
 
 
 def test_status_names_the_cells_over_their_error_budget_and_why(tmp_path):

@@ -67,13 +67,12 @@ def unread_lines(benchmark: str, fields: Sequence[Field], data: Iterable[str], c
                  ) -> list[str]:
     """One line per data file that has columns its benchmark does not read, naming them and how to map one."""
     lines = []
-    optional = sorted(f.name for f in fields if not f.required)
     for path in data:
         for source, names in unread_columns(fields, path, columns).items():
             listed = ", ".join(f"'{name}'" for name in names)
-            lines.append(f"{benchmark}: {source}: column{'s' * (len(names) > 1)} {listed} not read (its fields: "
-                         f"{', '.join(f.name for f in fields)}; to read one, map it: columns: {{FIELD: "
-                         f"{names[0]}}}" + (f", e.g. one of {', '.join(optional)}" if optional else "") + ")")
+            lines.append(f"{benchmark}: {source}: column{'s' * (len(names) > 1)} {listed} not read (the fields: "
+                         f"{', '.join(f.name for f in fields)}; to read one as a field: columns: {{FIELD: "
+                         f"{names[0]}}})")
     return lines
 
 

@@ -63,6 +63,7 @@ class LibraryLogs:
         self.attached: list[logging.Logger] = []  # loggers given the file
         self.unpropagated: list[logging.Logger] = []  # loggers that propagated to the root's console
         self.print_to_stdstream: Callable[..., None] | None = None  # Ray's, while ours replaces it
+        self.warnings_console: logging.Handler | None = None  # --verbose: the captured warnings on stderr too
         self.native = NativeStderr(logging.getLogger(NATIVE_LOGGER))
 
     def __enter__(self) -> Self:
@@ -73,7 +74,10 @@ class LibraryLogs:
         self.handler.setFormatter(logging.Formatter(FORMAT))
         logging.captureWarnings(True)
         self.take()
-        if not self.verbose:
+        if self.verbose:  # captured, warnings reach the console only through a handler of their own
+            self.warnings_console = logging.StreamHandler(sys.stderr)
+            logging.getLogger("py.warnings").addHandler(self.warnings_console)
+        else:
             self.print_to_stdstream = _send_ray_prints_to_log()
             self.native.start()
         return self
@@ -90,7 +94,8 @@ class LibraryLogs:
                     if _to_console(handler):
                         logger.removeHandler(handler)
                         self.removed.append((logger, handler))
-            top = "." not in name
+            # py.warnings too: a warning with no handler there gets a NullHandler from logging and is lost
+            top = "." not in name or name in LIBRARIES
             if (top or logger.handlers or not logger.propagate) and self.handler not in logger.handlers:
                 logger.addHandler(self.handler)
                 self.attached.append(logger)
@@ -112,6 +117,8 @@ class LibraryLogs:
             logger.propagate = True
         for logger in self.attached:
             logger.removeHandler(self.handler)  # type: ignore[arg-type]
+        if self.warnings_console is not None:
+            logging.getLogger("py.warnings").removeHandler(self.warnings_console)
         logging.captureWarnings(False)
         if self.handler is not None:
             self.handler.close()

@@ -172,7 +172,8 @@ def test_reference_paths():
 def test_bad_thresholds_are_one_line_errors(tmp_path, capsys):
     assert main(["validate", "conf/sweeps/demo.yaml", "--min-agreement", "2"]) == 2
     assert capsys.readouterr().err.strip() == "ragjudge: min_agreement must lie in [0, 1], not 2.0"
-    assert main(["validate", "conf/sweeps/demo.yaml", "--pairs", "0"]) == 2
+    # its run folder in tmp_path: the command's libraries.log is open by the time --pairs is checked
+    assert main(["validate", "conf/sweeps/demo.yaml", f"storage.root={tmp_path}", "--pairs", "0"]) == 2
     assert capsys.readouterr().err.strip() == "ragjudge: --pairs must be at least 1, not 0"
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from jobs.loading import load_sweep
 from jobs.plan import (
     GpuSpec,
+    estimated_tokens,
     format_downloads,
     format_plan,
     plan_downloads,
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     print(format_plan(plans, gpu))
     print(format_downloads(plan_downloads(sweep.models.values()), gpu.download_mb_per_s,
                            plan_schedule(plans, gpu).makespan_s))
+    for line in estimated_tokens(plans, gpu):
+        print(f"ragjudge plan: {line}", file=sys.stderr)
     for plan in unplanned(plans):  # they would fail at run time too: said again where a script sees it
         print(f"ragjudge plan: {plan.benchmark} x {plan.model}: {plan.problem}", file=sys.stderr)
     return 1 if unplanned(plans) else 0

@@ -213,6 +213,14 @@ NOT_IN_TOKENS = ("retrieval cells are not planned in tokens; the retrieval throu
                  "index and query rates")
 
 
+def estimated_tokens(plans: list[CellPlan], gpu: GpuSpec) -> list[str]:
+    """One line per local model whose prompts no tokenizer counted, its folder not being on this machine (a hub
+    id is not looked up for a plan), so that the plan's figures for it are known as estimates."""
+    guessed = {p.model: p.path for p in plans if not p.problem and not p.remote and p.tokens_from != "tokenizer"}
+    return [f"{model}: {path} is not a folder on this machine; its token counts are estimated as characters/"
+            f"{gpu.chars_per_token:g}" for model, path in guessed.items()]
+
+
 def unplanned(plans: list[CellPlan]) -> list[CellPlan]:
     """The cells that could not be planned for a reason that would fail them at run time too."""
     return [p for p in plans if p.problem and p.problem != NOT_IN_TOKENS]

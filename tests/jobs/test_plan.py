@@ -10,6 +10,7 @@ from sweeps import SAMPLE, write_sweep
 
 from benchmarks import rag_rewardbench as rb
 from benchmarks.rag_rewardbench import synthetic
+from jobs.cli import main
 from jobs.loading import load_sweep
 from jobs.plan.estimate import CPU_START_S, GpuSpec, format_plan, plan_schedule, plan_sweep
 
@@ -225,3 +226,15 @@ def test_the_plan_divides_each_cells_flops_by_its_models_measured_efficiency(tmp
         expected = measured_efficiency(p.kind, 2.0 if p.model == "small" else 70.0)
         assert p.gpu_hours == pytest.approx(p.flops / (1e15 * expected) / 3600)
     assert "the share measured for each model's kind and size" in format_plan(plan_sweep(load_sweep(sweep), gpu), gpu)
+
+
+def test_plan_says_which_models_it_counted_in_characters_and_why(tmp_path, capsys):
+    missing = tmp_path / "weights" / "rm-8b"  # a local folder that is not there
+    sweep = write_sweep(tmp_path, "guess", [
+        f'{{name: local_rm, path: "{missing}", kind: discriminative, params_b: 8.0}}',
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}'])
+    assert main(["plan", str(sweep)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    # one line for the model with no folder here; the API judge has no tokenizer to miss
+    assert err == [(f"ragjudge plan: local_rm: {missing} is not a folder on this machine; its token counts are "
+                   "estimated as characters/4")]

@@ -130,7 +130,9 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
         print(f"ragjudge report: {problem}", file=sys.stderr)
     paths = {name: str(m["path"]) for name, m in model_config.items() if (m or {}).get("path")}
     board = leaderboard_of(list(views.values()), paths, tokenizer)
-    return Report(root.run, manifest, list(views.values()), board)
+    report = Report(root.run, manifest, list(views.values()), board)
+    board["cells_not_scored"] = report.not_scored
+    return report
 
 
 def _pct(value: float | None) -> str:
@@ -179,6 +181,10 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
             out(leaderboard_text(view, board) + "\n")
         for note in incomplete_notes(view):
             out(f"{view.name}: {note}\n")
+    if missing := report.not_scored:
+        out("Cells not scored (no numbers in this report; the run's last lines say how to finish them)\n" + "".join(
+            f"  {c['benchmark']} x {c['model']}: {c['status']}" + (f": {c['reason']}" if c["reason"] else "") + "\n"
+            for c in missing))
     if engines := engine_rows(report.manifest):
         out("Engines (one per distinct weights and settings for the sweep; seconds, tokens)\n"
             + aligned(engines, left=2) + "\n")

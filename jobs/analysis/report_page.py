@@ -168,6 +168,15 @@ def _accounting(manifest: JsonObject) -> str:
             + table(["benchmark", "model", "engine", "status", "seconds", "n", "errors", *extra], rows) + provenance)
 
 
+def _not_scored(report: Report) -> str:
+    """The cells the run did not score, with why, above every table: a missing cell is never only absent."""
+    if not report.not_scored:
+        return ""
+    cells = "".join(f"<li><b>{_e(c['benchmark'])} x {_e(c['model'])}</b>: {_e(c['status'])}"
+                    + (f": {_e(c['reason'])}" if c["reason"] else "") + "</li>" for c in report.not_scored)
+    return f"<section id='not-scored'><h2>Cells not scored</h2><ul>{cells}</ul></section>"
+
+
 def render_page(report: Report, tables: dict[str, PaperTable], viewer: str = "") -> str:
     """The whole page for a run's report; `tables`: each benchmark's paper table; `viewer`: the item viewer's
     section (jobs.analysis.viewer_page), before the accounting."""
@@ -182,4 +191,4 @@ def render_page(report: Report, tables: dict[str, PaperTable], viewer: str = "")
             f"<h1>ragjudge report: {_e(report.run)}</h1>"
             f"<p>{len(report.views)} benchmarks, {len(models)} models. "
             f"{nav}{items} · <a href='#accounting'>engines and time</a></p>"
-            + "\n".join(sections) + viewer + _accounting(report.manifest) + f"<script>{JS}</script></body></html>")
+            + _not_scored(report) + "\n".join(sections) + viewer + _accounting(report.manifest) + f"<script>{JS}</script></body></html>")

@@ -8,6 +8,7 @@ import numpy as np
 from benchmarks.boundary_types import JsonObject
 from jobs.analysis.leaderboard import Outcomes
 from jobs.analysis.response_pairs import ResponsePair
+from jobs.store.manifest import SCORED
 
 
 @dataclass
@@ -48,6 +49,15 @@ class Report:
     manifest: JsonObject
     views: list[BenchmarkView]
     leaderboard: JsonObject
+
+    @property
+    def not_scored(self) -> list[JsonObject]:
+        """The cells the run did not score (failed, failed_data, interrupted, or still running), each with its
+        status and reason from the manifest."""
+        return [{"benchmark": key.split("/", 1)[0], "model": key.split("/", 1)[1], "status": cell.get("status"),
+                 "reason": cell.get("error") or cell.get("signal") or ""}
+                for key, cell in sorted((self.manifest.get("cells") or {}).items())
+                if cell.get("status") not in (*SCORED, "skipped")]
 
     @property
     def problems(self) -> list[str]:

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
                 outcomes = run_sweep(sweep, log=logs.say, include_held=args.include_held, before_write=lease.fence,
                                      stop=stop, retry_errors=args.retry_errors)
-                if any(o.metrics for o in outcomes) and not stop.is_set():
+                if any(o.status != "skipped" for o in outcomes) and not stop.is_set():  # failed cells say why there
                     print()
                     report = write_report(root)
     finally:

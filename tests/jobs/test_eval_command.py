@@ -94,3 +94,9 @@ def test_eval_of_a_users_folder_and_pairs_from_an_empty_folder(tmp_path):
     assert "FAILED_DATA bad x my-rm: no readable row" in bad.stderr
     assert "bad.jsonl: row 1: not valid JSON" in bad.stderr
     assert "bad.jsonl: row 2: field 'reject' (column 'rejected') missing" in bad.stderr
+    [failed] = [board for board in (work / "results").glob("eval-my-rm-*/report/leaderboard.json")
+                if json.loads(board.read_text())["cells_not_scored"]]
+    [cell] = json.loads(failed.read_text())["cells_not_scored"]
+    assert (cell["benchmark"], cell["status"]) == ("bad", "failed_data") and "not valid JSON" in cell["reason"]
+    page = (failed.parent / "index.html").read_text()
+    assert "Cells not scored" in page and "failed_data" in page and "Cells not scored" in bad.stdout

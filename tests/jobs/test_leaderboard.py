@@ -62,7 +62,10 @@ ITEMS = _closed(["n", "top_third", "label_noise"], n=INTEGER, top_third={"type":
 BOARD = _closed(["models", "pairs"], {"baselines": BASELINES, "items": ITEMS}, models={"type": "array", "items": MODEL},
                 pairs={"type": "array", "items": PAIR})
 # issue 15's format, closed (no field more, none less), with issue 30's optional parts
-CONTRACT = _closed(["benchmarks"], benchmarks={"type": "object", "additionalProperties": BOARD})
+NOT_SCORED = _closed(["benchmark", "model", "status", "reason"], benchmark={"type": "string"},
+                     model={"type": "string"}, status={"type": "string"}, reason={"type": "string"})  # issue 61
+CONTRACT = _closed(["benchmarks"], {"cells_not_scored": {"type": "array", "items": NOT_SCORED}},
+                   benchmarks={"type": "object", "additionalProperties": BOARD})
 
 
 def _rows(model: str, outcomes: list[float | None]) -> list[dict]:

@@ -2,8 +2,9 @@
 install every file of conf/ and data/ under share/ragjudge/ in the checkout's own layout."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from benchmarks.paths import CHECKOUT
 

@@ -31,8 +31,8 @@ TIMING = ("seconds", "started_at", "finished_at")
 def _ragjudge(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HOME": str(home), "HF_HOME": str(home / "hf"), "PYTHONPATH": str(CHECKOUT)}
     env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, "-m", "jobs", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-m", "jobs", *args], check=False, cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
 
 
 def _metrics(run: Path) -> dict[str, dict]:

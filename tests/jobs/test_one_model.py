@@ -115,4 +115,4 @@ def test_a_cell_with_some_bad_rows_says_so_and_scores_the_good_ones(tmp_path, mo
     _, outcome = run(tmp_path, BenchmarkConfig(name="b", module="rag_rewardbench", data=[str(data)]))
     assert outcome.status == "done" and outcome.metrics["n"] == 1 and outcome.metrics["n_bad_rows"] == 1
     said = capsys.readouterr().out
-    assert f"1 of 2 input rows could not be read" in said and f"{data}: row 2: field 'prompt' missing" in said
+    assert "1 of 2 input rows could not be read" in said and f"{data}: row 2: field 'prompt' missing" in said

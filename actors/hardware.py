@@ -10,8 +10,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.boundary_types import JsonObject
+
 IF_NATIVE = "bfloat16-if-native"
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# Variables that change which kernels oneDNN and ATen pick, hence float32 results: numerics() records them.
+NUMERICS_ENV = ("ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA",
+                "DNNL_MAX_CPU_ISA")
 # tcmalloc, which vLLM's CPU guide asks to preload: no PyPI wheel ships it; Debian's libtcmalloc-minimal4 (or
 # google-perftools) puts it in the first folders, RHEL's gperftools-libs in /usr/lib64.
 TCMALLOC = ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")
@@ -45,6 +50,36 @@ def resolve_dtype(dtype: str, device: str, flags: frozenset[str] | None = None) 
     if dtype != IF_NATIVE:
         return dtype
     return "bfloat16" if native_bf16(device, flags) else "float32"
+
+
+def numerics(device: str, dtype: str) -> JsonObject:
+    """What a worker computes its numbers with, for manifest.json, so that two runs whose numbers differ can be
+    told apart: the dtype its model runs in (the caller's: what it loaded), this process's torch settings that
+    change float32 results (matmul precision, oneDNN and its float32 math mode, autocast, threads, the oneDNN
+    and ATen variables where set) and the device: the CPU's bfloat16 flags, or the GPU's name."""
+    import torch
+
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    mkldnn = torch.backends.mkldnn
+    record: JsonObject = {
+        "dtype": dtype, "device": device, "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "mkldnn": bool(mkldnn.is_available() and mkldnn.enabled), "autocast": torch.is_autocast_enabled(kind),
+        "threads": torch.get_num_threads()}
+    if fp32 := getattr(getattr(mkldnn, "matmul", None), "fp32_precision", None):
+        record["mkldnn_matmul_fp32_precision"] = fp32
+    if env := {name: os.environ[name] for name in NUMERICS_ENV if name in os.environ}:
+        record["env"] = env
+    if kind == "cuda":
+        record["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        record["tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+    else:
+        record["cpu_bf16_flags"] = sorted(BF16_CPU_FLAGS & cpu_flags())
+    return record
+
+
+def loaded_dtype(module) -> str:
+    """The dtype a torch module's weights are in, e.g. "float32"."""
+    return str(next(module.parameters()).dtype).removeprefix("torch.")
 
 
 def tcmalloc(lib_dirs: Sequence[str] = LIB_DIRS) -> str | None:

@@ -9,6 +9,7 @@ from actors.hardware import (
     cpu_engine_env,
     cpu_flags,
     native_bf16,
+    numerics,
     rank_threads,
     resolve_dtype,
     tcmalloc,
@@ -18,6 +19,23 @@ from jobs.engines.vllm.stage import engine_settings
 AVX2_ONLY = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
 AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n"
 AMX = "processor\t: 0\nflags\t\t: fpu avx2 avx512f amx_tile amx_bf16 amx_int8\n"
+
+
+def test_numerics_say_what_this_process_computes_float32_with(monkeypatch):
+    """manifest.json's record of an engine's and an encoder's numbers: a setting that moves them is in it."""
+    import torch
+
+    record = numerics("cpu", "float32")
+    assert (record["dtype"], record["device"], record["autocast"]) == ("float32", "cpu", False)
+    assert set(record["cpu_bf16_flags"]) <= {"avx512_bf16", "amx_bf16"} and record["threads"] >= 1
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")  # lets oneDNN compute float32 matmuls in bfloat16
+        assert numerics("cpu", "float32")["float32_matmul_precision"] == "medium"
+    finally:
+        torch.set_float32_matmul_precision(before)
+    monkeypatch.setenv("ONEDNN_DEFAULT_FPMATH_MODE", "BF16")
+    assert numerics("cpu", "float32")["env"] == {"ONEDNN_DEFAULT_FPMATH_MODE": "BF16"}
 
 
 def test_flags_are_read_from_cpuinfo_and_missing_cpuinfo_means_none():

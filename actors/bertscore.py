@@ -6,16 +6,26 @@ of actors.model_store), num_layers, lang, rescale_with_baseline, baseline_path, 
 model as the driver resolved it (jobs.flow.text_pairs): actors load it and make nothing. Rescaling reads
 bert-score's own baseline file for the model's hub id (the one the config names, not its local folder),
 unless baseline_path names another.
+
+bert-score picks the model class from the name it is given: T5EncoderModel wherever "t5" occurs in it
+(bert_score.utils.get_model, a rule meant for hub ids such as t5-base). The driver gives a local folder's
+absolute path, and where a clone, a virtualenv or a cache has "t5" in its path by chance (/tmp/tmp.qt5Xa/...),
+bert-score loads a BERT folder as T5: no weight of the checkpoint fits, each is drawn at random in each process,
+and Bert-Rec moves by 0.02 from run to run (issue 62). A local folder's class is read from its
+config.json here instead (`scorer_name`); the model then runs in float32, as bert-score ran it for the papers.
+Each actor says what it computed with (`runtime`: the class, the dtype, actors.hardware.numerics).
 """
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
-from typing import TypedDict
+from typing import Self, TypedDict
 
 import numpy as np
 
-from benchmarks.boundary_types import ColumnBatch
+from actors.hardware import loaded_dtype, numerics
+from benchmarks.boundary_types import ColumnBatch, JsonObject
 
 
 class EncoderSettings(TypedDict, total=False):
@@ -55,8 +65,42 @@ def encoder_label(encoder: EncoderSettings) -> str:
     return f"{encoder['model']}@{encoder['num_layers']}, {rescaled}"
 
 
+class _FolderName(str):
+    """A local folder's path as bert-score reads it: its one test of the name, `"t5" in name`, answered by the
+    folder's config, not by the letters of the path; everything else reads the path itself."""
+
+    t5: bool
+
+    def __new__(cls, path: str, t5: bool) -> Self:
+        name = super().__new__(cls, path)
+        name.t5 = t5
+        return name
+
+    def __contains__(self, part: object) -> bool:
+        return self.t5 if part == "t5" else super().__contains__(part)
+
+    def __getnewargs__(self) -> tuple[str, bool]:  # transformers deep-copies its arguments
+        return str(self), self.t5
+
+
+def scorer_name(model: str) -> str:
+    """The model name to give bert-score's BERTScorer: `model` itself, unless it is a local folder whose path
+    says "t5" where its config.json does not (or the other way round), then the path with that test fixed."""
+    config = Path(model) / "config.json"
+    if not config.is_file():
+        return model  # a hub id: bert-score's rule is meant for those
+    t5 = "t5" in str(json.loads(config.read_text()).get("model_type", ""))
+    return model if t5 == ("t5" in model) else _FolderName(model, t5)
+
+
+def runtime(model, device: str) -> JsonObject:
+    """What an encoder computes with: its class, and its dtype with this process's numerics."""
+    return {"model_class": type(model).__name__, **numerics(device, loaded_dtype(model))}
+
+
 class BertScoreStage:
-    """`map_batches` class: pair_id, candidate, reference -> pair_id, precision, recall, f1 (BERTScore, no idf).
+    """`map_batches` class: pair_id, candidate, reference -> pair_id, precision, recall, f1 (BERTScore, no idf)
+    and runtime (the actor's `runtime` record as JSON, the same on each of its rows).
 
     A pair with an empty side gets NaN: bert-score 0.3.13 cannot encode an empty text under transformers 5
     (it calls a tokenizer method that no longer exists), and there is nothing to compare anyway.
@@ -67,10 +111,15 @@ class BertScoreStage:
         from bert_score import BERTScorer
 
         baseline = baseline_file(encoder)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
         self.scorer = BERTScorer(
-            model_type=encoder["folder"], num_layers=int(encoder["num_layers"]), lang=encoder["lang"],
+            model_type=scorer_name(encoder["folder"]), num_layers=int(encoder["num_layers"]), lang=encoder["lang"],
             rescale_with_baseline=baseline is not None, baseline_path=baseline,
-            batch_size=int(encoder["batch_size"]), device="cuda" if torch.cuda.is_available() else "cpu")
+            batch_size=int(encoder["batch_size"]), device=device)
+        # transformers 5 loads a checkpoint in its stored dtype ("auto"); bert-score under transformers 4, with
+        # which the papers' numbers were made, loaded float32.
+        self.scorer._model.to(torch.float32)
+        self.runtime = json.dumps(runtime(self.scorer._model, device), sort_keys=True)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         candidates = [str(c).strip() for c in batch["candidate"]]
@@ -80,4 +129,5 @@ class BertScoreStage:
         if keep:
             scored = self.scorer.score([candidates[i] for i in keep], [references[i] for i in keep])
             scores[:, keep] = np.stack([values.numpy() for values in scored])
-        return {"pair_id": batch["pair_id"], "precision": scores[0], "recall": scores[1], "f1": scores[2]}
+        return {"pair_id": batch["pair_id"], "precision": scores[0], "recall": scores[1], "f1": scores[2],
+                "runtime": np.full(len(candidates), self.runtime, dtype=object)}

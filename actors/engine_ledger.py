@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from benchmarks.boundary_types import JsonObject
+
 COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
 MODELS_JOINED_BY = " + "  # an entry's "model": the model files a shared engine served
 
@@ -22,6 +24,7 @@ class EngineEntry(TypedDict, total=False):
     start_s: float  # summed over its starts
     nodes: list[dict[str, str]]  # per start in order, the node it ran on ({"node_id", "ip"})
     start_times: list[dict[str, float]]  # per start in order, when its load began and when it was ready (Unix s)
+    numerics: list[JsonObject]  # per start in order, what it computes with (actors.hardware.numerics; {}: unsaid)
     busy_s: float
     requests: int
     prompt_tokens: int
@@ -43,11 +46,12 @@ class EngineLedger:
     def _entry(self, key: str, model: str, engine: str) -> EngineEntry:
         self.models.setdefault(key, set()).add(model)
         return self.entries.setdefault(key, {"engine": engine, "starts": 0, "start_s": 0.0, "nodes": [],
-                                             "start_times": [], **{name: 0 for name in COUNTERS}})
+                                             "start_times": [], "numerics": [], **{name: 0 for name in COUNTERS}})
 
     def started(self, key: str, model: str, engine: str, seconds: float, node: dict[str, str] | None = None,
-                began: float | None = None) -> None:
+                began: float | None = None, numerics: JsonObject | None = None) -> None:
         entry = self._entry(key, model, engine)
+        entry["numerics"].append(numerics or {})
         entry["starts"] += 1
         entry["start_s"] = round(entry["start_s"] + seconds, 3)
         entry["nodes"].append(node or {})

@@ -83,6 +83,13 @@ def test_the_ledger_times_each_start_of_an_engine():
     assert ledger.read()["e"]["starts"] == 2 and ledger.read()["e"]["start_s"] == 5.5
 
 
+def test_the_ledger_keeps_what_each_start_computed_with():
+    ledger = EngineLedger()
+    ledger.started("e", "minilm", "transformers", 1.0, numerics={"dtype": "bfloat16", "cpu_bf16_flags": ["amx_bf16"]})
+    ledger.started("e", "minilm", "transformers", 1.0)  # an engine that said nothing
+    assert ledger.read()["e"]["numerics"] == [{"dtype": "bfloat16", "cpu_bf16_flags": ["amx_bf16"]}, {}]
+
+
 def test_an_engines_last_start_is_read_from_the_runs_recorded_engines_from_request_to_ready():
     """What 'engine X starting: 20 s (61 s last time)' compares against: the first start's ready time less the
     time the host asked Ray for the actor (a restart's load is not a start a cell waits for at the sweep's

@@ -12,6 +12,7 @@ import numpy as np
 
 from actors.engine_calls import call_engine
 from actors.engine_ledger import report, this_node
+from actors.hardware import loaded_dtype, numerics, resolve_dtype
 from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
@@ -104,7 +105,11 @@ class ScorerServer:
     def __init__(self, model: WorkerModel, key: str, ledger: str | None = None):
         start = time.time()
         self.scorer, self.key, self.ledger, self.model_name = RequestScorer(model), key, ledger, model.name
-        report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node(), start)
+        engine = self.scorer.engine
+        dtype = (loaded_dtype(engine.model) if engine.model is not None
+                 else resolve_dtype(model.dtype, engine.device))
+        report(ledger, "started", key, self.model_name, "transformers", time.time() - start, this_node(), start,
+               numerics(engine.device, dtype))
 
     def answer(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         start = time.time()

@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from actors.engine_ledger import report, this_node
-from actors.hardware import rank_threads
+from actors.hardware import numerics, rank_threads
 from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, Request
 from jobs.engines.vllm.ranks import WORKER_EXTENSION
@@ -64,7 +64,9 @@ class VllmServer:
             model=path, **{"worker_extension_cls": WORKER_EXTENSION, **engine_kwargs}, **self.runner))
         self.ids = itertools.count()
         self.in_flight, self.busy_since, self.busy_s = 0, 0.0, 0.0
-        report(ledger, "started", key, model.name, "vllm", time.time() - start, this_node(), start)
+        # the dtype vLLM was given; the torch settings are this process's, not those of vLLM's engine process
+        report(ledger, "started", key, model.name, "vllm", time.time() - start, this_node(), start,
+               numerics("cuda" if model.num_gpus else "cpu", str(engine_kwargs["dtype"])))
 
     async def answer(self, requests: list[Request], task: str, model: WorkerModel, path: str,
                      columns: tuple[str, ...] = ANSWER_COLUMNS, prefix: str = "", keep_messages: bool = False

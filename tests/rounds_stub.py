@@ -25,9 +25,9 @@ class StubOptions:
 class RoundsStub(protocol.Benchmark):
     """A three-round protocol: a generation, a judgment of it, then a verdict on the judgment."""
 
-    name, kinds, Options = "stub", ("generative",), StubOptions
+    name, kinds, Options, fields = "stub", ("generative",), StubOptions, ()
 
-    def load_items(self, path):
+    def load_items(self, path, columns=None):
         return iter([{"item_id": f"stub/{i}", "subset": "s", "error": None} for i in range(3)])
 
     def expand(self, item, kind, options):

@@ -16,7 +16,7 @@ from jobs.loading.files import load_yaml, structured
 
 def add(commands: Any) -> None:
     parser = commands.add_parser("benchmarks", help="list the benchmarks, or one benchmark's fields and an example")
-    parser.add_argument("name", nargs="?", help="a benchmark of conf/benchmarks/ (e.g. rag_rewardbench) or a module")
+    parser.add_argument("name", nargs="?", help="a benchmark of conf/benchmarks/ (as listed without a NAME) or a module")
     parser.set_defaults(func=run)
 
 
@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     module = known[args.name].module if args.name in known else args.name
     spec = benchmark(module)
     if not isinstance(spec, Benchmark):
-        raise ConfigError(f"{args.name}: scored on rankings (corpora, queries and qrels in mtRAG's released "
-                          "layout: see data/mtrag/), not read row by row")
+        raise ConfigError(f"{args.name}: scored on rankings (corpora, queries and qrels in their released layout, "
+                          "in the folders its config's data names), not read row by row")
     print(f"{args.name} (module {module}): the fields of a row\n")
     rows = [["field", "required", "type", "meaning", "in the prompt"]]
     rows += [[f.name, "yes" if f.required else "no", f.type, f.meaning, f.use] for f in spec.fields]

@@ -12,26 +12,30 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from benchmarks.boundary_types import JsonObject
 from jobs.cli import run as run_verb
 from jobs.config import ConfigError
-from jobs.loading.one_model import EvalRequest, eval_sweep, model_entry
+from jobs.loading.files import load_yaml
+from jobs.loading.one_model import DEFAULTS, EvalRequest, eval_sweep, model_entry
 
 
 def add(commands: Any) -> None:
+    defaults = load_yaml(DEFAULTS)
     parser = commands.add_parser(
         "eval", help="evaluate one model (a folder, hf:ORG/NAME, a built-in, or http:NAME) in one command",
         description="Evaluate one model on one or more benchmarks: a one-model sweep is written to "
                     "ROOT/RUN/sweep.yaml and run as `ragjudge run` runs it (rerun or grow that file).",
         epilog="examples:\n  ragjudge eval ./my-rm\n  ragjudge eval ./my-rm --data pairs.jsonl --columns "
                "prompt=question,reject=rejected\n  ragjudge eval hf:Skywork/Skywork-Reward-Llama-3.1-8B-v0.2 "
-               "--benchmark rag_rewardbench\n  ragjudge eval http:gpt-4o-mini --api-base-env OPENAI_BASE_URL "
-               "--api-key-env OPENAI_API_KEY --benchmark bianbench_sample",
+               f"--benchmark {defaults.data_benchmark}\n  ragjudge eval http:gpt-4o-mini --api-base-env "
+               "OPENAI_BASE_URL --api-key-env OPENAI_API_KEY --benchmark NAME",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", help="a local model folder, hf:ORG/NAME[@REVISION], builtin:NAME or pypi:PACKAGE, "
                                       "http:NAME (an OpenAI-compatible endpoint's model), or a name in conf/models/")
     parser.add_argument("--benchmark", action="append", default=[], metavar="NAME",
                         help="a benchmark of conf/benchmarks/ (`ragjudge benchmarks` lists them); repeat for more; "
-                             "default: rag_rewardbench_sample, or rag_rewardbench with --data")
+                             f"default: {defaults.benchmark}, or {defaults.data_benchmark} read from --data "
+                             "(conf/eval.yaml)")
     parser.add_argument("--kind", choices=("discriminative", "generative", "implicit"),
                         help="what the model is; default: read from its config.json (a *ForSequenceClassification "
                              "is discriminative, a *ForCausalLM a generative judge)")
@@ -79,7 +83,7 @@ def parse_columns(text: str) -> dict[str, str]:
     return columns
 
 
-def _digest(sweep: dict[str, Any]) -> str:
+def _digest(sweep: JsonObject) -> str:
     """Six hex digits of the composed sweep: the same command reruns (resumes) the same run, another writes its
     own."""
     return hashlib.sha256(json.dumps(sweep, sort_keys=True).encode()).hexdigest()[:6]
@@ -89,7 +93,7 @@ def _root(root: str) -> str:
     return root if "://" in root else str(Path(root).resolve())
 
 
-def _written(sweep: dict[str, Any], root: str, run_name: str) -> Path:
+def _written(sweep: JsonObject, root: str, run_name: str) -> Path:
     """The sweep as YAML in the run's folder (a local root), or beside the working folder's `.ragjudge/` for a
     run root on object storage, which `ragjudge run` reads from a local file."""
     folder = Path(root) / run_name if "://" not in root else Path(".ragjudge") / re.sub(r"\W", "_", run_name)

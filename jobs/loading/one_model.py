@@ -9,15 +9,16 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from actors.model_store import resolve_model
+from benchmarks.boundary_types import JsonObject
 from benchmarks.columns import mapping_problems
 from benchmarks.protocol import Benchmark, benchmark, benchmark_names
 from jobs.config import BenchmarkConfig, ConfigError, to_dict
+from jobs.engines.preflight import make_built_in_models
 from jobs.loading.files import PROJECT_CONF, load_yaml, structured
 
-DEFAULT_BENCHMARK = "rag_rewardbench_sample"  # the paper's six Appendix D pairs, bundled
-DATA_BENCHMARK = "rag_rewardbench"  # what --data is read as without a --benchmark
+DEFAULTS = PROJECT_CONF / "eval.yaml"  # the benchmark run when none is named, and the one --data is read as
 CPU_MAX_MODEL_LEN = 4096  # a longer context on CPU reserves more KV cache than the CPU engine's default holds
 ARCHITECTURE_KINDS = (("ForSequenceClassification", "discriminative"), ("ForCausalLM", "generative"),
                       ("ForConditionalGeneration", "generative"))
@@ -38,7 +39,7 @@ class EvalRequest:
     api_key_env: str | None = None
 
 
-def model_entry(request: EvalRequest) -> tuple[dict[str, Any], str]:
+def model_entry(request: EvalRequest) -> tuple[JsonObject, str]:
     """The model's sweep entry, and a line saying what it is, where its kind came from and how to change it."""
     spec = request.model
     registry = PROJECT_CONF / "models" / f"{spec}.yaml"
@@ -64,9 +65,10 @@ def model_entry(request: EvalRequest) -> tuple[dict[str, Any], str]:
     return entry, f"{spec}, kind {kind} ({why}; --kind {other} to change it)"
 
 
-def eval_sweep(request: EvalRequest, model: dict[str, Any]) -> dict[str, Any]:
+def eval_sweep(request: EvalRequest, model: JsonObject) -> JsonObject:
     """The sweep (without its storage) of one model on the requested benchmarks, each entry whole."""
-    names = list(request.benchmarks) or [DATA_BENCHMARK if request.data else DEFAULT_BENCHMARK]
+    defaults = load_yaml(DEFAULTS)
+    names = list(request.benchmarks) or [str(defaults.data_benchmark if request.data else defaults.benchmark)]
     if request.data and len(names) > 1:
         raise ConfigError(f"--data is one benchmark's data; {len(names)} benchmarks were named ({', '.join(names)})")
     entries = []
@@ -87,7 +89,7 @@ def eval_sweep(request: EvalRequest, model: dict[str, Any]) -> dict[str, Any]:
     return {"benchmarks": entries, "models": [model]}
 
 
-def _benchmark_entry(name: str) -> dict[str, Any]:
+def _benchmark_entry(name: str) -> JsonObject:
     """A benchmark of conf/benchmarks/ (or a benchmark module, on its full data) as a whole entry, its data
     paths absolute."""
     source = PROJECT_CONF / "benchmarks" / f"{name}.yaml"
@@ -127,11 +129,8 @@ def _kind(path: str, revision: str | None) -> tuple[str, str]:
                       f"({', '.join(architectures) or 'none'}); give --kind discriminative, generative or implicit")
 
 
-def _config_json(path: str, revision: str | None) -> dict[str, Any]:
+def _config_json(path: str, revision: str | None) -> JsonObject:
     """The model's config.json: from its folder (a built-in one made first), else from the Hub or its cache."""
-    from actors.model_store import resolve_model
-    from jobs.engines.preflight import make_built_in_models
-
     built_in = path.startswith(("builtin:", "pypi:"))
     if built_in and (failed := make_built_in_models([], also=[path])):  # said as a sweep says it
         raise ConfigError(failed[path])
@@ -152,7 +151,7 @@ def _config_json(path: str, revision: str | None) -> dict[str, Any]:
         raise ConfigError(f"{file}: not a readable config.json ({e}); give --kind") from None
 
 
-def _hardware(path: str, revision: str | None) -> dict[str, Any]:
+def _hardware(path: str, revision: str | None) -> JsonObject:
     """The settings this machine needs: a GPU each where there is one, else vLLM's CPU engine without graph
     compilation (minutes per start on CPU) and a context no longer than the model's own or CPU_MAX_MODEL_LEN."""
     import torch
@@ -171,7 +170,7 @@ def _absolute(path: str) -> str:
     return path if "://" in path else str(Path(path).resolve())
 
 
-def _settings(request: EvalRequest) -> dict[str, Any]:
+def _settings(request: EvalRequest) -> JsonObject:
     return {"kind": request.kind} if request.kind else {}
 
 

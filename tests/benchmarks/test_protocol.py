@@ -44,7 +44,7 @@ def test_a_benchmark_missing_a_required_method_is_refused_by_name(monkeypatch):
             return []
 
     monkeypatch.setitem(protocol.BENCHMARKS, "partial", Partial)
-    with pytest.raises(protocol.UnknownBenchmark, match="missing combine, measures, summarize, table_text"):
+    with pytest.raises(protocol.UnknownBenchmark, match="missing combine, measures, summarize, table_text, fields$"):
         protocol.benchmark("partial")
     monkeypatch.setitem(protocol.BENCHMARKS, "not_one", dict)
     with pytest.raises(protocol.UnknownBenchmark, match="is not a Benchmark or RetrievalBenchmark"):

@@ -49,7 +49,7 @@ def load_items(path: str, columns: Columns | None = None) -> Iterator[Item]:
 
 
 def read_row(record: Record) -> tuple[dict[str, Any], list[str]]:
-    """One raw row as an item, or its id and subset with the first thing wrong with it."""
+    """One raw row as an item, or its id and subset with everything wrong with it."""
     row = record.data or {}
     key = item_id(row) if isinstance(row.get("question"), str) or row.get("id") else fallback_id(record)
     subset = row["dataset"] if isinstance(row.get("dataset"), str) and row["dataset"] else DEFAULT_SUBSET
@@ -80,30 +80,38 @@ def fallback_id(record: Record) -> str:
 
 
 def row_problem(row: Mapping[str, Any]) -> str | None:
-    """The first thing wrong with a raw row, naming its field; None for a good row."""
+    """Everything wrong with a raw row, each problem naming its field; None for a good row."""
+    problems = row_problems(row)
+    return "; ".join(problems) if problems else None
+
+
+def row_problems(row: Mapping[str, Any]) -> list[str]:
+    """Each thing wrong with a raw row, naming its field (the labels are checked against the passages only
+    where both are lists)."""
     question, passages, labels = row.get("question"), row.get("passage"), row.get("ground_truth_label")
-    if (problem := id_problem(row)) is not None:
-        return problem
+    problems = [problem for problem in [id_problem(row)] if problem]
     if not isinstance(question, str) or not question.strip():
-        return "field 'question' " + ("missing" if question is None else "empty or not text")
-    if not isinstance(passages, list) or not passages:
-        return "field 'passage' " + ("missing" if passages is None else "not a non-empty list")
-    bad = next((i for i, p in enumerate(passages) if not isinstance(p, str) or not p.strip()), None)
-    if bad is not None:
-        return f"field 'passage': passage {bad} empty or not text"
+        problems.append("field 'question' " + ("missing" if question is None else "empty or not text"))
+    passages_ok = isinstance(passages, list) and bool(passages)
+    if not passages_ok:
+        problems.append("field 'passage' " + ("missing" if passages is None else "not a non-empty list"))
+    elif (bad := next((i for i, p in enumerate(passages) if not isinstance(p, str) or not p.strip()), None)) \
+            is not None:
+        problems.append(f"field 'passage': passage {bad} empty or not text")
     if not isinstance(labels, list):
-        return "field 'ground_truth_label' " + ("missing" if labels is None else "not a list")
-    if len(labels) != len(passages):
-        return f"field 'ground_truth_label': {len(labels)} labels for {len(passages)} passages"
-    if not all(is_int(label) and label in (0, 1) for label in labels):
-        return "field 'ground_truth_label': labels must be 0 or 1"
+        problems.append("field 'ground_truth_label' " + ("missing" if labels is None else "not a list"))
+    elif passages_ok and len(labels) != len(passages):
+        problems.append(f"field 'ground_truth_label': {len(labels)} labels for {len(passages)} passages")
+    elif not all(is_int(label) and label in (0, 1) for label in labels):
+        problems.append("field 'ground_truth_label': labels must be 0 or 1")
     types = row.get("passages_types")
-    if types is not None and (not isinstance(types, list) or len(types) != len(passages)):
-        return f"field 'passages_types': expected a list of {len(passages)}"
+    if types is not None and (not isinstance(types, list) or (passages_ok and len(types) != len(passages))):
+        problems.append(f"field 'passages_types': expected a list of {len(passages) if passages_ok else 'one per'}"
+                        f"{'' if passages_ok else ' passage'}")
     answers = row.get("answers")
     if answers is not None and not isinstance(answers, str) and (
             not isinstance(answers, list) or not all(isinstance(a, str) for a in answers)):
-        return "field 'answers': expected a list of strings"
+        problems.append("field 'answers': expected a list of strings")
     if row.get("dataset") is not None and not isinstance(row["dataset"], str):
-        return "field 'dataset': not text"
-    return None
+        problems.append("field 'dataset': not text")
+    return problems

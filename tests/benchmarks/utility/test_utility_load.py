@@ -71,3 +71,9 @@ def test_error_items_keep_the_rows_id_and_dataset_unless_a_good_row_has_that_id(
     assert all(set(i) == {"item_id", "benchmark", "subset", "source", "row", "error"} for i in items[1:])
     assert [(i["source"], i["row"], i["benchmark"]) for i in items[1:]] == [(path, n, "utility") for n in range(2, 7)]
     assert items[0]["error"] is None and (items[0]["source"], items[0]["row"]) == (path, 1)
+def test_every_field_wrong_in_a_row_is_named_at_once(tmp_path):
+    path = write_jsonl(tmp_path / "gti.jsonl", [{"id": "q1", "passage": "not a list", "answers": 3, "dataset": 1}])
+    [item] = BENCH.load_items(path)
+    assert item["error"] == (f"{path}: row 1: field 'question' missing; field 'passage' not a non-empty list; "
+                             "field 'ground_truth_label' missing; field 'answers': expected a list of strings; "
+                             "field 'dataset': not text")

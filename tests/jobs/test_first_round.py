@@ -173,9 +173,9 @@ def test_the_survey_counts_every_chunk_of_a_shards_requests_and_reads_none_for_a
     plans = []
     real = flows.stream_first_round
 
-    def planned(spec, data, limit, kind, options, plan, *rest):
+    def planned(spec, data, limit, columns, kind, options, plan, *rest):
         plans.append((plan.items, plan.first, plan.answered, plan.shards))
-        return real(spec, data, limit, kind, options, plan, *rest)
+        return real(spec, data, limit, columns, kind, options, plan, *rest)
 
     monkeypatch.setattr(flows, "stream_first_round", planned)
     left["n"] = 10_000

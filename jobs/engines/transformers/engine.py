@@ -6,9 +6,10 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from actors.worker_model import WorkerModel
+from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
-from jobs.engines.base import Engine, Log, Requests, Servers, register, worker_model
+from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, worker_model
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, merge_parts
 from jobs.engines.transformers.scorers import ScorerServer, ask
 
@@ -21,6 +22,15 @@ class Transformers(Engine):
     packages = ("torch", "transformers")
     hosted = True
     streams = True
+
+    def rank_demand(self, model: ModelConfig) -> Demand:
+        """One actor holding every GPU its weights are split over (`tensor_parallel_size` of them: layers in turn,
+        jobs.engines.transformers.devices)."""
+        return {"CPU": model.num_cpus, "GPU": model.num_gpus * model.tensor_parallel_size}
+
+    def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[Kwargs, Any]:
+        demand = self.rank_demand(model)
+        return {"num_cpus": demand["CPU"], "num_gpus": demand["GPU"]}, None
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []

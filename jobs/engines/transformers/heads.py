@@ -83,7 +83,7 @@ class ClassifierHead(Head):
             raise ValueError(f"{path}: the checkpoint has no {', '.join(sorted(info['missing_keys'])[:4])} for a "
                              "stock classifier; name the model's `head:` (jobs.engines.transformers.heads) or "
                              "trust its own code")
-        self.model.to(load.device).eval()
+        self.model = load.placed(self.model)
 
     def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         import torch
@@ -106,9 +106,8 @@ class NemotronHead(Head):
         super().__init__(path, load, tokens)
         from transformers import AutoModelForCausalLM
 
-        self.model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=load.torch_dtype(), revision=load.revision, trust_remote_code=load.trust_remote_code
-        ).to(load.device).eval()
+        self.model = load.placed(AutoModelForCausalLM.from_pretrained(
+            path, dtype=load.torch_dtype(), revision=load.revision, trust_remote_code=load.trust_remote_code))
 
     def answer(self, ids: list[int], extra: Any) -> TaskColumns:
         import torch

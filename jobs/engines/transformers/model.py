@@ -13,6 +13,7 @@ from actors.hardware import resolve_dtype
 from actors.sampling import Sampling
 from actors.templating import Messages, overflow, templater
 from benchmarks.row_types import PromptAnswer, TaskColumns
+from jobs.engines.transformers.devices import visible_devices
 from jobs.engines.transformers.heads import make_head
 
 
@@ -26,7 +27,6 @@ class TransformersEngine:
         classifier's logit).
         `trust_remote_code`: the model file's setting for code its repository ships, tokenizer and model alike.
         `tokenizer`: where the tokenizer is when the weights' repository has none (at its own default revision)."""
-        import torch
         from transformers import AutoModelForCausalLM
 
         from jobs.engines.transformers.reward_nets import Load
@@ -36,16 +36,17 @@ class TransformersEngine:
         self.task, self.max_model_len = task, max_model_len
         self.templater = templater(tokenizer or path, chat_template, None if tokenizer else revision,
                                    trust_remote_code)
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        load = Load(dtype=resolve_dtype(dtype, self.device), revision=revision, trust_remote_code=trust_remote_code, device=self.device)
+        devices = visible_devices()
+        self.device = devices[0]  # the inputs' device; the layers may be split over the others too
+        load = Load(dtype=resolve_dtype(dtype, self.device), revision=revision,
+                    trust_remote_code=trust_remote_code, devices=devices)
         if task == "classify":
             self.head = make_head(head or "classifier", path, load, self.templater)
             self.model = getattr(self.head, "model", None)
         else:
             self.head = None
-            self.model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=load.torch_dtype(), revision=revision, trust_remote_code=trust_remote_code).eval()
-            self.model.to(self.device)
+            self.model = load.placed(AutoModelForCausalLM.from_pretrained(
+                path, dtype=load.torch_dtype(), revision=revision, trust_remote_code=trust_remote_code))
         self._forward_args = (frozenset(inspect.signature(self.model.forward).parameters) if self.model is not None
                               else frozenset())
 

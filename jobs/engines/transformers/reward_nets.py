@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from benchmarks.boundary_types import JsonObject
+from jobs.engines.transformers.devices import placed
 
 HeadModules = Callable[["Checkpoint", Any], dict[str, nn.Module]]
 
@@ -25,12 +26,22 @@ HeadModules = Callable[["Checkpoint", Any], dict[str, nn.Module]]
 @dataclass(frozen=True)
 class Load:
     """How a head loads its weights: dtype ("auto": the checkpoint's own), hub revision, whether code the
-    model's repository ships may run, and the device."""
+    model's repository ships may run, and the devices its layers are split over (jobs.engines.transformers.
+    devices; the first takes the inputs)."""
 
     dtype: str = "float32"
     revision: str | None = None
     trust_remote_code: bool = False
-    device: str = "cpu"
+    devices: tuple[str, ...] = ("cpu",)
+
+    @property
+    def device(self) -> str:
+        """Where a forward pass's inputs go: the device of the first layers."""
+        return self.devices[0]
+
+    def placed(self, module: nn.Module) -> nn.Module:
+        """The module on this load's devices, in eval mode."""
+        return placed(module, self.devices)
 
     def torch_dtype(self) -> Any:
         return self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
@@ -132,7 +143,7 @@ def load_reward_net(path: str, load: Load, *, prefix: str, heads: HeadModules, i
     dtype = load.torch_dtype()
     state = {key: value if dtype == "auto" else value.to(dtype) for key, value in state.items() if key in wanted}
     net.load_state_dict(state, strict=True, assign=True)
-    return net.to(load.device).eval(), config
+    return load.placed(net), config
 
 
 # ---- InternLM2 as a LlamaModel ---------------------------------------------------------------------------

@@ -300,23 +300,27 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     lines.append("(GPU-h: compute only; each engine's start is counted once, below)")
     plan = plan_schedule(plans, gpu)
     lines += ["", format_schedule(plan), ""]
-    compute, starts = sum(p.gpu_hours for p in plans), plan.start_gpu_s / 3600
+    # Only what the schedule placed is totalled: a model these GPUs cannot hold costs nothing here, but it is
+    # not done either, so the totals say whose they are.
+    starts = plan.start_gpu_s / 3600
+    compute = plan.busy_gpu_s / 3600 - starts
     total = compute + starts
     api = sum(p.prompt_tokens + p.output_tokens for p in plans if p.remote)
     longest = plan.longest
     share = f"{gpu.efficiency:.0%}" if gpu.efficiency else "the share measured for each model's kind and size"
-    lines.append(f"Total: {total:.1f} GPU-hours on {gpu.name} ({share} of {gpu.peak_tflops:g} "
+    whose = (f"Total of {len(plan.placements)} placed engine{'s' * (len(plan.placements) != 1)} "
+             f"({len(plan.unplaced)} left out: cannot be placed, below)" if plan.unplaced else "Total")
+    lines.append(f"{whose}: {total:.1f} GPU-hours on {gpu.name} ({share} of {gpu.peak_tflops:g} "
                  f"TFLOP/s): {compute:.1f} compute + {starts:.1f} engine starts ({len(plan.placements)} "
                  f"starts, one per engine: {gpu.start_s:g} s, + {gpu.compile_s:g} s where vLLM compiles, + weights at "
                  f"{gpu.load_gb_per_s:g} GB/s) = "
                  f"{starts / total if total else 0:.1%} of GPU-hours in starts.")
     if longest is not None:
-        lines.append(f"Makespan on {gpu.count} GPUs ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; "
+        lines.append(f"Makespan on {_gpus(gpu.count)} ({_nodes(plan)}): {plan.makespan_s / 3600:.2f} h; "
                      f"lower bound (GPU-hours / {gpu.count}) {plan.lower_bound_s / 3600:.2f} h; longest "
                      f"single engine {longest.duration_s / 3600:.2f} h ({longest.name}); idle "
                      f"{plan.idle_gpu_s / 3600:.1f} GPU-hours.")
-    for job in plan.unplaced:
-        lines.append(f"Cannot place {job.name}: {job.gpus} GPUs is wider than a node of {gpu.node_gpus}.")
+    lines += unplaceable(plan, gpu)
     cpu = {p.cpu_engine: p.cpu_start_s for p in plans if p.cpu_engine and not p.problem}
     if cpu:
         lines.append(f"On CPU as configured (model files with no num_gpus): {len(cpu)} engine starts, "
@@ -327,6 +331,18 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     items_from = sorted({p.items_from for p in plans if p.items_from})
     lines.append("Items: " + "; ".join(items_from))
     return "\n".join(lines)
+
+
+def unplaceable(plan: Schedule, gpu: GpuSpec) -> list[str]:
+    """A line per engine whose tensor-parallel group no node of the schedule holds, with what would hold it."""
+    largest = max(plan.node_gpus)
+    return [f"Cannot place {job.name}: it needs {_gpus(job.gpus)} on one node (its tensor-parallel group), and the "
+            f"largest node here has {largest} (--gpus {gpu.count}, --node-gpus {gpu.node_gpus}); plan with --gpus "
+            f"and --node-gpus of {job.gpus} or more." for job in plan.unplaced]
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU{'s' * (count != 1)}"
 
 
 def _nodes(plan: Schedule) -> str:

@@ -238,3 +238,55 @@ def test_plan_says_which_models_it_counted_in_characters_and_why(tmp_path, capsy
     # one line for the model with no folder here; the API judge has no tokenizer to miss
     assert err == [(f"ragjudge plan: local_rm: {missing} is not a folder on this machine; its token counts are "
                    "estimated as characters/4")]
+
+
+def _two_widths(folder: Path) -> Path:
+    # Two 1B scorers on the same 6 pairs, vLLM without compilation: one engine needs 2 GPUs, the other 1.
+    return write_sweep(folder, "widths", [
+        '{name: wide, path: "org/wide", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2, '
+        'enforce_eager: true}',
+        '{name: narrow, path: "org/narrow", kind: discriminative, params_b: 1.0, enforce_eager: true}'])
+
+
+# A thousandth of a TFLOP/s, at 100%: a cell's compute is its FLOPs in seconds / 1e9; each start is 360 s + 2 GB
+# of weights at 2 GB/s = 361 s.
+SLOW_GPU = ["--peak-tflops", "0.001", "--efficiency", "1", "--start-s", "360", "--load-gb-per-s", "2"]
+
+
+def test_a_model_wider_than_the_gpus_fails_the_plan_naming_it_and_the_totals_leave_it_out(tmp_path, capsys):
+    sweep = _two_widths(tmp_path)
+    chars = sum(len(i["prompt"]) * 2 + len(i["chosen"]) + len(i["reject"]) for i in rb.load_items(str(SAMPLE)))
+    compute_h = 2 * 1e9 * int(chars / 4) / 1e9 / 3600  # each model's cell: 2 x params x tokens at 1e9 FLOP/s
+    assert main(["plan", str(sweep), "--gpus", "1", *SLOW_GPU]) == 1
+    out, err = capsys.readouterr()
+    # Only `narrow` is placed: its compute and its one start on 1 GPU; `wide`'s equal compute is not added.
+    total = compute_h + 361 / 3600
+    assert (f"Total of 1 placed engine (1 left out: cannot be placed, below): {total:.1f} GPU-hours on H100-SXM "
+            f"(100% of 0.001 TFLOP/s): {compute_h:.1f} compute + {361 / 3600:.1f} engine starts (1 starts") in out
+    assert f"Makespan on 1 GPU (1 node of 1): {(361 + compute_h * 3600) / 3600:.2f} h;" in out
+    cannot = ("Cannot place wide: it needs 2 GPUs on one node (its tensor-parallel group), and the largest node here "
+              "has 1 (--gpus 1, --node-gpus 8); plan with --gpus and --node-gpus of 2 or more.")
+    assert cannot in out.splitlines()
+    assert [line for line in err.splitlines() if "Cannot place" in line] == [f"ragjudge plan: {cannot}"]
+
+    # On 2 GPUs both are placed: both computes, and wide's start on both of its GPUs.
+    assert main(["plan", str(sweep), "--gpus", "2", *SLOW_GPU]) == 0
+    out, err = capsys.readouterr()
+    starts = (2 * 361 + 361) / 3600
+    assert (f"Total: {2 * compute_h + starts:.1f} GPU-hours on H100-SXM (100% of 0.001 TFLOP/s): "
+            f"{2 * compute_h:.1f} compute + {starts:.1f} engine starts (2 starts") in out
+    # narrow (the longer: all of its work on one GPU) from 0; wide waits for both GPUs, then runs half as long.
+    assert f"Makespan on 2 GPUs (1 node of 2): {(361 + compute_h * 3600 + 361 + compute_h * 1800) / 3600:.2f} h;" in out
+    assert "Cannot place" not in out + err
+
+
+@pytest.mark.parametrize("flags,line", [
+    (["--gpus", "0"], "ragjudge: --gpus 0: give a whole number of GPUs, 1 or more"),
+    (["--gpus", "-4"], "ragjudge: --gpus -4: give a whole number of GPUs, 1 or more"),
+    (["--node-gpus", "0"], "ragjudge: --node-gpus 0: give a whole number of GPUs, 1 or more"),
+    (["--efficiency", "0"], "ragjudge: --efficiency 0: give a number above 0"),
+])
+def test_a_gpu_count_below_one_is_one_line(tmp_path, capsys, flags, line):
+    assert main(["plan", str(_two_widths(tmp_path)), *flags]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [line] and out == ""

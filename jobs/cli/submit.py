@@ -40,10 +40,12 @@ from jobs.config import ConfigError, SweepConfig, credential_variables
 from jobs.loading import load_sweep, ship_sweep
 from jobs.loading.names import has_control
 from jobs.store import redact
+from jobs.sweep import ClusterUnreachable
 
 REPO = Path(__file__).resolve().parents[2]  # the project: what a Ray job ships as its working_dir
 DEPLOY = REPO / "deploy"
 TARGETS = ("ray", "slurm", "k8s")
+RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")  # a Ray job's cluster, the first set winning
 AGENT_WAIT_S, AGENT_RETRY_S = 120.0, 2.0  # a Ray head's job agent still starting: how long to try again, how often
 TEMPLATES = {"slurm": "slurm.sbatch", "k8s": "rayjob.yaml"}
 K8S_PROJECT = "/app"  # where the image holds the project, unless --project-dir says otherwise
@@ -68,7 +70,7 @@ class SubmitOptions:
     time_limit: str = "24:00:00"  # slurm
     secret: str = "ragjudge-secrets"  # k8s: the Secret the pods read their environment from
     project_dir: str | None = None  # where the project lies for the job: slurm: this repo; k8s: /app
-    address: str | None = None  # ray: else RAY_ADDRESS / RAY_API_SERVER_ADDRESS, else cluster.address
+    address: str | None = None  # ray: else RAY_API_SERVER_ADDRESS / RAY_ADDRESS, else cluster.address, else none
     python: str = "python"
     ray_port: int = 6379  # slurm: the head's GCS port
     ray_head_args: str = ""  # slurm: more `ray start --head` flags, e.g. "--dashboard-port=8266"
@@ -231,12 +233,38 @@ def _submitted(client: Any, job: dict, log: Callable[[str], None]) -> str:
             time.sleep(AGENT_RETRY_S)
 
 
-def _submit_ray(sweep: SweepConfig, job: dict, options: SubmitOptions, log: Callable[[str], None]) -> int:
-    from ray.job_submission import JobStatus, JobSubmissionClient
+def ray_address(sweep: SweepConfig, options: SubmitOptions) -> str | None:
+    """The Ray cluster a job is sent to: --address, else RAY_API_SERVER_ADDRESS or RAY_ADDRESS (Ray's own order),
+    else the sweep's cluster.address; None when nothing names one."""
+    named = (os.environ.get(name) for name in RAY_ADDRESS_VARIABLES)
+    return options.address or next((value for value in named if value), None) or sweep.cluster.address
 
-    # Ray itself prefers RAY_API_SERVER_ADDRESS / RAY_ADDRESS over the argument; a GCS address is mapped to
-    # its dashboard.
-    client = JobSubmissionClient(options.address or sweep.cluster.address)
+
+def _client(address: str | None) -> Any:
+    """A job client of the cluster at `address`, and of no other: without an address Ray would attach to
+    whichever cluster it finds on this machine ("Connecting to latest cluster"), so there is none without one."""
+    from ray.exceptions import RayError
+    from ray.job_submission import JobSubmissionClient
+
+    if not address:
+        raise SubmitError("no Ray cluster named: give --address (its dashboard, http://HEAD:8265, or its GCS "
+                          "address, HEAD:6379) or set RAY_ADDRESS; a cluster found on this machine is never used")
+    # Ray lets these variables override the address it is given: out of the environment while the client is
+    # made, so that the address chosen above is the one it connects to.
+    hidden = {name: os.environ.pop(name) for name in RAY_ADDRESS_VARIABLES if name in os.environ}
+    try:
+        return JobSubmissionClient(address)
+    except (ConnectionError, RayError) as e:
+        raise ClusterUnreachable(f"the Ray cluster at {address} does not answer ({str(e).strip().splitlines()[0]}); "
+                                 "check --address or RAY_ADDRESS and that the head's dashboard is up") from None
+    finally:
+        os.environ.update(hidden)
+
+
+def _submit_ray(sweep: SweepConfig, job: dict, options: SubmitOptions, log: Callable[[str], None]) -> int:
+    from ray.job_submission import JobStatus
+
+    client = _client(ray_address(sweep, options))  # a GCS address is mapped to its dashboard
     job_id = _submitted(client, job, log)
     log(f"submitted Ray job {job_id} to {client.get_address()}")
     if not options.wait:
@@ -258,8 +286,11 @@ def submit(sweep_path: str | os.PathLike, overrides: list[str], target: str, opt
     if target == "ray":
         job = ray_job(sweep_path, overrides, options)
         if dry_run:
-            log(json.dumps({"address": options.address or sweep.cluster.address or os.environ.get("RAY_ADDRESS"),
-                            **job}, indent=2))
+            address = ray_address(sweep, options)
+            if not address:
+                print("ragjudge: warning: no Ray cluster named (--address, RAY_ADDRESS); submitting would refuse",
+                      file=sys.stderr)
+            log(json.dumps({"address": address, **job}, indent=2))
             return 0
         return _submit_ray(sweep, job, options, log)
     text = render(sweep_path, overrides, target, options)
@@ -297,7 +328,8 @@ def add(commands: Any) -> None:
     parser.add_argument("--partition", help="slurm partition")
     parser.add_argument("--time", dest="time_limit", help="slurm time limit, e.g. 24:00:00")
     parser.add_argument("--project-dir", help="where the project lies for the job (slurm: shared fs; k8s: in image)")
-    parser.add_argument("--address", help="ray: the cluster (dashboard URL or GCS address); else RAY_ADDRESS")
+    parser.add_argument("--address", help="ray: the cluster (dashboard URL or GCS address); else RAY_ADDRESS, "
+                                          "else the sweep's cluster.address; never one found on this machine")
     parser.add_argument("--wait", action="store_true", default=None,
                         help="ray: wait for the job and return its status")
     parser.set_defaults(func=run)

@@ -6,6 +6,7 @@ The real job runs on a Ray head this module starts itself (`ray start --head --b
 group, its own temp dir and ports, token authentication), so it cannot collide with the session's ray.init
 cluster from conftest.py or with any other Ray on the machine; teardown ends only the processes it started.
 """
+import contextlib
 import copy
 import gzip
 import json
@@ -392,22 +393,15 @@ def ray_head():
         shutil.rmtree(temp, ignore_errors=True)
 
 
-@pytest.mark.integration
-def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_refusal_is_not(monkeypatch):
-    """A head whose dashboard agent is still starting refuses a job with "No available agent" (its HTTP 500, Ray
-    2.60's job_head.py) and starts nothing: the submission is sent again until the head takes it. Any other
-    refusal is the caller's to see at once. The head is a loopback server speaking the job API's two calls
-    (GET /api/version, POST /api/jobs/) to Ray's own JobSubmissionClient; a real head's agent starts too fast
-    to catch reliably (the integration tests wait for it: `ray_head`)."""
+@contextlib.contextmanager
+def _loopback_head(answers: list[tuple[int, bytes]]):
+    """A loopback server speaking the job API's two calls (GET /api/version, POST /api/jobs/) to Ray's own
+    JobSubmissionClient: each POST gets the next of `answers`; yields its URL and the jobs posted to it."""
     import http.server
     import threading
 
     import ray
-    from ray.job_submission import JobSubmissionClient
 
-    from jobs.cli import submit as submit_module
-
-    answers: list[tuple[int, bytes]] = []
     posted: list[dict] = []
 
     class Head(http.server.BaseHTTPRequestHandler):
@@ -429,11 +423,31 @@ def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_ref
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Head)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setattr(submit_module, "AGENT_RETRY_S", 0.01)
     try:
-        client = JobSubmissionClient(f"http://127.0.0.1:{server.server_address[1]}")
-        busy = (500, b"No available agent to submit job, please try again later.")
-        answers[:] = [busy, busy, (200, json.dumps({"job_id": None, "submission_id": "raysubmit_7"}).encode())]
+        yield f"http://127.0.0.1:{server.server_address[1]}", posted
+    finally:
+        server.shutdown()
+
+
+def _accepted(submission_id: str) -> tuple[int, bytes]:
+    return 200, json.dumps({"job_id": None, "submission_id": submission_id}).encode()
+
+
+@pytest.mark.integration
+def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_refusal_is_not(monkeypatch):
+    """A head whose dashboard agent is still starting refuses a job with "No available agent" (its HTTP 500, Ray
+    2.60's job_head.py) and starts nothing: the submission is sent again until the head takes it. Any other
+    refusal is the caller's to see at once. The head is a loopback server (`_loopback_head`); a real head's
+    agent starts too fast to catch reliably (the integration tests wait for it: `ray_head`)."""
+    from ray.job_submission import JobSubmissionClient
+
+    from jobs.cli import submit as submit_module
+
+    monkeypatch.setattr(submit_module, "AGENT_RETRY_S", 0.01)
+    busy = (500, b"No available agent to submit job, please try again later.")
+    answers = [busy, busy, _accepted("raysubmit_7")]
+    with _loopback_head(answers) as (url, posted):
+        client = JobSubmissionClient(url)
         said: list[str] = []
         assert submit_module._submitted(client, {"entrypoint": "echo hi"}, said.append) == "raysubmit_7"
         assert len(posted) == 3 and {p["entrypoint"] for p in posted} == {"echo hi"} and len(said) == 2
@@ -442,10 +456,51 @@ def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_ref
         with pytest.raises(RuntimeError, match="Invalid entrypoint"):
             submit_module._submitted(client, {"entrypoint": "echo hi"}, said.append)
         assert len(posted) == 1
-    finally:
-        server.shutdown()
 
 
+def test_submit_to_ray_without_an_address_is_one_line_and_connects_nowhere(sweep_file, monkeypatch, capsys):
+    for name in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_client(*args, **kwargs):
+        raise AssertionError("submit must not look for a cluster it was not given")
+
+    monkeypatch.setattr("ray.job_submission.JobSubmissionClient", no_client)
+    assert main(["submit", str(sweep_file), "--to", "ray"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        "ragjudge submit: no Ray cluster named: give --address (its dashboard, http://HEAD:8265, or its GCS address, "
+        "HEAD:6379) or set RAY_ADDRESS; a cluster found on this machine is never used"]
+    assert main(["submit", str(sweep_file), "--to", "ray", "--dry-run"]) == 0  # a dry run still shows the job
+    out, err = capsys.readouterr()
+    assert json.loads(out)["address"] is None and err.splitlines() == [
+        "ragjudge: warning: no Ray cluster named (--address, RAY_ADDRESS); submitting would refuse"]
+
+
+def test_submit_to_ray_goes_to_the_address_it_is_given_and_only_there(sweep_file, monkeypatch, capsys):
+    """--address wins over RAY_ADDRESS (which Ray itself would let override it), RAY_ADDRESS over the sweep's
+    cluster.address; an address that does not answer is one line, exit 1."""
+    monkeypatch.delenv("RAY_API_SERVER_ADDRESS", raising=False)
+    answers = [_accepted("raysubmit_given"), _accepted("raysubmit_env")]
+    with _loopback_head(answers) as (given, to_given), _loopback_head(answers) as (env, to_env):
+        monkeypatch.setenv("RAY_ADDRESS", env)
+        assert main(["submit", str(sweep_file), "--to", "ray", "--address", given]) == 0
+        assert f"submitted Ray job raysubmit_given to {given}" in capsys.readouterr().out
+        assert len(to_given) == 1 and to_env == [] and os.environ["RAY_ADDRESS"] == env  # put back afterwards
+        assert main(["submit", str(sweep_file), "--to", "ray", f"cluster.address={given}"]) == 0
+        assert f"submitted Ray job raysubmit_env to {env}" in capsys.readouterr().out
+        assert len(to_given) == 1 and len(to_env) == 1
+        assert "python -m jobs run" in to_given[0]["entrypoint"]
+        assert to_env[0]["entrypoint"] == f"{to_given[0]['entrypoint']} cluster.address={given}"
+    closed = f"http://127.0.0.1:{_free_ports(1)[0]}"
+    assert main(["submit", str(sweep_file), "--to", "ray", "--address", closed]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"ragjudge: the Ray cluster at {closed} does not answer (Failed to connect to Ray at address: {closed}.); "
+        "check --address or RAY_ADDRESS and that the head's dashboard is up"]
+
+
+@pytest.mark.integration
 def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     root = tmp_path / "results"
     sweep_file = _sweep(tmp_path, SWEEP, root)
@@ -473,7 +528,6 @@ def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     assert ray_head["token"] not in jobs
 
 
-@pytest.mark.integration
 def _job_client(env: dict, code: str) -> str:
     """Run `code` with `client`, a JobSubmissionClient of the test's head, in a process with the head's token;
     its output."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
+from actors.engine_ledger import RequestUsage
 from actors.model_store import resolve_model
 from actors.retrievers import Index, IndexMeta, RetrieverModel
 from actors.worker_model import WorkerModel
@@ -34,6 +35,45 @@ Requests: TypeAlias = "list[Request] | Dataset"
 Demand = dict[str, float]
 
 
+@dataclass(frozen=True)
+class Loads:
+    """The files of a Hugging Face Hub repository an engine reads, as huggingface_hub's allow_patterns (fnmatch: `*`
+    crosses folders): every file `files` matches and, of the weight formats in `weights` (the weight files' pattern
+    first, then its index), only the first one the repository has, in the order the engine prefers them (its
+    safetensors, not a .bin copy of them); nothing `ignore` matches (a checkpoint's `original/` release)."""
+
+    files: tuple[str, ...]
+    weights: tuple[tuple[str, ...], ...] = ()
+    ignore: tuple[str, ...] = ()
+
+    def patterns(self) -> tuple[str, ...]:
+        """Every pattern it may read, whichever weight format a repository has."""
+        return self.files + tuple(pattern for form in self.weights for pattern in form)
+
+    def select(self, names: Sequence[str]) -> list[str]:
+        """The files of a repository holding `names` that it reads, in their order."""
+        from huggingface_hub.utils import filter_repo_objects  # the matching snapshot_download applies
+
+        kept = list(filter_repo_objects(names, ignore_patterns=list(self.ignore) or None))
+        form = next((form for form in self.weights if any(filter_repo_objects(kept, allow_patterns=form[0]))), ())
+        return list(filter_repo_objects(kept, allow_patterns=[*self.files, *form]))
+
+
+# What a model's config and tokenizer are read from. *.py: a repository's own classes, run with trust_remote_code.
+CONFIG_FILES = ("config.json", "generation_config.json", "*.py")
+TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json", "vocab*", "merges.txt",
+                   "*.tiktoken", "chat_template.*")
+SAFETENSORS = ("*.safetensors", "*.safetensors.index.json")
+BIN = ("*.bin", "*.bin.index.json")
+ORIGINAL = "original/*"  # a Meta-format copy of the weights beside the Hugging Face one
+# transformers' from_pretrained: safetensors, else PyTorch .bin; never Mistral's consolidated copy
+CHECKPOINT = Loads(files=CONFIG_FILES + TOKENIZER_FILES, weights=(SAFETENSORS, BIN),
+                   ignore=(ORIGINAL, "consolidated*"))
+# A `tokenizer:` repository: its tokenizer, and config.json, where AutoTokenizer finds the tokenizer's class when
+# tokenizer_config.json names none.
+TOKENIZER = Loads(files=("config.json", "*.py") + TOKENIZER_FILES, ignore=(ORIGINAL,))
+
+
 class Servers(Protocol):
     """What an engine asks of the sweep's engine host (jobs.engines.host.EngineHost, which starts engines
     through this registry, so it is named here by what it does)."""
@@ -41,6 +81,8 @@ class Servers(Protocol):
     def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]: ...
 
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...
+
+    def asked(self, model: ModelConfig, usage: RequestUsage) -> None: ...
 
 
 class BatchSlot(Protocol):
@@ -62,6 +104,7 @@ class Engine:
     settings: ClassVar[dict[str, str]] = {}
     packages: ClassVar[tuple[str, ...]] = ()  # imported to run (actors/): `ragjudge models` checks them
     weights: ClassVar[bool] = True  # path, reference and tokenizer name weights this cluster loads
+    hub_files: ClassVar[Loads] = CHECKPOINT  # what it reads of a hub repository that `path` or `reference` names
     remote: ClassVar[bool] = False  # answered by a service outside the cluster (no GPUs, no tensor parallelism)
     prefills: ClassVar[bool] = True  # a judge's verdict can be read from log-probs after a prefill
     answers: ClassVar[bool] = True  # answers requests (a retriever indexes and searches instead)
@@ -82,6 +125,11 @@ class Engine:
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         """(key, why) for settings of this engine's own that do not fit the model (e.g. its kind)."""
         return []
+
+    def loads(self, key: str) -> Loads:
+        """What it reads of the hub repository a weight key (path, reference, tokenizer) names: `ragjudge fetch`
+        and run's prefetch download only that, and a snapshot holding it counts as cached."""
+        return TOKENIZER if key == "tokenizer" else self.hub_files
 
     def preflight(self, model: ModelConfig) -> list[str]:
         """What fails the model's cells before its engine starts, beyond its weights (checked for every engine)."""

@@ -11,7 +11,7 @@ from actors.hardware import resolve_dtype
 from actors.retrievers import IndexMeta, RetrieverModel, store_index
 from jobs.config import ModelConfig
 from jobs.console.step_progress import step_progress
-from jobs.engines.base import Log, Retriever, register
+from jobs.engines.base import BIN, ORIGINAL, SAFETENSORS, TOKENIZER_FILES, Loads, Log, Retriever, register
 from jobs.engines.sentence_transformers.index import DenseIndex, PassageEncoder
 from jobs.store import RunRoot
 
@@ -67,6 +67,10 @@ def store_dense(cache: RunRoot, folder: str, spec: IndexMeta, ids: list[str], em
 class SentenceTransformers(Retriever):
     name = "sentence_transformers"
     packages = ("sentence_transformers",)
+    # Its modules' JSON configs (modules.json, 1_Pooling/config.json, ...) and vocab.txt beside the transformer's
+    # files; not the ONNX or OpenVINO exports some repositories carry.
+    hub_files = Loads(files=("*.json", "*.txt", "*.py") + TOKENIZER_FILES, weights=(SAFETENSORS, BIN),
+                      ignore=(ORIGINAL, "consolidated*", "onnx/*", "openvino/*"))
     index = DenseIndex
 
     def index_spec(self, model: ModelConfig, n_passages: int, search: Any) -> IndexMeta:

@@ -17,7 +17,21 @@ from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer
 from jobs.config import ModelConfig, engine_task, to_dict
-from jobs.engines.base import Demand, Engine, Log, Requests, Servers, register, worker_model
+from jobs.engines.base import (
+    BIN,
+    CONFIG_FILES,
+    ORIGINAL,
+    SAFETENSORS,
+    TOKENIZER_FILES,
+    Demand,
+    Engine,
+    Loads,
+    Log,
+    Requests,
+    Servers,
+    register,
+    worker_model,
+)
 from jobs.engines.rows import LIGHT, as_dataset, dataset_rows, in_blocks_of, merge_parts
 from jobs.engines.vllm import serve_judge
 from jobs.engines.vllm.server import RUNNERS, VllmServer
@@ -53,9 +67,19 @@ def engine_arguments() -> frozenset[str] | None:
                      and "ClassVar" not in ast.unparse(line.annotation))
 
 
+# vLLM's own choice (DefaultModelLoader): Mistral's consolidated safetensors where a repository has them, else
+# the first of safetensors, .bin and .pt it finds, never `original/` (its LoadConfig's ignore_patterns); params.json
+# and tekken.json are a Mistral-format config and tokenizer.
+HUB_FILES = Loads(files=CONFIG_FILES + TOKENIZER_FILES + ("params.json", "tekken.json"),
+                  weights=(("consolidated*.safetensors", "consolidated.safetensors.index.json"), SAFETENSORS, BIN,
+                           ("*.pt",)),
+                  ignore=(ORIGINAL,))
+
+
 class Vllm(Engine):
     name = "vllm"
     settings: ClassVar[dict[str, str]] = {"engine_args": "only engine vllm takes engine arguments"}
+    hub_files = HUB_FILES
     packages = ("vllm",)
     hosted = True
     shares = True

@@ -38,8 +38,7 @@ def measures(row: Row) -> dict[str, float | None]:
         out["correct_alt"] = row.get("correct_alt")
         consistent = row.get("consistent")
         out["consistent"] = None if consistent is None else float(consistent)
-        picks = [row.get(f"pick_{o}") for o in ORDERS if row.get(f"pick_{o}") is not None]
-        out["first_position"] = sum(p == 1 for p in picks) / len(picks) if picks else None
+        out["first_position"] = row.get("first_position_rate")
         texts = [row.get(f"text_pick_{o}") for o in ORDERS]
         out["text_parse_failure"] = None if row.get("error") else sum(p is None for p in texts) / len(texts)
     return out

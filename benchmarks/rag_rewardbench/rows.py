@@ -93,7 +93,8 @@ def combine(item: Item, requests: Iterable[Answer], kind: str, verdict: str = "l
 
 
 def _judge_columns(by_variant: dict[str, Answer], verdict: str) -> dict[str, Any]:
-    """Both orders' picks (log-prob and text), the scoring reading's accuracy and the other one's beside it."""
+    """Both orders' picks (log-prob and text), the scoring reading's accuracy and the other one's beside it, and
+    the scoring reading's consistency and share of first-position picks."""
     row: dict[str, Any] = {}
     for order in ORDERS:
         answer = by_variant[order]
@@ -111,4 +112,7 @@ def _judge_columns(by_variant: dict[str, Answer], verdict: str) -> dict[str, Any
     picks = (row[f"{path}_cr"], row[f"{path}_rc"])
     # Consistent: the same *response* wins in both orders, i.e. the picked positions differ.
     row["consistent"] = None if None in picks else picks[0] != picks[1]
+    # Of the scoring reading's picks, as consistency: a text verdict's (an API judge's) has no log-prob pick.
+    made = [p for p in picks if p is not None]
+    row["first_position_rate"] = sum(p == 1 for p in made) / len(made) if made else None
     return row

@@ -6,8 +6,10 @@ column they stop writing simply disappears from the report):
 
     consistency          `consistent` (bool per pair: the same response wins in both orders) or
                          `consistency` (a rate per row, e.g. utility's pairwise form): the mean
-    first_position_rate  `pick_<order>` (1-based position picked, per order): share of picks of position 1;
-                         else `first_position_rate` (a rate per row): the mean. 0.5 is no position bias
+    first_position_rate  `first_position_rate` (a rate per row, of the picks it was scored by: a text verdict's
+                         where the judge has no log-probs): the mean; else, for rows stored before their
+                         benchmark wrote it, `pick_<order>` (1-based position picked, per order): share of picks
+                         of position 1. 0.5 is no position bias
     parse_failure_rate   `text_pick_<order>` (None: no verdict in the text) over rows without an error;
                          else `prediction` == "ERROR" (an unparseable verdict); else `parse_failures` /
                          `n_requests` summed over rows
@@ -82,12 +84,12 @@ def reliability(rows: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
         rates = [float(r["consistency"]) for r in rows if r.get("consistency") is not None]
         out["consistency"] = _mean(both_orders + rates)
     picks = _orders(names, "pick_")
-    if picks:
-        chosen = [r[c] for r in rows for c in picks if r.get(c) is not None]
-        out["first_position_rate"] = _mean([float(p == 1) for p in chosen])
-    elif "first_position_rate" in names:
+    if "first_position_rate" in names:
         out["first_position_rate"] = _mean([float(r["first_position_rate"]) for r in rows
                                             if r.get("first_position_rate") is not None])
+    elif picks:
+        chosen = [r[c] for r in rows for c in picks if r.get(c) is not None]
+        out["first_position_rate"] = _mean([float(p == 1) for p in chosen])
     rate = _parse_failure_rate(rows, names)
     if rate is not None:
         out["parse_failure_rate"] = rate

@@ -26,6 +26,17 @@ def test_both_order_judge_rows():
     assert position_bias(rows) == pytest.approx({"accuracy_first": 2.5 / 3, "accuracy_second": 1 / 3, "n": 3})
 
 
+def test_a_judge_rated_per_row_is_rated_by_its_rows_not_by_its_empty_log_prob_picks():
+    """rag_rewardbench's rows of an API judge: no log-prob picks, text picks 'Choose 1' in both orders, and the
+    row's own first_position_rate of the picks it was scored by."""
+    rows = [{"item_id": str(i), "pick_cr": None, "pick_rc": None, "text_pick_cr": 1, "text_pick_rc": 1,
+             "first_position_rate": 1.0, "consistent": False, "correct_cr": 1.0, "correct_rc": 0.0,
+             "truncated": False, "error": None} for i in range(3)]
+    rows.append({"item_id": "3", "truncated": False, "error": "cr: api: HTTP 400 (model 'x', 1 try)", "correct": None})
+    got = reliability(rows)
+    assert got["first_position_rate"] == 1.0 and got["consistency"] == 0.0 and got["parse_failure_rate"] == 0.0
+
+
 def test_scorer_rows_have_no_judge_columns():
     rows = [{"item_id": "1", "score_chosen": 1.0, "score_reject": 0.0, "truncated": False, "error": None},
             {"item_id": "2", "score_chosen": 0.0, "score_reject": 1.0, "truncated": True, "error": None}]

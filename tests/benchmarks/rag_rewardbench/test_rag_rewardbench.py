@@ -117,7 +117,7 @@ def test_generative_item_is_the_mean_of_both_orders_with_consistency_and_positio
     assert row["consistent"] is False
     assert row["text_pick_rc"] is None and row["correct_alt"] == (1.0 + 0.5) / 2  # unparsed text counts 0.5
     m = rb.measures(row)
-    assert m["first_position"] == 1.0 and m["text_parse_failure"] == 0.5
+    assert row["first_position_rate"] == 1.0 and m["first_position"] == 1.0 and m["text_parse_failure"] == 0.5
 
     both_right = rb.combine(ITEM, [answered("cr", candidate_logprobs=[-0.1, -2.0], text="Choose 1"),
                                    answered("rc", candidate_logprobs=[-3.0, -0.5], text="Choose 2")], "generative")
@@ -126,6 +126,28 @@ def test_generative_item_is_the_mean_of_both_orders_with_consistency_and_positio
                                   answered("rc", candidate_logprobs=[-3.0, -0.5], text="Choose 2")], "generative",
                            verdict="text")
     assert text_path["correct"] == (0.5 + 1.0) / 2 and text_path["consistent"] is None
+
+
+def test_a_text_verdict_judge_that_picks_the_first_response_in_both_orders_has_a_first_position_rate_of_one():
+    """An API judge: no log-probs, 'Choose 1' in both orders. Its rate is of the picks it is scored by, as its
+    consistency is; a vLLM judge scored by text (verdict: text) is rated by its text picks, not its log-probs."""
+    api = [answered("cr", candidate_logprobs=None, text="Choose 1"),
+           answered("rc", candidate_logprobs=None, text="**Choose 1**")]
+    row = rb.combine(ITEM, api, "generative", verdict="text")
+    assert (row["pick_cr"], row["pick_rc"], row["text_pick_cr"], row["text_pick_rc"]) == (None, None, 1, 1)
+    assert (row["correct"], row["consistent"], row["first_position_rate"]) == (0.5, False, 1.0)
+    assert rb.measures(row)["first_position"] == 1.0
+    both_second = rb.combine(ITEM, [answered("cr", candidate_logprobs=[-3.0, -0.1], text="Choose 1"),
+                                    answered("rc", candidate_logprobs=[-2.0, -0.5], text="Choose 1")],
+                             "generative", verdict="text")  # log-probs pick 2 twice: not what it is scored by
+    assert both_second["first_position_rate"] == 1.0
+    one_verdict = rb.combine(ITEM, [answered("cr", text="Choose 1"), answered("rc", text="no idea")], "generative",
+                             verdict="text")
+    assert one_verdict["first_position_rate"] == 1.0 and one_verdict["consistent"] is None
+    items = [{"item_id": f"rag_rewardbench/{i}", "subset": "helpful-x"} for i in range(3)]
+    metrics = aggregate(rb.RagRewardBench(), [rb.combine(i, api, "generative", verdict="text") for i in items],
+                        resamples=10)
+    assert metrics["position"]["first_position_rate"] == 1.0 and metrics["position"]["consistency"] == 0.0
 
 
 def test_rows_carry_the_pair_texts_and_the_models_that_wrote_them():

@@ -89,12 +89,16 @@ def _first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0] if str(error).strip() else ""
 
 
-def cached_snapshot(repo_id: str, repo_type: str = "model", revision: str | None = None) -> str | None:
-    """The cached snapshot folder of a repository at `revision` (default: main), or None; never fetches."""
+def cached_snapshot(repo_id: str, repo_type: str = "model", revision: str | None = None,
+                    allow_patterns: list[str] | None = None) -> str | None:
+    """The cached snapshot folder of a repository at `revision` (default: main), or None; never fetches. Where
+    huggingface_hub kept the repository's file listing, the folder must hold every file of it that
+    `allow_patterns` matches (all of them when None)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
-        return snapshot_download(repo_id, repo_type=repo_type, revision=revision, local_files_only=True)
+        return snapshot_download(repo_id, repo_type=repo_type, revision=revision, local_files_only=True,
+                                 allow_patterns=allow_patterns)
     except (LocalEntryNotFoundError, ValueError):  # not cached, or not a repository id at all
         return None

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from benchmarks.boundary_types import JsonObject
 from jobs.store import FAILED_DATA, FAILED_ERRORS, RunRoot
 from jobs.store.layout import LIBRARY_LOG, RAY_SESSION_LOGS, REPORT_PAGE
 
@@ -20,6 +21,7 @@ class CellOutcome(Protocol):
     model: str
     status: str
     message: str
+    metrics: JsonObject | None  # a failed_errors cell's count its request errors (`request_errors`)
 
 
 def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bool) -> list[str]:
@@ -39,11 +41,25 @@ def end_lines(outcomes: Sequence[CellOutcome], root: RunRoot, report_written: bo
 
 def unfinished_lines(outcomes: Sequence[CellOutcome], root: RunRoot) -> list[str]:
     """Each failed or interrupted cell with its one-line error (for stderr); a cell over its error budget also
-    with where its request errors are counted by kind (its metrics.json: failed requests are not stored)."""
+    with where its request errors are counted by kind (its metrics.json: failed requests are not stored) and,
+    last, what will bring it under its budget."""
     lines = []
     for o in outcomes:
         if o.status in UNFINISHED:
             lines.append(f"{o.status.upper()} {o.benchmark} x {o.model}{o.message}")
             if o.status == FAILED_ERRORS:
                 lines.append(f"  its request errors by kind: {root.uri(root.metrics_path(o.benchmark, o.model))}")
+                lines.append(f"  to fix: {fix(o)}")
     return lines
+
+
+def fix(outcome: CellOutcome) -> str:
+    """What will bring a cell over its error budget under it: `--retry-errors` where some of its failed
+    requests may pass if asked again (jobs.engines.errors), else what to change: asking again would fail alike."""
+    counts = (outcome.metrics or {}).get("request_errors") or {}
+    if counts.get("retryable"):
+        return (f"the same `ragjudge run` with --retry-errors asks its {counts['retryable']} retryable failed "
+                "requests again")
+    return (f"none of its failed requests is retryable (most common: {counts.get('top_error')}): change what that "
+            "error names and run again (a changed model, prompt or data setting asks again), or accept the errors "
+            f"with benchmarks.{outcome.benchmark}.max_error_rate=RATE (rescored, nothing asked)")

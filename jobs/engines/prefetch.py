@@ -1,8 +1,9 @@
 """Weights ahead of engines: while a sweep's engines run, the next models' hub repositories download into the
 Hugging Face cache, one at a time, in the order their engines will start, on a thread of the driver (so on the
 driver's node: engines on other nodes read the same snapshot where the cache is shared, and fetch their own
-otherwise). An engine about to start waits for its own weights (moved to the front of the queue if their
-download has not begun, never fetched a second time beside it) and loads the snapshot folder, a local copy,
+otherwise). Only the files each engine reads are fetched (jobs.engines.weights), every request to the Hub bounded.
+An engine about to start waits for its own weights (moved to the front of the queue if their download has not
+begun, never fetched a second time beside it; a line every PROGRESS_S seconds says it waits) and loads the snapshot folder, a local copy,
 where every engine runs on the driver's machine (`localize`: the local cluster `ragjudge run` starts). On a
 cluster of other machines (cluster.address, RAY_ADDRESS; an autoscaler adds them as engines ask for GPUs) a
 folder of the driver's disk may not be there: engines still wait, then load by hub id, from the same cache where
@@ -15,12 +16,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from pathlib import Path
 
 from actors.worker_model import WorkerModel
-from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
-from jobs.engines.weights import HubWeights, download, gb, hub_weights, revision_of, source_of
+from jobs.engines.weights import (
+    PROGRESS_S,
+    HubWeights,
+    cached,
+    download,
+    gb,
+    hub_weights,
+    revision_of,
+    source_of,
+)
 
 Key = tuple[str, str | None]  # (repository, revision)
 
@@ -32,10 +40,11 @@ class WeightsUnavailable(RuntimeError):
 class Prefetch:
     """Downloads `weights` in order on one daemon thread; `local` hands an engine its snapshot folder."""
 
-    def __init__(self, weights: Iterable[HubWeights], log: Callable[[str], None] = print, localize: bool = True):
-        self.log, self.localize = log, localize
+    def __init__(self, weights: Iterable[HubWeights], log: Callable[[str], None] = print, localize: bool = True,
+                 every_s: float = PROGRESS_S):
+        self.log, self.localize, self.every_s = log, localize, every_s
         self._queue = list(weights)
-        self._known = {(w.repo, w.revision) for w in self._queue}
+        self._known = {(w.repo, w.revision): w for w in self._queue}
         self._done: dict[Key, str | Exception] = {}
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="ragjudge-prefetch", daemon=True)
@@ -53,17 +62,17 @@ class Prefetch:
                 self._changed.notify_all()
 
     def _fetch(self, weights: HubWeights) -> str | Exception:
-        if cached := cached_snapshot(weights.repo, revision=weights.revision):  # complete here: no request
-            return cached
+        if found := cached(weights):  # what its engines read is here: no request
+            return found.folder
         self.log(f"prefetching {weights.what} for {', '.join(weights.users)}")
         start = time.perf_counter()
         try:
-            folder = download(weights, self.log)
+            folder = download(weights, self.log, self.every_s)
         except Exception as e:  # noqa: BLE001 - the cells that need these weights fail with it; the rest run
             self.log(f"prefetching {weights.what} failed: {type(e).__name__}: {_first_line(e)}")
             return e
-        size = sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
-        self.log(f"prefetched {weights.what}: {gb(size)} in {time.perf_counter() - start:.1f} s")
+        done = cached(weights)
+        self.log(f"prefetched {weights.what}: {gb(done.bytes if done else 0)} in {time.perf_counter() - start:.1f} s")
         return folder
 
     def local(self, spec: str, revision: str | None) -> str:
@@ -72,13 +81,17 @@ class Prefetch:
         key = (spec, revision)
         if key not in self._known:
             return spec
+        start = time.monotonic()
         with self._changed:
             ahead = next((w for w in self._queue if (w.repo, w.revision) == key), None)
             if ahead is not None:  # its engine is starting before the queue reached it
                 self._queue.remove(ahead)
                 self._queue.insert(0, ahead)
+            # Bounded by the download's own: each request to the Hub gives up after hub_timeout_s without an answer.
             while key not in self._done:
-                self._changed.wait()
+                if not self._changed.wait(self.every_s):
+                    self.log(f"an engine waits for {self._known[key].what} to download: "
+                             f"{time.monotonic() - start:.0f} s")
             result = self._done[key]
         if isinstance(result, Exception):
             raise WeightsUnavailable(f"{spec}: {type(result).__name__}: {_first_line(result)}")

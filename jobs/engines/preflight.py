@@ -15,11 +15,10 @@ from actors.model_store import (
     resolve_model,
     why_make,
 )
-from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
 from jobs.console.step_progress import elapsed_lines, stderr_to_log
 from jobs.engines.base import engine_of
-from jobs.engines.weights import HubWeights, gated_problem, revision_of, source_of, weight_specs
+from jobs.engines.weights import cached, gated_problem, hub_weights_of, source_of, weight_specs
 
 # What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
 MAKING = {SMOLLM2: "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
@@ -49,7 +48,7 @@ def weight_problems(model: ModelConfig, hub: bool) -> dict[str, str]:
             problem = builtin_problem(spec)
         elif source == "folder":
             problem = None if os.path.isdir(os.path.expanduser(spec)) else f"no such model folder '{spec}'"
-        elif hub and cached_snapshot(spec, revision=revision_of(model, key)) is None:
+        elif hub and cached(hub_weights_of(model, key)) is None:
             problem = f"'{spec}' is not in the local Hugging Face cache{offline}"
         else:
             problem = None
@@ -87,8 +86,7 @@ def gated_problems(model: ModelConfig) -> list[str]:
     token or a token without access): a cell fails on them before its engine takes a GPU, never hours later."""
     problems = []
     for key, spec in weight_specs(model).items():
-        weights = HubWeights(spec, revision_of(model, key), ())
-        if (source_of(spec) == "hub" and cached_snapshot(spec, revision=weights.revision) is None
+        if (source_of(spec) == "hub" and cached(weights := hub_weights_of(model, key)) is None
                 and (problem := gated_problem(weights))):
             problems.append(f"models.{model.name}.{key}: {problem}")
     return problems

@@ -4,12 +4,16 @@ Hub repository), whether a hub repository's snapshot is complete in the shared c
 what an engine loaded (manifest.json's `weights`: a commit, or a hash of a folder's files, their bytes included).
 
 huggingface_hub does the work: snapshot_download (which resumes partial files and fills the cache every tool
-shares), its dry run for the bytes a fetch still needs, auth_check for a gated repository. A token is theirs to
-find (HF_TOKEN or a login); it is never read out here, printed or stored.
+shares), its dry run for the bytes a fetch still needs, auth_check for a gated repository. Only the files the
+engines read come down (each engine's `loads`, jobs.engines.base.Loads: its weights in one format, config,
+tokenizer), and a snapshot holding those is cached, for `ragjudge fetch`, run's prefetch, plan, models and
+preflight alike. Every request to the Hub gives up after HF_HUB_ETAG_TIMEOUT seconds without an answer. A token
+is theirs to find (HF_TOKEN or a login); it is never read out here, printed or stored.
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -18,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -29,7 +33,8 @@ from actors.model_store import builtin_problem, cache_root, resolve_model, why_m
 from benchmarks.boundary_types import JsonObject
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
-from jobs.engines.base import engine_of
+from jobs.engines.base import Loads, engine_of
+from jobs.engines.hub_requests import bound_requests, waiting_for_the_hub
 
 WEIGHT_KEYS = ("path", "reference", "tokenizer")  # the keys that name weights (or a tokenizer) to load
 COMMIT = re.compile(r"[0-9a-f]{40}")  # a pinned revision: a commit sha, which no push can move
@@ -66,26 +71,47 @@ def revision_of(model: ModelConfig, key: str) -> str | None:
 
 @dataclass(frozen=True)
 class HubWeights:
-    """One hub repository at one revision, and the model keys that name it ("models.NAME.KEY")."""
+    """One hub repository at one revision, the model keys that name it ("models.NAME.KEY") and what each of
+    their engines reads of it."""
 
     repo: str
     revision: str | None
     users: tuple[str, ...]
+    loads: tuple[Loads, ...]
 
     @property
     def what(self) -> str:
         return self.repo + (f"@{self.revision}" if self.revision else "")
 
+    def patterns(self) -> list[str]:
+        """Every file pattern its users may read, before a listing says which weight format the repository has."""
+        return list(dict.fromkeys(pattern for loads in self.loads for pattern in loads.patterns()))
+
+    def select(self, names: Sequence[str]) -> list[str]:
+        """The files among `names` (the repository's) that its users read, in their order."""
+        chosen = {name for loads in self.loads for name in loads.select(names)}
+        return [name for name in names if name in chosen]
+
 
 def hub_weights(models: Iterable[ModelConfig]) -> list[HubWeights]:
     """The hub repositories the models' weights, references and tokenizers name, in the models' order, each
-    (repository, revision) once."""
-    users: dict[tuple[str, str | None], list[str]] = {}
+    (repository, revision) once: what `ragjudge fetch`, run's prefetch and `ragjudge plan` count."""
+    found: dict[tuple[str, str | None], tuple[list[str], list[Loads]]] = {}
     for model in models:
         for key, spec in weight_specs(model).items():
             if source_of(spec) == "hub":
-                users.setdefault((spec, revision_of(model, key)), []).append(f"models.{model.name}.{key}")
-    return [HubWeights(repo, revision, tuple(names)) for (repo, revision), names in users.items()]
+                users, loads = found.setdefault((spec, revision_of(model, key)), ([], []))
+                users.append(f"models.{model.name}.{key}")
+                if (read := engine_of(model).loads(key)) not in loads:
+                    loads.append(read)
+    return [HubWeights(repo, revision, tuple(users), tuple(loads))
+            for (repo, revision), (users, loads) in found.items()]
+
+
+def hub_weights_of(model: ModelConfig, key: str) -> HubWeights:
+    """The hub repository that one weight key of the model names, as that key alone reads it."""
+    return HubWeights(getattr(model, key), revision_of(model, key), (f"models.{model.name}.{key}",),
+                      (engine_of(model).loads(key),))
 
 
 def unpinned(models: Iterable[ModelConfig]) -> list[str]:
@@ -95,30 +121,75 @@ def unpinned(models: Iterable[ModelConfig]) -> list[str]:
             and not (m.revision and COMMIT.fullmatch(m.revision))]
 
 
+@dataclass(frozen=True)
+class Cached:
+    """A snapshot in the Hugging Face cache that holds the files a repository's users read."""
+
+    folder: str
+    bytes: int  # of those files
+
+    @property
+    def commit(self) -> str:
+        return Path(self.folder).name
+
+
+def cached(weights: HubWeights) -> Cached | None:
+    """The repository's snapshot in the Hugging Face cache if it holds every file its users read, else None;
+    never asks the Hub. Those files are picked from the listing huggingface_hub kept of the snapshot's commit;
+    without one (a snapshot another tool fetched file by file) the folder is taken as it is."""
+    from huggingface_hub import get_cached_repo_tree
+    from huggingface_hub.errors import CachedRepoTreeNotFoundError
+
+    try:
+        listing = [f.path for f in get_cached_repo_tree(weights.repo, revision=weights.revision)]
+    except (CachedRepoTreeNotFoundError, ValueError):  # no listing kept, or no repository id at all
+        listing = None
+    folder = cached_snapshot(weights.repo, revision=weights.revision,
+                             allow_patterns=None if listing is None else _exactly(weights.select(listing)))
+    if folder is None:
+        return None
+    names = listing if listing is not None else [
+        p.relative_to(folder).as_posix() for p in Path(folder).rglob("*") if p.is_file()]
+    return Cached(folder, sum((Path(folder) / name).stat().st_size for name in weights.select(names)))
+
+
+def _exactly(names: Iterable[str]) -> list[str]:
+    """allow_patterns that match these file names and no other (fnmatch reads *, ? and [ in a name)."""
+    return [glob.escape(name) for name in names]
+
+
 def cached_commit(weights: HubWeights) -> str | None:
-    """The commit of the repository's snapshot complete in the Hugging Face cache, or None; never fetches."""
-    folder = cached_snapshot(weights.repo, revision=weights.revision)
-    return Path(folder).name if folder else None
+    """The commit of the repository's snapshot cached with what its users read, or None; never fetches."""
+    found = cached(weights)
+    return found.commit if found else None
 
 
 @dataclass(frozen=True)
 class Survey:
-    """What fetching one repository takes: its commit, its bytes, and the bytes and files still missing here."""
+    """What fetching one repository takes: its commit, the files its users read, their bytes, and the bytes and
+    files still missing here."""
 
     commit: str
+    files: tuple[str, ...]
     total_bytes: int
     missing_bytes: int
     missing_files: int
 
 
-def survey(weights: HubWeights) -> Survey:
-    """Ask the Hub (snapshot_download's dry run: the file listing, then a HEAD per file not cached, so a gated
-    repository without access raises GatedRepoError here, before any byte is fetched)."""
+def survey(weights: HubWeights, log: Callable[[str], None] = print) -> Survey:
+    """Ask the Hub (snapshot_download's dry run over every file its users may read: the listing, then a HEAD per
+    file not cached, so a gated repository without access raises GatedRepoError here, before any byte is
+    fetched), then keep the files they read: of its weights, only the first format the listing has."""
     from huggingface_hub import snapshot_download
 
-    files = snapshot_download(weights.repo, revision=weights.revision, dry_run=True)
+    with waiting_for_the_hub(f"about {weights.what}", log):
+        listed = snapshot_download(weights.repo, revision=weights.revision, dry_run=True,
+                                   allow_patterns=weights.patterns())
+    names = weights.select([f.filename for f in listed])
+    kept = frozenset(names)
+    files = [f for f in listed if f.filename in kept]
     missing = [f for f in files if f.will_download]
-    return Survey(files[0].commit_hash if files else "", sum(f.file_size or 0 for f in files),
+    return Survey(listed[0].commit_hash if listed else "", tuple(names), sum(f.file_size or 0 for f in files),
                   sum(f.file_size or 0 for f in missing), len(missing))
 
 
@@ -128,6 +199,7 @@ def gated_problem(weights: HubWeights) -> str | None:
     from huggingface_hub import HfApi
     from huggingface_hub.errors import GatedRepoError
 
+    bound_requests()
     try:
         HfApi().auth_check(weights.repo)
     except GatedRepoError:
@@ -158,12 +230,16 @@ def free_bytes() -> int:
     return shutil.disk_usage(folder).free
 
 
-def download(weights: HubWeights, log: Callable[[str], None], every_s: float = PROGRESS_S) -> str:
-    """The repository's snapshot fetched into the Hugging Face cache (partial files resumed, complete ones
-    kept); a line every `every_s` seconds says how many bytes are in. Returns the snapshot folder."""
+def download(weights: HubWeights, log: Callable[[str], None], every_s: float = PROGRESS_S,
+             found: Survey | None = None) -> str:
+    """The repository's files that its users read fetched into the Hugging Face cache (partial files resumed,
+    complete ones kept), as `found` listed them, else as a survey lists them now; a line every `every_s` seconds
+    says how many bytes are in. Returns the snapshot folder."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.file_download import repo_folder_name
 
+    found = found or survey(weights, log)
+    bound_requests()
     blobs = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=weights.repo, repo_type="model") / "blobs"
     before, start, done = _bytes_in(blobs), time.perf_counter(), threading.Event()
 
@@ -173,7 +249,7 @@ def download(weights: HubWeights, log: Callable[[str], None], every_s: float = P
 
     threading.Thread(target=progress, daemon=True).start()
     try:
-        return snapshot_download(weights.repo, revision=weights.revision)
+        return snapshot_download(weights.repo, revision=weights.revision, allow_patterns=_exactly(found.files))
     finally:
         done.set()
 
@@ -200,7 +276,7 @@ def weights_record(model: ModelConfig) -> JsonObject:
     for key, spec in weight_specs(model).items():
         source = source_of(spec)
         if source == "hub":
-            record[key] = {"hub": spec, "commit": cached_commit(HubWeights(spec, revision_of(model, key), ()))}
+            record[key] = {"hub": spec, "commit": cached_commit(hub_weights_of(model, key))}
         elif source == "built-in" and (builtin_problem(spec) or why_make(spec)):
             record[key] = {source: spec, "hash": None}  # not installed or not made: nothing was loaded
         else:

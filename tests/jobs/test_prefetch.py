@@ -1,6 +1,7 @@
 """Weights ahead of engines (jobs.engines.prefetch) against the loopback Hub stand-in: one download at a time in
 the engines' order, an engine that starts early brought to the front, two engines on the same weights served by
-one download, a failed fetch named to the cell; and, on Ray, a sweep whose second model's engine starts from a
+one download fetching only what the engine loads, an engine's wait said while it lasts, a failed fetch named to
+the cell; and, on Ray, a sweep whose second model's engine starts from a
 local copy fetched while the first model's cell ran."""
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ def test_downloads_go_one_at_a_time_in_order_and_an_early_engine_jumps_the_queue
     with fake_hub(repos, tmp_path / "hf", monkeypatch) as hub:
         lines: list[str] = []
         models = [_model("a", "org/a"), _model("b", "org/b"), _model("c", "org/c")]
-        prefetch = Prefetch(hub_weights(models), lines.append)
+        prefetch = Prefetch(hub_weights(models), lines.append, every_s=0.2)
         while not hub.downloads:  # until org/a's files are downloading (1 s each)
             time.sleep(0.05)
         folder = prefetch.local("org/c", None)  # c's engine starts first: c goes next, before b
         assert folder == str(tmp_path / "hf" / "models--org--c" / "snapshots" / repos["org/c"].commit)
+        assert any(line.startswith("an engine waits for org/c to download: ") for line in lines)  # while org/a's ran
         assert prefetch.local("org/b", None).endswith(repos["org/b"].commit)
         done = [line.split()[1].rstrip(":") for line in lines if line.startswith("prefetched")]
         assert done == ["org/a", "org/c", "org/b"]
@@ -47,7 +49,8 @@ def test_downloads_go_one_at_a_time_in_order_and_an_early_engine_jumps_the_queue
 
 
 def test_two_engines_on_weights_still_downloading_wait_for_that_one_download(tmp_path, monkeypatch):
-    with fake_hub({"org/a": HubRepo(FILES, delay_s=1.0), "org/tok": HubRepo({"tokenizer.json": b"{}"})},
+    beside = {"pytorch_model.bin": b"b" * 1024, "original/consolidated.00.pth": b"p" * 1024}  # no engine reads them
+    with fake_hub({"org/a": HubRepo({**FILES, **beside}, delay_s=1.0), "org/tok": HubRepo({"tokenizer.json": b"{}"})},
                   tmp_path / "hf", monkeypatch) as hub:
         model = _model("a", "org/a", tokenizer="org/tok")
         prefetch = Prefetch(hub_weights([model]), lambda line: None)

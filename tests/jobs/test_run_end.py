@@ -6,12 +6,18 @@ from jobs.console.run_end import end_lines, unfinished_lines
 from jobs.store.run_root import RunRoot
 
 
-def outcome(model: str, status: str, message: str = "") -> SimpleNamespace:
-    return SimpleNamespace(benchmark="bianbench", model=model, status=status, message=message)
+def outcome(model: str, status: str, message: str = "", errors: dict | None = None) -> SimpleNamespace:
+    return SimpleNamespace(benchmark="bianbench", model=model, status=status, message=message,
+                           metrics=None if errors is None else {"n": 9, "request_errors": errors})
+
+
+def errors(failed: int, retryable: int) -> dict:
+    return {"requests": 12, "failed": failed, "retryable": retryable, "top_error": "api: HTTP 400 (model 'g', 1 try)",
+            "top_error_count": failed - retryable}
 
 
 OUTCOMES = [outcome("a", "done"), outcome("b", "cached"), outcome("c", "done"),
-            outcome("d", "failed_errors", ": 6 of 12 requests failed (50.0% > max_error_rate 20%)"),
+            outcome("d", "failed_errors", ": 6 of 12 requests failed (50.0% > max_error_rate 20%)", errors(6, 4)),
             outcome("e", "failed", ": PreflightError: no GPU"), outcome("f", "interrupted", ": SIGTERM")]
 
 
@@ -29,11 +35,22 @@ def test_the_end_counts_cells_by_status_and_says_what_to_open(tmp_path):
         ["cells", "results", "logs"]
 
 
-def test_each_unfinished_cell_has_its_line_and_one_over_its_budget_says_where_its_errors_are_counted(tmp_path):
+def test_each_unfinished_cell_has_its_line_and_one_over_its_budget_says_where_its_errors_are_and_what_fixes_it(
+        tmp_path):
     root = RunRoot(str(tmp_path), "demo")
     assert unfinished_lines(OUTCOMES, root) == [
         "FAILED_ERRORS bianbench x d: 6 of 12 requests failed (50.0% > max_error_rate 20%)",
         f"  its request errors by kind: {tmp_path / 'demo' / 'metrics' / 'benchmark=bianbench' / 'model=d' / 'metrics.json'}",
+        "  to fix: the same `ragjudge run` with --retry-errors asks its 4 retryable failed requests again",
         "FAILED bianbench x e: PreflightError: no GPU",
         "INTERRUPTED bianbench x f: SIGTERM"]
     assert unfinished_lines(OUTCOMES[:3], root) == []
+
+
+def test_a_cell_over_its_budget_with_nothing_retryable_is_told_what_else_fixes_it(tmp_path):
+    final = outcome("g", "failed_errors", ": 3 of 12 requests failed (25.0% > max_error_rate 2%)", errors(3, 0))
+    *_, last = unfinished_lines([final], RunRoot(str(tmp_path), "demo"))
+    assert last == ("  to fix: none of its failed requests is retryable (most common: api: HTTP 400 (model 'g', 1 try)): "
+                    "change what that error names and run again (a changed model, prompt or data setting asks again), "
+                    "or accept the errors with benchmarks.bianbench.max_error_rate=RATE (rescored, nothing asked)")
+    assert "--retry-errors" not in last

@@ -12,6 +12,8 @@ A gated repository answers its files and auth-check with 401 and X-Error-Code: G
 carries `Authorization: Bearer <its token>`. A slow repository sends each file's bytes in pieces over its delay
 (as a slow link would: the client's 10 s read timeout never fires).
 
+`silent_endpoint` is a port that accepts connections and never answers, for the bounds of a client's waits.
+
 The server runs in a process of its own (`python tests/hub_server.py SPEC.json`): in the test's process, a Ray
 driver's busy threads starved its threads of the GIL until huggingface_hub's reads timed out.
 """
@@ -21,6 +23,7 @@ import hashlib
 import json
 import math
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -210,6 +213,16 @@ def fake_hub(repos: dict[str, HubRepo], cache: Path, monkeypatch: pytest.MonkeyP
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextmanager
+def silent_endpoint() -> Iterator[str]:
+    """The URL of a loopback port that accepts connections (the kernel completes each handshake into its
+    backlog) and never answers a byte, as a Hub behind a hung proxy or load balancer would."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
 if __name__ == "__main__":

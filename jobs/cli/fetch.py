@@ -2,21 +2,27 @@
 models, tokenizers; its benchmarks' judges too) fetched into the shared Hugging Face cache on this machine's
 CPUs, before any engine (or GPU) waits for it.
 
+Only the files each engine reads come down (its weights in one format, config, tokenizer: the engine's `loads`).
 Everything is asked first: each repository's files and the bytes still missing (a gated repository this
-machine may not read fails here), then the disk: nothing is fetched when the cache's disk cannot hold it all. A
-repository complete in the cache is said to be cached and not fetched; built-in models and local folders are
-skipped with a word. Downloads resume partial files (snapshot_download). `--pin` writes the commit each model
-file's own weights resolved to into its `revision:`, so later runs load exactly these weights.
+machine may not read fails here), then the disk: nothing is fetched when the cache's disk cannot hold it all.
+Each request to the Hub gives up after HF_HUB_ETAG_TIMEOUT seconds without an answer, with a line while it
+waits; once the Hub gave no answer, the repositories after it are not asked. A repository whose files are in
+the cache is said to be cached and not fetched; built-in models and local folders are skipped with a word.
+Downloads resume partial files (snapshot_download). The last line counts what could not be fetched (exit 1).
+`--pin` writes the commit each model file's own weights resolved to into its `revision:`, so later runs load
+exactly these weights.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from jobs.config import ModelConfig, SweepConfig
 from jobs.engines.base import engine_of
+from jobs.engines.hub_requests import hub_timeout_s
 from jobs.engines.weights import (
     HubWeights,
     Survey,
@@ -54,22 +60,27 @@ def run(args: argparse.Namespace) -> int:
         print("ragjudge fetch: HF_HUB_OFFLINE=1 forbids fetching; unset it")
         return 2
     wanted = hub_weights(models)
-    commits, problems, to_fetch = {}, [], []
+    print(f"asking the Hub ({constants.ENDPOINT}) about {len(wanted)} repositories, each request up to "
+          f"{hub_timeout_s():g} s without an answer (HF_HUB_ETAG_TIMEOUT)")
+    commits, failed, to_fetch, in_cache = {}, [], [], 0
+    silent: str | None = None  # the repository the Hub gave no answer about: those after it are not asked
     for weights in wanted:
-        found = _survey(weights)
-        if isinstance(found, str):
-            problems.append(f"{weights.what} ({', '.join(weights.users)}): {found}")
+        found = _survey(weights) if silent is None else Unanswered(
+            f"not asked: the Hub gave no answer about {silent}; run again once it answers")
+        if isinstance(found, Unanswered):
+            failed.append(weights.what)
+            print(f"cannot fetch {weights.what} ({', '.join(weights.users)}): {found.why}")
+            silent = silent or (None if found.reached else weights.what)
             continue
         commits[(weights.repo, weights.revision)] = found.commit
         if found.missing_files == 0:
+            in_cache += 1
             print(f"cached {weights.what}: {gb(found.total_bytes)}, commit {found.commit}")
         else:
             to_fetch.append((weights, found))
-    for problem in problems:
-        print(f"cannot fetch {problem}")
     need, free = sum(s.missing_bytes for _, s in to_fetch), free_bytes()
-    print(f"to fetch: {len(to_fetch)} of {len(wanted)} repositories, {gb(need)}; {gb(free)} free for the cache "
-          f"({constants.HF_HUB_CACHE})")
+    print(f"to fetch: {len(to_fetch)} of {len(wanted)} repositories, {gb(need)} ({in_cache} cached, {len(failed)} "
+          f"cannot be fetched); {gb(free)} free for the cache ({constants.HF_HUB_CACHE})")
     if need > free:
         print(f"ragjudge fetch: {gb(need)} do not fit in the {gb(free)} free: nothing fetched; free space or set "
               "HF_HUB_CACHE to a larger disk")
@@ -79,10 +90,10 @@ def run(args: argparse.Namespace) -> int:
               f"{gb(found.missing_bytes)} in {found.missing_files} files")
         start = time.perf_counter()
         try:
-            download(weights, print)
+            download(weights, print, found=found)
         except Exception as e:  # noqa: BLE001 - one repository failing leaves the others to fetch
-            problems.append(f"{weights.what}: {type(e).__name__}: {str(e).strip().splitlines()[0]}")
-            print(f"[{i}/{len(to_fetch)}] failed {problems[-1]}")
+            failed.append(weights.what)
+            print(f"[{i}/{len(to_fetch)}] failed {weights.what}: {type(e).__name__}: {_first_line(e)}")
             continue
         seconds = time.perf_counter() - start
         print(f"[{i}/{len(to_fetch)}] fetched {weights.what}: {gb(found.missing_bytes)} in {seconds:.1f} s "
@@ -93,7 +104,10 @@ def run(args: argparse.Namespace) -> int:
     elif names := unpinned(models):
         print(f"{len(names)} model files load hub weights at no commit sha ({', '.join(names)}): "
               "`ragjudge fetch SWEEP --pin` writes the commits fetched into their `revision:`")
-    return 1 if problems else 0
+    if failed:
+        print(f"ragjudge fetch: {len(failed)} of {len(wanted)} repositories not fetched ({', '.join(failed)}), "
+              "the reason for each above: fix it and run the same command again (what was fetched stays)")
+    return 1 if failed else 0
 
 
 def sweep_models(sweep: SweepConfig) -> list[ModelConfig]:
@@ -118,9 +132,18 @@ def skipped(models: list[ModelConfig]) -> list[str]:
     return lines
 
 
-def _survey(weights: HubWeights) -> Survey | str:
+@dataclass(frozen=True)
+class Unanswered:
+    """Why a repository cannot be fetched; `reached` is False where the Hub itself gave no answer."""
+
+    why: str
+    reached: bool = True
+
+
+def _survey(weights: HubWeights) -> Survey | Unanswered:
     """The Survey of one repository, or why it cannot be fetched (gated, not found, the Hub unreachable)."""
-    from huggingface_hub.errors import DryRunError, GatedRepoError
+    from huggingface_hub import constants
+    from huggingface_hub.errors import DryRunError, GatedRepoError, HfHubHTTPError
 
     try:
         return survey(weights)
@@ -128,8 +151,17 @@ def _survey(weights: HubWeights) -> Survey | str:
         # A dry run that cannot list the repository raises DryRunError from the Hub's own answer: say that one.
         cause = e.__cause__ if isinstance(e, DryRunError) and isinstance(e.__cause__, Exception) else e
         if isinstance(cause, GatedRepoError):
-            return gated_message(weights.repo)
-        return f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}"
+            return Unanswered(gated_message(weights.repo))
+        said = type(cause).__name__ + (f": {_first_line(cause)}" if _first_line(cause) else "")
+        if isinstance(e, DryRunError) and not isinstance(cause, HfHubHTTPError):  # no connection, or no answer
+            return Unanswered(f"the Hub ({constants.ENDPOINT}) cannot be reached: {said} (each request waits up to "
+                              f"{hub_timeout_s():g} s for an answer: HF_HUB_ETAG_TIMEOUT); check HF_ENDPOINT, the "
+                              "network and any proxy", reached=False)
+        return Unanswered(said)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else ""
 
 
 def pin(models: list[ModelConfig], commits: dict[tuple[str, str | None], str], sweep: SweepConfig) -> list[str]:

@@ -1,6 +1,7 @@
 """`ragjudge fetch` against a Hub stand-in on loopback (tests/hub_server.py) with the real huggingface_hub client:
 an empty cache filled, a second fetch that fetches nothing, gated repositories with and without a token, the
-disk checked before any byte, and `--pin` writing the commits into model files."""
+disk checked before any byte, and `--pin` writing the commits into model files (an unreachable Hub:
+test_fetch_bounded.py; which files: test_fetch_files.py)."""
 from __future__ import annotations
 
 import shutil
@@ -65,6 +66,8 @@ def test_a_gated_repository_needs_a_token_and_the_token_is_never_printed(tmp_pat
         assert ("cannot fetch org/gated (models.g.path): 'org/gated' is a gated repository and no Hugging Face "
                 "token is set") in out and "HF_TOKEN" in out
         assert "fetched org/rm" in out and not any(key.startswith("org/gated") for key in hub.downloads)
+        assert "to fetch: 1 of 2 repositories, 4.1 kB (0 cached, 1 cannot be fetched)" in out
+        assert "ragjudge fetch: 1 of 2 repositories not fetched (org/gated), the reason for each above" in out
 
         monkeypatch.setenv("HF_TOKEN", "hf_WrongToken")
         assert main(["fetch", sweep]) == 1
@@ -123,12 +126,3 @@ def test_pin_writes_each_model_files_commit_and_keeps_the_rest(tmp_path, monkeyp
         assert main(["fetch", str(sweep), "--pin"]) == 0
         out = capsys.readouterr().out
         assert f"rm: revision {rm} already pinned" in out and "cached org/rm" in out
-
-
-def test_an_unreachable_hub_is_named_per_repository_not_as_a_dry_run_error(tmp_path, monkeypatch, capsys):
-    with fake_hub({}, tmp_path / "hf", monkeypatch):
-        from huggingface_hub import constants
-
-        monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
-        assert main(["fetch", _sweep(tmp_path, '{name: rm, path: "org/rm", kind: discriminative}')]) == 1
-    assert "cannot fetch org/rm (models.rm.path): ConnectError: " in capsys.readouterr().out

@@ -1,10 +1,11 @@
-"""`ragjudge plan`'s weights: per hub repository of the sweep's models (weights and references), whether it is
-in the Hugging Face cache already and, if not, its bytes and the time to fetch them at a stated bandwidth.
+"""`ragjudge plan`'s weights: per hub repository of the sweep's models (weights, references and tokenizers: the
+repositories `ragjudge fetch` asks for, jobs.engines.weights.hub_weights), whether it is in the Hugging Face
+cache already and, if not, its bytes and the time to fetch them at a stated bandwidth.
 
-A plan never asks the Hub: a cached snapshot's bytes are its files' sizes; an uncached repository's are
-params_b x the bytes of the model's dtype (4 for float32, else 2: the 16-bit checkpoints hub models ship), the
-reference at its model's size, as the rest of the plan counts it. Tokenizers (a few MB) are not counted.
-Downloads run on CPU, one at a time, ahead of the engines (`ragjudge fetch`, or run's prefetch): the first
+A plan never asks the Hub: a cached snapshot's bytes are those of the files its engines read (what fetch
+counts); an uncached repository's are params_b x the bytes of the model's dtype (4 for float32, else 2: the
+16-bit checkpoints hub models ship), the reference at its model's size, as the rest of the plan counts it; a
+repository only tokenizers come from has no size until it is fetched (megabytes). Downloads run on CPU, one at a time, ahead of the engines (`ragjudge fetch`, or run's prefetch): the first
 engine waits for its own weights, later ones only where the downloads fall behind the engines, so the time is
 set against the makespan rather than added to GPU-hours.
 """
@@ -12,11 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig
-from jobs.engines.weights import HubWeights, gb, hub_weights
+from jobs.engines.weights import HubWeights, cached, gb, hub_weights
 
 
 @dataclass(frozen=True)
@@ -29,25 +28,23 @@ class Download:
 
 
 def plan_downloads(models: Iterable[ModelConfig]) -> list[Download]:
-    """One Download per hub repository (and revision) of the models' weights and references, in sweep order; a
-    repository only tokenizers come from is left out (a few MB)."""
+    """One Download per hub repository (and revision) of the models' weights, references and tokenizers, in sweep
+    order."""
     by_name = {model.name: model for model in models}
-    downloads = []
-    for weights in hub_weights(by_name.values()):
-        users = tuple(user for user in weights.users if not user.endswith(".tokenizer"))
-        if users:  # sized as its first user's weights: "models.NAME.KEY"
-            downloads.append(_download(weights, users, by_name[users[0].split(".")[1]]))
-    return downloads
+    return [_download(weights, by_name) for weights in hub_weights(by_name.values())]
 
 
-def _download(weights: HubWeights, users: tuple[str, ...], model: ModelConfig) -> Download:
-    if folder := cached_snapshot(weights.repo, revision=weights.revision):
-        size = sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
-        return Download(weights.what, users, size, True, f"in the cache, commit {Path(folder).name[:12]}")
+def _download(weights: HubWeights, by_name: dict[str, ModelConfig]) -> Download:
+    if found := cached(weights):
+        return Download(weights.what, weights.users, found.bytes, True, f"in the cache, commit {found.commit[:12]}")
+    sized = [user for user in weights.users if not user.endswith(".tokenizer")]
+    if not sized:
+        return Download(weights.what, weights.users, None, False, "tokenizer files only: size unknown until fetched")
+    model = by_name[sized[0].split(".")[1]]  # sized as its first user's weights: "models.NAME.KEY"
     if model.params_b is None:
-        return Download(weights.what, users, None, False, "no params_b: size unknown")
+        return Download(weights.what, weights.users, None, False, "no params_b: size unknown")
     width = 4 if model.dtype == "float32" else 2
-    return Download(weights.what, users, round(model.params_b * 1e9 * width), False,
+    return Download(weights.what, weights.users, round(model.params_b * 1e9 * width), False,
                     f"params_b {model.params_b:g} x {width} bytes ({model.dtype})")
 
 
@@ -64,8 +61,9 @@ def format_downloads(downloads: list[Download], mb_per_s: float, makespan_s: flo
     todo = [d for d in downloads if not d.cached and d.bytes is not None]
     total = sum(d.bytes for d in todo)
     seconds = total / 1e6 / mb_per_s
-    line = (f"Download: {total / 1e9:.1f} GB in {len(todo)} repositories not cached ({sum(d.cached for d in downloads)}"
-            f" cached, {sum(d.bytes is None for d in downloads)} of unknown size) at {mb_per_s:g} MB/s: "
+    line = (f"Download: {total / 1e9:.1f} GB for {len(todo)} of the {len(downloads)} hub repositories, not cached "
+            f"({sum(d.cached for d in downloads)} cached, {sum(d.bytes is None for d in downloads)} of unknown size) at "
+            f"{mb_per_s:g} MB/s: "
             f"{seconds / 3600:.2f} h, not in the GPU-hours above (the first engine waits for its own weights).")
     lines.append(line)
     if makespan_s and seconds > makespan_s:

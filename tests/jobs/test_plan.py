@@ -199,8 +199,8 @@ def test_the_plan_says_what_each_hub_repository_costs_to_download_and_what_is_ca
     assert [line.split()[0] for line in weights.splitlines() if line.startswith("  org/")] == [
         "org/remote-rm", "org/bf", "org/here", "org/ref"]
     assert "  org/here " in out and "3.0 kB      cached  in the cache, commit " in out
-    assert ("Download: 14.0 GB in 3 repositories not cached (1 cached, 0 of unknown size) at 50 MB/s: 0.08 h, not in "
-            "the GPU-hours above (the first engine waits for its own weights).") in out
+    assert ("Download: 14.0 GB for 3 of the 4 hub repositories, not cached (1 cached, 0 of unknown size) at 50 MB/s: "
+            "0.08 h, not in the GPU-hours above (the first engine waits for its own weights).") in out
     assert "The downloads take longer than the makespan" in out  # 280 s against 5 tiny engines
 
 

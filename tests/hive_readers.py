@@ -16,7 +16,9 @@ def with_pyarrow(folder: str) -> pd.DataFrame:
 
 
 def with_duckdb(folder: str) -> pd.DataFrame:
-    return duckdb.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)").df()
+    # union_by_name: a table's parts differ in columns (a judge's rows and a scorer's, two benchmarks' rows)
+    return duckdb.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true, "
+                      "union_by_name = true)").df()
 
 
 READERS = (with_pandas, with_pyarrow, with_duckdb)

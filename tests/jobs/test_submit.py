@@ -134,9 +134,26 @@ def _cel_fields(schema: dict, manifest, path="") -> list[str]:
     return found
 
 
-def test_rendered_rayjob_validates_against_the_kuberay_crd(sweep_file):
+SHM = {"name": "shm", "emptyDir": {"medium": "Memory"}}
+HF_ENV = [{"name": "HF_HOME", "value": "/cache/huggingface"}, {"name": "HF_HUB_CACHE", "value": "/cache/huggingface/hub"}]
+MOUNTS = [{"name": "shm", "mountPath": "/dev/shm"}, {"name": "hf-cache", "mountPath": "/cache/huggingface"}]
+
+
+def _pods(manifest: dict) -> list[dict]:
+    """The head's pod spec and the GPU workers'."""
+    cluster = manifest["spec"]["rayClusterSpec"]
+    return [cluster["headGroupSpec"]["template"]["spec"], cluster["workerGroupSpecs"][0]["template"]["spec"]]
+
+
+@pytest.mark.parametrize("cache,volume", [
+    ({}, {"name": "hf-cache", "hostPath": {"path": "/var/cache/ragjudge/huggingface", "type": "DirectoryOrCreate"}}),
+    ({"cache_host_path": "/mnt/nvme/hf"}, {"name": "hf-cache", "hostPath": {"path": "/mnt/nvme/hf",
+                                                                             "type": "DirectoryOrCreate"}}),
+    ({"cache_pvc": "hf-weights"}, {"name": "hf-cache", "persistentVolumeClaim": {"claimName": "hf-weights"}}),
+], ids=["node's default folder", "node's folder", "shared claim"])
+def test_rendered_rayjob_validates_against_the_kuberay_crd(sweep_file, cache, volume):
     schema = _crd_schema()
-    options = SubmitOptions(nodes=3, gpus_per_node=8, image="registry.example/ragjudge:1", namespace="evals")
+    options = SubmitOptions(nodes=3, gpus_per_node=8, image="registry.example/ragjudge:1", namespace="evals", **cache)
     manifest = yaml.safe_load(render(sweep_file, ["storage.run=r1"], "k8s", options))
     jsonschema.Draft7Validator(schema).validate(manifest)
     assert _cel_fields(schema, manifest) == []
@@ -149,6 +166,16 @@ def test_rendered_rayjob_validates_against_the_kuberay_crd(sweep_file):
     worker = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert worker["maxReplicas"] == 3
     assert worker["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    # Every pod: /dev/shm in memory, the weights cache mounted where HF_HOME points, the Secret required.
+    for pod in _pods(manifest):
+        container = pod["containers"][0]
+        assert pod["volumes"] == [SHM, volume] and container["volumeMounts"] == MOUNTS
+        assert [e for e in container["env"] if e["name"].startswith("HF_")] == HF_ENV
+        assert container["envFrom"] == [{"secretRef": {"name": "ragjudge-secrets"}}]
+        assert container["image"] == "registry.example/ragjudge:1"
+    # The GPU worker asks for memory and is held to it: 4Gi for each of its 16 x 8 = 128 CPUs.
+    resources = _pods(manifest)[1]["containers"][0]["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": "128", "memory": "512Gi", "nvidia.com/gpu": "8"}
 
     broken = copy.deepcopy(manifest)  # the strict schema catches a misspelt field
     broken["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["maxReplica"] = 3
@@ -226,13 +253,153 @@ def test_the_batch_shell_forwards_slurms_signal_and_requeues_an_interrupted_driv
 
 def test_a_sweep_inside_the_project_is_named_by_its_relative_path_in_every_target():
     sweep = REPO / "conf" / "sweeps" / "demo.yaml"
-    options = SubmitOptions(nodes=1, gpus_per_node=0, project_dir="/cluster/home/ragjudge")
+    options = SubmitOptions(nodes=1, gpus_per_node=0, project_dir="/cluster/home/ragjudge",
+                            venv="/cluster/home/ragjudge/.venv", hf_cache="/cluster/hf")
     slurm = render(sweep, ["storage.run=x"], "slurm", options)
     k8s = render(sweep, ["storage.run=x"], "k8s")
     entrypoint = ray_job(sweep, ["storage.run=x"])["entrypoint"]
     for text in (slurm, k8s, entrypoint):
         assert "python -m jobs run conf/sweeps/demo.yaml storage.run=x" in text
-    assert str(REPO) not in slurm + k8s + entrypoint  # no path of the submitting machine
+    assert str(REPO) not in slurm + k8s + entrypoint  # no path of the submitting machine, given the nodes' own
+    assert "/cluster/home/ragjudge/.venv/bin/python -m jobs run conf/sweeps/demo.yaml" in slurm
+
+
+def _shellcheck(script: Path) -> subprocess.CompletedProcess:
+    tool = shutil.which("shellcheck")
+    if tool is None:  # CI installs it (.ci/run) and fails on a skip tests/allowed_skips.txt does not list
+        pytest.skip("shellcheck is not installed (Debian: apt-get install shellcheck)")
+    return subprocess.run([tool, "--shell=bash", "--severity=style", "--format=gcc", str(script)],
+                          capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("options,justified", [
+    (SubmitOptions(nodes=4, gpus_per_node=8, partition="h100"), set()),
+    (SubmitOptions(nodes=1, gpus_per_node=0, venv="/opt/ragjudge env", hf_cache="none"), set()),
+    # SC2016 ("expressions don't expand in single quotes") on the two lines holding the interpreter's path: its
+    # `$(touch x)` is kept from expanding on purpose, by shlex.quote.
+    (SubmitOptions(nodes=2, python="/opt/U$(touch x)/python", hf_cache="/shared/a b'c",
+                   ray_head_args="--dashboard-port=8266 --labels='{\"x\": \"a b\"}'"), {"SC2016"}),
+], ids=["gpus", "cpu only, a venv, no shared cache", "hostile paths"])
+def test_the_rendered_batch_script_is_shellcheck_clean(secret_sweep, tmp_path, options, justified):
+    script = tmp_path / "job.sbatch"
+    script.write_text(render(secret_sweep, ["storage.run=sc"], "slurm", options))
+    checked = _shellcheck(script)
+    findings = [(int(line.split(":")[1]), line.rsplit("[", 1)[1].rstrip("]")) for line in checked.stdout.splitlines()]
+    lines = script.read_text().splitlines()
+    assert {code for _, code in findings} == justified, checked.stdout + checked.stderr
+    assert all("touch x" in lines[number - 1] for number, _ in findings), checked.stdout
+    # ...and it would say so: the script's old way of reading the node list (word-split command output)
+    script.write_text(script.read_text().replace(
+        'mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        'nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))'))
+    assert "SC2207" in _shellcheck(script).stdout
+
+
+def _preamble(text: str) -> str:
+    """The batch script from `set -euo pipefail` up to its secret-name loop: the interpreter and the cache."""
+    return text[text.index("set -euo pipefail"):text.index("for name in")]
+
+
+def test_the_batch_script_runs_its_own_interpreter_and_never_one_on_path(sweep_file, tmp_path):
+    """A `python`, `python3` or `ray` first on the nodes' PATH (another interpreter, without ray) is never run:
+    the interpreter that rendered the script is, by its absolute path, and it finds the project and Ray."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python", "python3", "ray"):
+        (bin_dir / name).write_text(f'#!/bin/sh\necho {name} >> "{tmp_path}/ran"\nexit 97\n')
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    text = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0, hf_cache="/shared/hf"))
+    assert f"\npython={shlex.quote(os.path.abspath(sys.executable))}\n" in text
+    for step in ('"$python" -m ray.scripts.scripts start --head', '"$python" -m ray.scripts.scripts start --address',
+                 '"$python" - "${#nodes[@]}" <<\'PY\'', f"{shlex.quote(os.path.abspath(sys.executable))} -m jobs run "):
+        assert step in text  # Ray's head, its workers, the join check, the driver
+    done = subprocess.run(["bash", "-c", _preamble(text) + 'printf %s "$HF_HUB_CACHE"'], env=env,
+                          capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stdout) == (0, "/shared/hf"), done.stderr
+    assert not (tmp_path / "ran").exists()
+
+    # An interpreter that cannot import ray and the project stops the job at once, in one line that says why.
+    other = tmp_path / "other" / "python"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\nexit 1\n")
+    other.chmod(0o755)
+    text = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0, python=str(other)))
+    done = subprocess.run(["bash", "-c", _preamble(text) + "echo went on"], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2 and "went on" not in done.stdout
+    assert done.stderr.splitlines() == [
+        (f"ragjudge: {other} cannot import ragjudge (jobs) and ray in {REPO} on {socket.gethostname()}; submit again "
+        "with --python or --venv naming the environment the nodes have")]
+
+
+def test_the_batch_script_exports_the_hugging_face_cache_the_download_plan_fills(sweep_file, capsys):
+    from huggingface_hub import constants
+
+    text = render(sweep_file, [], "slurm", SubmitOptions(nodes=1, gpus_per_node=0))
+    assert f"\nexport HF_HUB_CACHE={shlex.quote(constants.HF_HUB_CACHE)}\n" in text  # what `ragjudge fetch` fills
+    assert main(["submit", str(sweep_file), "--to", "slurm", "--dry-run", "--hf-cache", "none"]) == 0
+    out, err = capsys.readouterr()
+    assert "HF_HUB_CACHE" not in out and err.splitlines() == [
+        "ragjudge: no shared Hugging Face cache (--hf-cache none): each node's engines fetch their own weights"]
+    assert ("# No shared Hugging Face cache (--hf-cache none): each node's engines fetch their own weights into "
+            "that node's cache.") in out.splitlines()
+
+
+def test_the_rayjob_says_what_it_needs_that_it_cannot_carry(secret_sweep, capsys):
+    """The default image, the Secret the pods need and a cache of each node's own are each a line on stderr;
+    an image, and a claim every pod shares, are not."""
+    assert main(["submit", str(secret_sweep), "--to", "k8s", "--dry-run"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        ("ragjudge: warning: no --image: the pods run ragjudge:0.1.0, which no registry serves; build an image holding "
+        "this project in /app (pip install '.[gpu]') that every node can pull, and give --image REGISTRY/NAME:TAG"),
+        ("ragjudge: the pods do not start without the Secret ragjudge-secrets in namespace default (keys this sweep "
+        "needs: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, RAGJUDGE_TEST_API_BASE, RAGJUDGE_TEST_API_KEY; HF_TOKEN for "
+        "gated weights): kubectl create secret generic ragjudge-secrets --namespace default --from-env-file=FILE"),
+        ("ragjudge: the weights cache is each node's own folder \"/var/cache/ragjudge/huggingface\" (hostPath): each "
+        "node's engines fetch their own weights; --cache-pvc shares one cache between every pod")]
+    assert main(["submit", str(secret_sweep), "--to", "k8s", "--dry-run", "--image", "reg.example/rj:2",
+                 "--cache-pvc", "hf-weights", "--secret", "rj-keys", "--namespace", "evals"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        ("ragjudge: the pods do not start without the Secret rj-keys in namespace evals (keys this sweep needs: "
+        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, RAGJUDGE_TEST_API_BASE, RAGJUDGE_TEST_API_KEY; HF_TOKEN for gated "
+        "weights): kubectl create secret generic rj-keys --namespace evals --from-env-file=FILE")]
+    assert ("# the claim hf-weights, in every pod: the driver's downloads fill it and every engine reads it."
+            in out.splitlines())
+
+
+@pytest.mark.parametrize("flags,line", [
+    (["--to", "slurm", "--python", "python3"], "--python python3: give its absolute path as the nodes see it"),
+    (["--to", "slurm", "--venv", ".venv"], "--venv .venv: give its absolute path as the nodes see it"),
+    (["--to", "slurm", "--hf-cache", "hf"], "--hf-cache hf: give the cache's absolute path on the nodes, or none"),
+    (["--to", "k8s", "--memory-per-node", "lots"], ("--memory-per-node 'lots': give a Kubernetes quantity above 0, "
+                                                   "e.g. 512Gi")),
+    (["--to", "k8s", "--memory-per-node", "0Gi"], ("--memory-per-node '0Gi': give a Kubernetes quantity above 0, "
+                                                  "e.g. 512Gi")),
+    (["--to", "k8s", "--cache-host-path", "cache"], "--cache-host-path cache: give an absolute path on the nodes"),
+    (["--to", "k8s", "--cache-pvc", "HF_Weights"], ("--cache-pvc 'HF_Weights': a Kubernetes name is lowercase "
+                                                   "letters, digits, '-' and '.', starting and ending with a letter "
+                                                   "or digit")),
+    (["--to", "k8s", "--secret", "keys\nkind: Pod"], ("--secret 'keys\\nkind: Pod': a Kubernetes name is lowercase "
+                                                     "letters, digits, '-' and '.', starting and ending with a letter "
+                                                     "or digit")),
+], ids=["relative python", "relative venv", "relative cache", "no quantity", "no memory", "relative host path",
+        "claim name", "secret name"])
+def test_a_bad_job_file_option_is_one_line(sweep_file, capsys, flags, line):
+    assert main(["submit", str(sweep_file), "--dry-run", *flags]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [f"ragjudge submit: {line}"]
+
+
+def test_two_interpreters_or_two_caches_are_refused(sweep_file):
+    with pytest.raises(SubmitError, match="give --python or --venv, not both"):
+        render(sweep_file, [], "slurm", SubmitOptions(python="/usr/bin/python3", venv="/opt/venv"))
+    with pytest.raises(SubmitError, match="give --cache-pvc or --cache-host-path, not both"):
+        render(sweep_file, [], "k8s", SubmitOptions(cache_pvc="hf", cache_host_path="/hf"))
+    for flags in (["--python", "/a", "--venv", "/b"], ["--cache-pvc", "hf", "--cache-host-path", "/hf"]):
+        with pytest.raises(SystemExit):  # argparse: not allowed with the other
+            main(["submit", str(sweep_file), "--to", "slurm", "--dry-run", *flags])
 
 
 # ---- (d) dry runs print and submit nothing; real runs call the tool with the rendered file ----
@@ -298,8 +465,8 @@ def test_secrets_are_passed_by_name_never_by_value(secret_sweep, monkeypatch, ca
         assert name in outputs["slurm"] and name in outputs["k8s"]
     manifest = yaml.safe_load(outputs["k8s"])
     head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
-    assert head["envFrom"] == [{"secretRef": {"name": "ragjudge-secrets", "optional": True}}]
-    assert head["env"] == [{"name": "RAY_JOB_STOP_WAIT_TIME_S", "value": "60"}]  # the one literal value
+    assert head["envFrom"] == [{"secretRef": {"name": "ragjudge-secrets"}}]
+    assert head["env"] == [{"name": "RAY_JOB_STOP_WAIT_TIME_S", "value": "60"}, *HF_ENV]  # no value but paths
 
     # A secret's value pasted into an override is refused rather than written out.
     pasted = [f"storage.run={FAKE_SECRETS['RAGJUDGE_TEST_API_KEY']}"]
@@ -469,8 +636,8 @@ def test_submit_to_ray_without_an_address_is_one_line_and_connects_nowhere(sweep
     assert main(["submit", str(sweep_file), "--to", "ray"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.splitlines() == [
-        "ragjudge submit: no Ray cluster named: give --address (its dashboard, http://HEAD:8265, or its GCS address, "
-        "HEAD:6379) or set RAY_ADDRESS; a cluster found on this machine is never used"]
+        ("ragjudge submit: no Ray cluster named: give --address (its dashboard, http://HEAD:8265, or its GCS address, "
+        "HEAD:6379) or set RAY_ADDRESS; a cluster found on this machine is never used")]
     assert main(["submit", str(sweep_file), "--to", "ray", "--dry-run"]) == 0  # a dry run still shows the job
     out, err = capsys.readouterr()
     assert json.loads(out)["address"] is None and err.splitlines() == [
@@ -494,10 +661,10 @@ def test_submit_to_ray_goes_to_the_address_it_is_given_and_only_there(sweep_file
         assert to_env[0]["entrypoint"] == f"{to_given[0]['entrypoint']} cluster.address={given}"
     closed = f"http://127.0.0.1:{_free_ports(1)[0]}"
     assert main(["submit", str(sweep_file), "--to", "ray", "--address", closed]) == 1
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert err.splitlines() == [
-        f"ragjudge: the Ray cluster at {closed} does not answer (Failed to connect to Ray at address: {closed}.); "
-        "check --address or RAY_ADDRESS and that the head's dashboard is up"]
+        (f"ragjudge: the Ray cluster at {closed} does not answer (Failed to connect to Ray at address: {closed}.); "
+        "check --address or RAY_ADDRESS and that the head's dashboard is up")]
 
 
 @pytest.mark.integration
@@ -743,10 +910,10 @@ def test_the_batch_script_quotes_every_word_it_pastes(sweep_file, tmp_path, monk
     """Names and options reach the script as single shell words; running its secret-name loop runs nothing."""
     pwned = tmp_path / "PWNED"
     names = [p.format(pwned=pwned) for p in PAYLOADS.values()]
-    monkeypatch.setattr("jobs.cli.submit.secret_names", lambda sweep: names)  # past load's check: the quoting
+    monkeypatch.setattr("jobs.cli.job_files.secret_names", lambda sweep: names)  # past load's check: the quoting
     word = PAYLOADS["substitution"].format(pwned=pwned)
     options = SubmitOptions(nodes=1, gpus_per_node=2, partition=word, time_limit=f"1:00:00 {word}",
-                            python=word, project_dir=str(tmp_path / "my project" / word),
+                            python=f"/opt/{word}", hf_cache=f"/shared/{word}", project_dir=str(tmp_path / "my project" / word),
                             ray_head_args=f"--dashboard-port=8266 --labels='{{\"x\": \"a b\"}}' {word}")
     text = render(sweep_file, [], "slurm", options)
     assert _for_loop_names(text) == names
@@ -754,17 +921,23 @@ def test_the_batch_script_quotes_every_word_it_pastes(sweep_file, tmp_path, monk
     assert ["#SBATCH", f"--partition={word}"] in directives
     assert ["#SBATCH", f"--time=1:00:00 {word}"] in directives
     assert ["#SBATCH", f"--output={tmp_path / 'my project' / word}/results/slurm/ragjudge-%j.out"] in directives
-    head = shlex.split(next(line for line in text.splitlines() if "--temp-dir=" in line))  # the head's flags
+    head = shlex.split(next(line for line in text.splitlines()  # the last line of the head's flags
+                            if line.lstrip().startswith("--disable-usage-stats")))
     extra = head[head.index("--disable-usage-stats") + 1:head.index("--block")]
     assert extra == ["--dashboard-port=8266", '--labels={"x": "a b"}', "U$(touch", f"{pwned})"]
     assert f"cd {shlex.quote(str(tmp_path / 'my project' / word))}\n" in text
-    assert f"\n{shlex.quote(word)} - " in text  # the join check's python
+    assert f"\npython={shlex.quote(f'/opt/{word}')}\n" in text  # the one interpreter of every step
+    assert f"\nexport HF_HUB_CACHE={shlex.quote(f'/shared/{word}')}\n" in text
     script = tmp_path / "job.sbatch"
     script.write_text(text)
     subprocess.run(["bash", "-n", str(script)], check=True)
     loop = text[text.index("for name in"):text.index("done\n") + 5]
     done = subprocess.run(["bash", "-c", loop], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert not pwned.exists(), done.stderr
+    export = next(line for line in text.splitlines() if line.startswith("export HF_HUB_CACHE="))
+    done = subprocess.run(["bash", "-c", f'{export}\nprintf %s "$HF_HUB_CACHE"'], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout == f"/shared/{word}" and not pwned.exists()
 
 
 @pytest.mark.parametrize("option", ["partition", "time_limit", "project_dir"])
@@ -786,9 +959,10 @@ def test_the_rayjob_keeps_every_pasted_value_a_scalar(sweep_file, tmp_path, monk
     same document with the same keys, each value what was given."""
     plain = yaml.safe_load(render(sweep_file, [], "k8s"))
     names = [p.format(pwned=tmp_path / "PWNED") for p in PAYLOADS.values()] + ["X\nmetadata: {name: evil}"]
-    monkeypatch.setattr("jobs.cli.submit.secret_names", lambda sweep: names)
+    monkeypatch.setattr("jobs.cli.job_files.secret_names", lambda sweep: names)
     hostile = "x\n  labels: {evil: 'yes'}\n# \"'"
-    options = SubmitOptions(namespace=hostile, image=hostile, secret=hostile, project_dir=f"/app {hostile}")
+    options = SubmitOptions(namespace=hostile, image=hostile, project_dir=f"/app {hostile}",
+                            cache_host_path=f"/var/{hostile}")
     text = render(sweep_file, [], "k8s", options)
     documents = list(yaml.safe_load_all(text))
     assert len(documents) == 1 and _key_paths(documents[0]) == _key_paths(plain)
@@ -796,7 +970,8 @@ def test_the_rayjob_keeps_every_pasted_value_a_scalar(sweep_file, tmp_path, monk
     assert manifest["metadata"]["namespace"] == hostile and manifest["metadata"]["labels"] == plain["metadata"]["labels"]
     head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert head["image"] == hostile and head["workingDir"] == f"/app {hostile}"
-    assert head["envFrom"] == [{"secretRef": {"name": hostile, "optional": True}}]
+    assert manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["volumes"][1]["hostPath"] == {
+        "path": f"/var/{hostile}", "type": "DirectoryOrCreate"}
     assert manifest["spec"]["entrypoint"].startswith(f"cd {shlex.quote(f'/app {hostile}')} && python -m jobs run")
 
 
@@ -809,6 +984,6 @@ def test_a_rayjob_that_does_not_parse_back_to_what_was_built_is_refused(sweep_fi
     deploy = tmp_path / "deploy"
     shutil.copytree(REPO / "deploy", deploy)
     (deploy / "rayjob.yaml").write_text(edit((REPO / "deploy" / "rayjob.yaml").read_text()))
-    monkeypatch.setattr("jobs.cli.submit.DEPLOY", deploy)
+    monkeypatch.setattr("jobs.cli.job_files.DEPLOY", deploy)
     with pytest.raises(SubmitError, match="rayjob.yaml"):
         render(sweep_file, [], "k8s")

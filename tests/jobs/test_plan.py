@@ -243,8 +243,8 @@ def test_plan_says_which_models_it_counted_in_characters_and_why(tmp_path, capsy
 def _two_widths(folder: Path) -> Path:
     # Two 1B scorers on the same 6 pairs, vLLM without compilation: one engine needs 2 GPUs, the other 1.
     return write_sweep(folder, "widths", [
-        '{name: wide, path: "org/wide", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2, '
-        'enforce_eager: true}',
+        ('{name: wide, path: "org/wide", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2, '
+        'enforce_eager: true}'),
         '{name: narrow, path: "org/narrow", kind: discriminative, params_b: 1.0, enforce_eager: true}'])
 
 

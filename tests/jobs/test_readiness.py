@@ -38,8 +38,11 @@ def test_gpus_and_the_vllm_build(cache):
     assert why_not(cpu, Machine(0, EVERYTHING, "cpu")) == []
     assert why_not(cpu, Machine(8, EVERYTHING, "gpu")) == [
         "num_gpus 0 runs vLLM on CPU, but the installed vLLM is its GPU build"]
-    # transformers holds num_gpus per actor whatever tensor_parallel_size says (jobs.engines.host)
-    assert why_not(_model(engine="transformers", num_gpus=1, tensor_parallel_size=4), Machine(1, EVERYTHING)) == []
+    # transformers' one actor holds every GPU the layers are split over (jobs.engines.transformers.devices), as plan
+    # schedules it: num_gpus x tensor_parallel_size
+    split = _model(engine="transformers", num_gpus=1, tensor_parallel_size=4)
+    assert why_not(split, Machine(1, EVERYTHING)) == ["needs 4 GPUs, this machine has 1"]
+    assert why_not(split, Machine(4, EVERYTHING)) == []
 
 
 def test_the_engines_packages(cache):

@@ -1,9 +1,12 @@
 """What each long-lived engine of a sweep did: starts (and the node of each), start time, busy time, requests
-and tokens.
+and tokens; and what each API model was asked: requests, HTTP calls, retries by cause and the tokens its
+replies counted.
 
 Engines report here themselves (a start from their constructor, a batch's counts after each batch), so a
 restarted engine is counted even though Ray rebuilt it without the driver's knowledge, on whichever node Ray
 chose. One small actor per sweep, on the driver's node, holds the ledger; the driver reads it into manifest.json.
+An API model's requests come back to the driver with their counts (RequestUsage), and the driver's own ledger
+adds them up (jobs.engines.host).
 """
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from typing import Any, TypedDict
 from benchmarks.boundary_types import JsonObject
 
 COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
+TOKENS = ("prompt_tokens", "cached_prompt_tokens", "generated_tokens")
+USAGE_KEYS = ("tries", *TOKENS)  # a RequestUsage's
 MODELS_JOINED_BY = " + "  # an entry's "model": the model files a shared engine served
 
 
@@ -33,6 +38,20 @@ class EngineEntry(TypedDict, total=False):
     requested_at: float  # the host: when it asked Ray for the actor ...
     released_at: float  # ... and when it killed it
     lost_nodes: list[str]  # the host: nodes it ran on that have died since (Ray restarted it elsewhere)
+    http_calls: int  # an API model's: the HTTP requests sent, each retry one more
+    retries: dict[str, int]  # an API model's: the tries asked again, by what they met (RequestUsage.tries)
+    dollars: float | None  # an API model's, at list price (conf/prices.yaml); None: the table has no price for it
+
+
+class RequestUsage(TypedDict):
+    """One API request as its worker counted it: what each of its HTTP calls met, in order ('timeout',
+    'connection failed', 'HTTP 500', 'malformed reply', 'HTTP 200'; each but the last was asked again for
+    what it met), and the tokens its replies' usage counted (generated: the provider's completion tokens)."""
+
+    tries: list[str]
+    prompt_tokens: int
+    cached_prompt_tokens: int
+    generated_tokens: int
 
 
 class EngineLedger:
@@ -63,6 +82,18 @@ class EngineLedger:
         for name in COUNTERS:
             entry[name] += counts.get(name, 0)
         entry["busy_s"] = round(entry["busy_s"], 3)
+
+    def asked(self, key: str, model: str, engine: str, usage: RequestUsage) -> None:
+        """One request of an API model: a request, its HTTP calls, its retries by cause and its tokens."""
+        self.models.setdefault(key, set()).add(model)
+        entry = self.entries.setdefault(key, {"engine": engine, "requests": 0, "http_calls": 0, "retries": {},
+                                              **{name: 0 for name in TOKENS}})
+        entry["requests"] += 1
+        entry["http_calls"] += len(usage["tries"])
+        for cause in usage["tries"][:-1]:
+            entry["retries"][cause] = entry["retries"].get(cause, 0) + 1
+        for name in TOKENS:
+            entry[name] += int(usage[name])
 
     def read(self) -> dict[str, EngineEntry]:
         return {key: {"model": MODELS_JOINED_BY.join(sorted(self.models[key])), **entry}

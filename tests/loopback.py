@@ -53,12 +53,13 @@ def serving(handler: type[BaseHTTPRequestHandler], release: threading.Event) -> 
         server.shutdown()
 
 
-def chat_completion(model: str, content: str) -> dict:
-    """An OpenAI-compatible chat.completion body with one finished choice saying `content`."""
+def chat_completion(model: str, content: str, prompt_tokens: int = 7, completion_tokens: int = 2) -> dict:
+    """An OpenAI-compatible chat.completion body with one finished choice saying `content`, and its usage."""
     return {"id": "x", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}}
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
 
 
 class ScriptedApi(ThreadingHTTPServer):
@@ -70,11 +71,21 @@ class ScriptedApi(ThreadingHTTPServer):
     answered. Steps are the names in STEPS. `seen` counts the requests per script key ("" for the others).
     `burst(step, n)` answers the next n requests with `step` whatever they ask, switched on while a run goes on
     (a rate limit, an outage); `steps` counts the requests answered per step; `delay_s` holds each request.
+    A good reply says `answer`; each reply with a usage (a good one, and a 200 with no choices) counts its prompt
+    as a token per 4 characters of the request's messages and `completion_tokens` for its answer, and `tokens`
+    adds up the usage sent, as a provider bills it.
     """
 
-    def __init__(self, script: dict[str, list[str]], hang_s: float = 60.0, delay_s: float = 0.0):
+    # socketserver's listen backlog is 5: a judge's 8 connections at once had SYNs dropped and retried after a
+    # second, a try the client counts and the server never sees (a provider's backlog is far longer).
+    request_queue_size = 64
+
+    def __init__(self, script: dict[str, list[str]], hang_s: float = 60.0, delay_s: float = 0.0,
+                 answer: str = "Choose 2", completion_tokens: int = 2):
         super().__init__(("127.0.0.1", 0), _Faulty)
         self.script, self.hang_s, self.delay_s = script, hang_s, delay_s
+        self.answer, self.completion_tokens = answer, completion_tokens
+        self.tokens: Counter[str] = Counter()  # prompt_tokens, completion_tokens: the usage of the replies sent
         self.seen: Counter[str] = Counter()
         self.bursts: list[str] = []  # steps answering the next requests, whatever they ask (burst())
         self.steps: Counter[str] = Counter()  # requests answered per step
@@ -102,6 +113,13 @@ class ScriptedApi(ThreadingHTTPServer):
             self.steps[step] += 1
         return step
 
+    def usage(self, body: dict) -> dict[str, int]:
+        """The usage of a reply to `body`, added to `tokens`."""
+        usage = {"prompt_tokens": len(json.dumps(body["messages"])) // 4, "completion_tokens": self.completion_tokens}
+        with self.lock:
+            self.tokens.update(usage)
+        return usage
+
     def __enter__(self) -> Self:
         serve(self)
         return self
@@ -122,7 +140,13 @@ class _Faulty(JsonHandler):
         STEPS[self.server.next_step(body["messages"][-1]["content"])](self, body)
 
     def ok(self, body: dict) -> None:
-        self._reply(200, chat_completion(body["model"], "Choose 2"))
+        self._reply(200, chat_completion(body["model"], self.server.answer, **self.server.usage(body)))
+
+    def no_choices(self, body: dict) -> None:
+        """A 200 chat.completion with no choices, its usage counted (a provider's glitch, billed all the same)."""
+        usage = self.server.usage(body)
+        self._reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                          "choices": [], "usage": {**usage, "total_tokens": sum(usage.values())}})
 
     def hang(self, body: dict) -> None:
         """No reply until the client closes the connection (counted in `given_up`), `hang_s` passes or the
@@ -187,6 +211,7 @@ def _status(code: int, retry_after_s: int | None = None) -> Callable[[_Faulty, d
 STEPS: dict[str, Callable[[_Faulty, dict], None]] = {
     "ok": _Faulty.ok, "hang": _Faulty.hang, "reset": _Faulty.reset, "close": _Faulty.close,
     "truncated": _Faulty.truncated, "html": _Faulty.html, "json garbage": _Faulty.json_garbage,
+    "no choices": _Faulty.no_choices,
     "echo headers": _Faulty.echo_headers,
     "400": _status(400), "500": _status(500), "503": _status(503), "429": _status(429, retry_after_s=1),
     "429 for an hour": _status(429, retry_after_s=3600)}  # a spent daily quota

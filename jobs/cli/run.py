@@ -10,7 +10,9 @@ from jobs.analysis import write_report
 from jobs.cli.report import said_incomplete
 from jobs.console import LibraryLogs, verbose_from_env
 from jobs.console.run_end import end_lines, unfinished_lines
+from jobs.engines.host import Price
 from jobs.loading import load_sweep, require_data, unread_column_lines
+from jobs.plan.prices import load_prices
 from jobs.store import Lease, LeaseHeld, LeaseRecord, RunRoot
 from jobs.sweep import connect_ray, run_sweep, stop_on_signals
 
@@ -25,8 +27,8 @@ def add(commands: Any) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help="ask every model again: neither read nor keep answers in ROOT/_answers")
     parser.add_argument("--retry-errors", action="store_true",
-                        help="ask stored requests that failed retryably (timeouts, 5xx, 429, broken connections) "
-                             "again, reopening finished cells that have them")
+                        help="ask stored requests that failed retryably (timeouts, 5xx, 429, broken connections, "
+                             "replies that are no chat completion) again, reopening finished cells that have them")
     parser.add_argument("--verbose", action="store_true",
                         help="Ray's, vLLM's and the model libraries' own lines on the console too (RAGJUDGE_LOG=debug "
                              "does the same); they are always in ROOT/RUN/logs/")
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             print(connect_ray(sweep))  # Ray installs its own SIGTERM handler here: ours go in after it
             with stop_on_signals(sweep.storage.grace_s, lease.release) as stop:
                 outcomes = run_sweep(sweep, log=logs.say, include_held=args.include_held, before_write=lease.fence,
-                                     stop=stop, retry_errors=args.retry_errors)
+                                     stop=stop, retry_errors=args.retry_errors, price=list_price())
                 if any(o.status != "skipped" for o in outcomes) and not stop.is_set():  # failed cells say why there
                     print()
                     report = write_report(root)
@@ -68,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
         return stop.exit_code
     incomplete = said_incomplete(report) if report else 0
     return 1 if unfinished or incomplete else 0
+
+
+def list_price() -> Price:
+    """An API model's dollars at list price (engine http: one call per request) from conf/prices.yaml's rate for
+    its path; None for a path the table has no price for."""
+    prices = load_prices().prices
+
+    def dollars(path: str, prompt_tokens: int, generated_tokens: int) -> float | None:
+        price = prices.get(path)
+        return None if price is None else price.dollars(prompt_tokens, generated_tokens, batch=False)
+
+    return dollars
 
 
 def _stop_on_lost_lease(holder: LeaseRecord) -> None:

@@ -1,12 +1,14 @@
 """Whether a failed request may succeed if asked again, read from the error text the engines write.
 
-Retryable: the endpoint or the engine was unavailable, not wrong about the request: a timeout, HTTP 5xx, 429
-(throttled, a spent quota) or 408 after the client's own retries, a broken connection (jobs.engines.http.client's
-`api: timeout after ...`, `api: HTTP 503 (...)`, `api: connection failed (...)`), a provider batch that expired
-(`api: batch expired (...)`), an engine actor that died or could not be reached (Ray's ActorDiedError,
-ActorUnavailableError). Final: everything else, known or not: HTTP 400 and other 4xx (a content-policy refusal is
-a 400), a prompt over the context limit (actors.templating.overflow), a template that does not apply, a 200 that
-is no chat completion. An unknown error is final, so a new failure mode is never re-asked until it is named here.
+Retryable: the endpoint or the engine was unavailable or broken, not wrong about the request: a timeout, HTTP
+5xx, 429 (throttled, a spent quota) or 408 after the client's own retries, a broken connection, a 200 that is no
+chat completion (the provider's fault, as a 5xx is: not JSON, no choices, content that is not text; a batch
+item's reply with no content) (jobs.engines.http.client's `api: timeout after ...`, `api: HTTP 503 (...)`, `api:
+connection failed (...)`, `api: the reply is not JSON (...)`), a provider batch that expired (`api: batch expired
+(...)`), an engine actor that died or could not be reached (Ray's ActorDiedError, ActorUnavailableError). Final:
+everything else, known or not: HTTP 400 and other 4xx (a content-policy refusal is a 400), a prompt over the
+context limit (actors.templating.overflow), a template that does not apply. An unknown error is final, so a new
+failure mode is never re-asked until it is named here.
 
 The text may be one answer's error or an item row's, which joins its answers' errors ("cr: api: HTTP 503 ...;
 rc: context overflow: ..."): it is retryable when it names a retryable failure and no final one, i.e. when asking
@@ -17,10 +19,9 @@ from __future__ import annotations
 import re
 
 _CODES = r"(?:5\d\d|429|408)\b"  # retryable HTTP status codes
-_RETRYABLE = re.compile(rf"api: (?:HTTP {_CODES}|timeout after |connection failed\b|batch expired\b)"
-                        r"|\bActor(?:Died|Unavailable)Error\b")
-_FINAL = re.compile(rf"api: HTTP (?!{_CODES})\d{{3}}\b|context overflow\b|\btemplate: |api: the reply "
-                    r"|choices\[0\]\.message")
+_RETRYABLE = re.compile(rf"api: (?:HTTP {_CODES}|timeout after |connection failed\b|batch expired\b|the reply "
+                        r"|choices\[0\]\.message)|\bActor(?:Died|Unavailable)Error\b")
+_FINAL = re.compile(rf"api: HTTP (?!{_CODES})\d{{3}}\b|context overflow\b|\btemplate: ")
 
 
 def retryable(error: str | None) -> bool:

@@ -8,7 +8,9 @@ the same weights and settings) share one; a transformers engine stays the model 
 Engines are Ray actors named for the sweep (jobs.engines.vllm.server,
 jobs.engines.transformers.scorers.ScorerServer); a cell's Ray Data tasks find them by name and send them
 batches. Ray restarts an engine that dies and retries the batches it held, so a killed engine costs a start
-(counted in the ledger), never an answer. API models (http) and Serve-shared judges have no engine here.
+(counted in the ledger), never an answer. API models (http) and Serve-shared judges have no engine here; what
+each API model was asked (its requests, HTTP calls, retries by cause and tokens, and their dollars at list price)
+is added up here, from its answers as they come back, in a ledger of the driver's own.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from actors.engine_ledger import MODELS_JOINED_BY, EngineEntry, EngineLedger
+from actors.engine_ledger import MODELS_JOINED_BY, EngineEntry, EngineLedger, RequestUsage
 from actors.worker_model import WorkerModel
 from jobs.config import ModelConfig
 from jobs.console.step_progress import elapsed_lines
@@ -28,16 +30,21 @@ from jobs.engines.prefetch import Prefetch
 
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
+# (model path, prompt tokens, generated tokens) -> dollars at list price, None where no price is known
+Price = Callable[[str, int, int], float | None]
 
 
 class EngineHost:
     """Starts, shares, counts and releases the engines of one sweep (or of one standalone call)."""
 
     def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None,
-                 last_starts: Mapping[tuple[str, str], float] | None = None):
+                 last_starts: Mapping[tuple[str, str], float] | None = None, price: Price | None = None):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
         self.weights = weights  # the sweep's hub weights, fetched ahead of the engines that load them
         self.last_starts = last_starts or {}  # (engine, model) -> seconds its start took in the run's last attempt
+        self.price = price  # an API model's dollars (conf/prices.yaml, read by the CLI); None: not priced
+        self._asked = EngineLedger()  # what API models were asked, by model name
+        self._paths: dict[str, str] = {}  # API model name -> its path, the price table's key
         self._lock = threading.Lock()
         self._servers: dict[str, tuple[Any, Any]] = {}  # actor name -> (handle, placement group)
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
@@ -106,6 +113,12 @@ class EngineHost:
             return worker, path
         return self.weights.localized(model, worker, path)
 
+    def asked(self, model: ModelConfig, usage: RequestUsage) -> None:
+        """One request an API model answered (jobs.engines.http): its HTTP calls and tokens, for its entry."""
+        with self._lock:
+            self._asked.asked(model.name, model.name, model.engine, usage)
+            self._paths[model.name] = model.path
+
     def expect(self, models: Iterable[ModelConfig]) -> None:
         """A cell that will send requests to these models is on its way."""
         with self._lock:
@@ -147,7 +160,11 @@ class EngineHost:
         requests and token counts; `lost_nodes`: the nodes it ran on that have died since (Ray restarted it
         elsewhere); `requested_at` and `released_at`: when the host asked Ray for its actor and when it killed it,
         so its whole cost of a start (Ray placing it, the process, imports, the load) and when it stopped holding
-        its resources can be read."""
+        its resources can be read. Then one per API model: requests, HTTP calls, retries by cause, tokens and,
+        with a price table, dollars."""
+        return self._engines() + self._api_models()
+
+    def _engines(self) -> list[EngineEntry]:
         import ray
 
         if self._ledger is None:
@@ -160,8 +177,16 @@ class EngineHost:
                                                      if node.get("node_id") and node["node_id"] not in alive))
         return [entries[name] for name in sorted(entries)]
 
+    def _api_models(self) -> list[EngineEntry]:
+        with self._lock:
+            entries, paths = self._asked.read(), dict(self._paths)
+        if self.price is not None:
+            for name, entry in entries.items():
+                entry["dollars"] = self.price(paths[name], entry["prompt_tokens"], entry["generated_tokens"])
+        return [entries[name] for name in sorted(entries)]
+
     def close(self) -> list[EngineEntry]:
-        """Release every engine; the accounting, with every release time."""
+        """Release every engine; the accounting, with every release time. A closed host accounts for nothing."""
         import ray
 
         for name in list(self._servers):
@@ -170,6 +195,8 @@ class EngineHost:
         if self._ledger is not None:
             ray.kill(self._ledger)
             self._ledger = None
+        with self._lock:
+            self._asked = EngineLedger()
         return entries
 
 

@@ -4,7 +4,8 @@ each implicit model's score is, the local copy each hf:// data path was read fro
 commit or a folder's hash, engine, dtype), what each encoder stage computed with (`encoders`: per encoder label,
 its model class, dtype and numerics, actors.hardware.numerics), the models `ragjudge validate` held (skipped, with the
 reason), one entry per cell, one per engine of the latest attempt (starts, start and busy seconds, when it
-was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens), every stored part that could not be read and was moved to
+was asked for, each start began and ended and it was released, requests, prompt, cached and generated tokens;
+an API model's: requests, HTTP calls, retries by cause, tokens and dollars), every stored part that could not be read and was moved to
 quarantine/ (`quarantined`, kept across attempts), and the provider batches that batch engines submitted and
 whose answers are not all stored yet (`batches`, per cell and route, kept across attempts: a rerun polls them).
 

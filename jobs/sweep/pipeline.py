@@ -20,7 +20,7 @@ from benchmarks.protocol import benchmark
 from jobs.analysis import held_models
 from jobs.config import BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
 from jobs.engines.demand import Need, cell_need
-from jobs.engines.host import EngineHost, last_starts
+from jobs.engines.host import EngineHost, Price, last_starts
 from jobs.engines.prefetch import ahead_of_engines
 from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
 from jobs.engines.weights import weights_record
@@ -39,7 +39,7 @@ from jobs.sweep.progress import Progress
 
 def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
               before_write: Callable[[], None] | None = None, stop: Stop | None = None,
-              retry_errors: bool = False) -> list[CellOutcome]:
+              retry_errors: bool = False, price: Price | None = None) -> list[CellOutcome]:
     """Every (benchmark, model) cell of the sweep, several at once where the cluster has room (jobs.sweep.admission);
     finished cells with an unchanged hash are skipped, and so are cells whose model kind the benchmark has no
     protocol for (one line names them all) and, unless `include_held`, the cells of models that `ragjudge
@@ -48,7 +48,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     ROOT/RUN/status.json follows it. Outcomes come back in the sweep's order. `before_write` fences every
     write of the run (the driver's lease: jobs.store.lease). Once `stop` is set (SIGTERM, SIGINT: jobs.sweep.interrupt) no
     cell starts, and the running ones store what they have answered and end `interrupted`. `retry_errors` asks
-    stored requests that failed retryably again, reopening finished cells that have them (jobs.sweep.cell)."""
+    stored requests that failed retryably again, reopening finished cells that have them (jobs.sweep.cell).
+    `price` gives each API model's entry in manifest.json's `engines` its dollars (jobs.engines.host)."""
     stop = stop or Stop()
     root = RunRoot.of(sweep.storage, before_write=before_write)
     manifest = Manifest(root, sweep)
@@ -102,7 +103,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
     engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None),
-                         last_starts=last_starts(manifest.data.get("engines") or []))
+                         last_starts=last_starts(manifest.data.get("engines") or []), price=price)
     def record_engines() -> None:
         """Past the grace period of a stop the process exits without reaching `finally` below: the engines'
         starts and nodes are still recorded. Not once they are closed: the closed host accounts for none, and

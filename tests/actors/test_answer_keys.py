@@ -18,7 +18,7 @@ from benchmarks.row_types import (
     answer_keys,
     check_keys,
 )
-from jobs.engines.http.client import HttpJudge, Secret
+from jobs.engines.http.client import Answered, HttpJudge, Secret
 from jobs.engines.transformers.heads import HEADS
 from jobs.engines.transformers.scorers import RequestScorer
 from jobs.engines.vllm import stage as vllm_stage
@@ -76,7 +76,8 @@ def test_an_api_judges_answers_have_the_judge_keys():
                       "http://127.0.0.1:9", Secret("k"))
 
     async def answer_all(conversations, samplings):
-        return [{"text": "Choose 1", "error": None, "n_tokens": 3} for _ in conversations]
+        usage = {"tries": ["HTTP 200"], "prompt_tokens": 3, "cached_prompt_tokens": 0, "generated_tokens": 2}
+        return [Answered({"text": "Choose 1", "error": None, "n_tokens": 3}, usage) for _ in conversations]
 
     judge._answer_all = answer_all
     out = judge(_batch([REQUEST, {**REQUEST, "request_id": "rrb/1#rc", "variant": "rc"}]))

@@ -28,7 +28,7 @@ from worker_models import worker
 from actors.model_store import resolve_model
 from actors.worker_model import WorkerModel
 from benchmarks import rag_rewardbench as rb
-from jobs.engines.http.client import ApiAuthError, HttpJudge, Secret, api_credentials
+from jobs.engines.http.client import MALFORMED, ApiAuthError, HttpJudge, Secret, api_credentials
 from jobs.engines.transformers.model import TransformersEngine
 
 KEY = "sk-test-0123456789abcdef"
@@ -209,25 +209,58 @@ def test_a_reply_that_is_no_chat_completion_fails_its_own_row_only(scripted):
     print(f"garbage-in http judge replies: {len(kinds)} inputs, {len(kinds)} error rows, 2 good rows kept")
 
 
+def test_each_answer_carries_what_its_http_calls_met_and_the_tokens_its_replies_counted():
+    """A 500 and a 200 that is not JSON are asked again and answered; a 200 with no choices is billed (its usage
+    counted) and asked again; an HTML page on every try fails once max_retries (1) is spent."""
+    script = {"five hundred": ["500", "ok"], "garbage": ["json garbage", "ok"], "empty": ["no choices", "ok"],
+              "page": ["html"]}
+    with ScriptedApi(script) as api:
+        out = HttpJudge(_model(max_retries=1), api.base_url, Secret(KEY))(_batch([_user(k) for k in [*script, "good"]]))
+    assert out["api_tries"] == [["HTTP 500", "HTTP 200"], [MALFORMED, "HTTP 200"], [MALFORMED, "HTTP 200"],
+                                [MALFORMED, MALFORMED], ["HTTP 200"]]
+    assert [len(tries) for tries in out["api_tries"]] == [api.seen[key] for key in [*script, ""]]
+    assert out["text"] == ["Choose 2"] * 3 + [None, "Choose 2"]
+    assert out["error"][3].startswith("api: the reply is not JSON (model 'api_judge', 2 tries): '<html>")
+    # the server's usage, a token per 4 characters of the messages: 'empty' was billed twice, 'page' never
+    prompt = [len(json.dumps([{"role": "user", "content": key}])) // 4 for key in [*script, "good"]]
+    assert out["api_prompt_tokens"] == [prompt[0], prompt[1], 2 * prompt[2], 0, prompt[4]]
+    assert out["api_generated_tokens"] == [2, 2, 4, 0, 2] and out["api_cached_prompt_tokens"] == [0] * 5
+    assert (sum(out["api_prompt_tokens"]), sum(out["api_generated_tokens"])) == (
+        api.tokens["prompt_tokens"], api.tokens["completion_tokens"])
+
+
+def test_a_malformed_reply_is_asked_again_within_the_same_max_retries():
+    """A 500, then a 200 that is not JSON: with max_retries 1 both tries are spent, and the row fails."""
+    with ScriptedApi({"flaky": ["500", "json garbage", "ok"]}) as api:
+        out = HttpJudge(_model(max_retries=1), api.base_url, Secret(KEY))(_batch([_user("flaky")]))
+    assert api.seen["flaky"] == 2 and out["api_tries"] == [["HTTP 500", MALFORMED]]
+    assert out["text"] == [None] and out["error"][0].startswith("api: the reply is not JSON (model 'api_judge', 2 tries)")
+
+
 class Fault(NamedTuple):
     step: str  # the ScriptedApi step that injects it
-    retried: bool  # by the openai client, up to max_retries
+    retried: bool  # by the openai client (or, a 200 that is no chat completion, by HttpJudge), up to max_retries
     says: str  # in the row's error
+    met: str  # what the faulty try met, in the answer's api_tries
 
 
 # Every fault of the network or the endpoint the scripted server injects, as an API judge meets them.
 FAULTS = {
-    "timeout": Fault("hang", True, "timeout after 2 s"),
-    "connection reset (RST)": Fault("reset", True, "ConnectionResetError: [Errno 104] Connection reset by peer"),
-    "connection closed without a reply": Fault("close", True, "Server disconnected without sending a response"),
+    "timeout": Fault("hang", True, "timeout after 2 s", "timeout"),
+    "connection reset (RST)": Fault("reset", True, "ConnectionResetError: [Errno 104] Connection reset by peer",
+                                    "connection failed"),
+    "connection closed without a reply": Fault("close", True, "Server disconnected without sending a response",
+                                               "connection failed"),
     "truncated body (Content-Length past the end)": Fault(
-        "truncated", True, "peer closed connection without sending complete message body (received"),
-    "200 HTML page": Fault("html", False, "the reply is not JSON (model 'api_judge'): '<html>"),
-    "200 application/json that is not JSON": Fault("json garbage", False, "the reply is not JSON"),
-    "HTTP 500": Fault("500", True, "HTTP 500"),
-    "HTTP 503": Fault("503", True, "HTTP 503"),
-    "HTTP 429, Retry-After 1 s": Fault("429", True, "HTTP 429"),
-    "HTTP 429, Retry-After 1 hour": Fault("429 for an hour", False, "HTTP 429"),
+        "truncated", True, "peer closed connection without sending complete message body (received",
+        "connection failed"),
+    "200 HTML page": Fault("html", True, "the reply is not JSON (model 'api_judge', 3 tries): '<html>", MALFORMED),
+    "200 application/json that is not JSON": Fault("json garbage", True, "the reply is not JSON", MALFORMED),
+    "200 chat.completion with no choices": Fault("no choices", True, "the reply has no choices[0].message", MALFORMED),
+    "HTTP 500": Fault("500", True, "HTTP 500", "HTTP 500"),
+    "HTTP 503": Fault("503", True, "HTTP 503", "HTTP 503"),
+    "HTTP 429, Retry-After 1 s": Fault("429", True, "HTTP 429", "HTTP 429"),
+    "HTTP 429, Retry-After 1 hour": Fault("429 for an hour", False, "HTTP 429", "HTTP 429"),
 }
 RETRIES = 2
 
@@ -259,14 +292,15 @@ def _tries(n: int) -> str:
 @pytest.mark.integration
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_once_is_retried_unless_the_reply_is_final(fault, tmp_path):
-    step, retried, says = FAULTS[fault]
+    step, retried, says, met = FAULTS[fault]
     out, api, seconds = _faulty_batch({"faulty": [step, "ok"]}, step)
     assert out["text"][0] == out["text"][2] == "Choose 2" and out["error"][0] is out["error"][2] is None
+    assert out["api_tries"][1] == ([met, "HTTP 200"] if retried else [met])
     if retried:
         assert out["text"][1] == "Choose 2" and out["error"][1] is None
         assert api.seen["faulty"] == 2
         assert step != "hang" or api.given_up == 1  # the client's timeout_s (2) ended the try, not the 60 s hang
-    else:  # a 200 is the endpoint's answer; a Retry-After past the client's 2 min means "not now"
+    else:  # a Retry-After past the client's 2 min means "not now"
         assert out["text"][1] is None and says in out["error"][1]
         assert api.seen["faulty"] == 1
     _record(tmp_path, fault, False, out, api.seen["faulty"], seconds)
@@ -275,16 +309,14 @@ def test_a_fault_once_is_retried_unless_the_reply_is_final(fault, tmp_path):
 @pytest.mark.integration
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_on_every_try_fails_its_own_row_only(fault, tmp_path):
-    step, retried, says = FAULTS[fault]
+    step, retried, says, met = FAULTS[fault]
     out, api, seconds = _faulty_batch({"faulty": [step]}, step)
     assert out["text"][0] == out["text"][2] == "Choose 2" and out["error"][0] is out["error"][2] is None
     tries = RETRIES + 1 if retried else 1
-    assert api.seen["faulty"] == tries
+    assert api.seen["faulty"] == tries and out["api_tries"][1] == [met] * tries
     error = out["error"][1]
     assert out["text"][1] is None and error.startswith("api: ") and says in error, error
-    assert "model 'api_judge'" in error
-    if step not in ("html", "json garbage"):  # a 200: the client does not say how many tries led to it
-        assert f"{_tries(tries)})" in error, error
+    assert f"model 'api_judge', {_tries(tries)})" in error, error
     _record(tmp_path, fault, True, out, tries, seconds)
 
 

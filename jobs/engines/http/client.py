@@ -4,8 +4,14 @@ The `openai` client does the HTTP work we would otherwise write: it retries 408/
 the model's `timeout_s`) and broken connections (a reset, a close without a reply, a body cut short) with
 exponential backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests in flight per
 actor, turn a 401 into an error that names the model and the key's variable (never its value), and keep any
-other failed request, or a 200 reply that is no chat completion, as an error on its own row that names the
-model, what failed and after how many tries. A 200 is never retried: the endpoint answered.
+other failed request as an error on its own row that names the model, what failed and after how many tries. A
+200 reply that is no chat completion (not JSON, no choices, content that is not text) is the provider's fault,
+as a 5xx is: the client does not retry it, so it is asked again here, at once, within the same `max_retries`.
+
+Each request's HTTP calls are counted where they are sent: the client's HTTP client is openai's own with a
+`send` that records what each call met (the openai client retries inside one call and tells nothing of the
+tries before its last), so every answer carries its tries and the tokens its replies' usage counted (the
+columns `api_<key>` of actors.engine_ledger.RequestUsage), which the http engine adds up for manifest.json.
 
 An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text. Endpoints
 differ in the parameters they take: o1-style reasoning models want `max_completion_tokens` and reject
@@ -16,13 +22,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from contextvars import ContextVar
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
+from actors.engine_ledger import USAGE_KEYS, RequestUsage
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
-from benchmarks.boundary_types import ColumnBatch, Kwargs
+from benchmarks.boundary_types import ArrowRow, ColumnBatch, Kwargs
 from benchmarks.decoding import quoted
 from benchmarks.row_types import PromptAnswer, Request
 
@@ -90,56 +98,139 @@ def refused_key(model: WorkerModel, status: int | None) -> ApiAuthError:
                         f"(HTTP {status})")
 
 
+# What the HTTP calls of the request being asked met, in order: each request is asked in an asyncio task of its
+# own (asyncio.gather), whose copy of the context holds its list, so the calls its client sends land in it.
+_TRIES: ContextVar[list[str]] = ContextVar("ragjudge_http_tries")
+MALFORMED = "malformed reply"  # a try whose 200 was no chat completion
+USAGE_COLUMN = "api_{}"  # the answer column of each RequestUsage key
+
+
+def counting_http_client() -> Any:
+    """openai's own HTTP client (its timeouts, connection limits, redirects and proxies) whose every call adds
+    what it met ('HTTP 500', 'timeout', 'connection failed') to the asking request's tries."""
+    import openai
+
+    class CountingClient(openai.DefaultAsyncHttpxClient):
+        async def send(self, request: Any, **kwargs: Any) -> Any:
+            tries = _TRIES.get()
+            try:
+                response = await super().send(request, **kwargs)
+            except Exception as exc:
+                tries.append(_call_failure(exc))
+                raise
+            tries.append(f"HTTP {response.status_code}")
+            return response
+
+    return CountingClient()
+
+
+def _call_failure(exc: Exception) -> str:
+    """What a call that raised met, as the openai client retries it: httpx's and httpx2's timeouts (connect, read,
+    write, pool) all derive from a class of that name; every other error of a call is a broken connection."""
+    return "timeout" if any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__) else "connection failed"
+
+
+class Answered(NamedTuple):
+    """A request's answer and what asking it took."""
+
+    answer: PromptAnswer
+    usage: RequestUsage
+
+
 class HttpJudge:
-    """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once."""
+    """`map_batches` class: a text answer per judge request, `max_concurrency` requests in flight at once, each
+    with its RequestUsage in the columns `api_<key>`."""
 
     def __init__(self, model: WorkerModel, base_url: str, api_key: str):
         from openai import AsyncOpenAI
 
         self.model = model
-        self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key),
+        self.client = AsyncOpenAI(base_url=base_url, api_key=str(api_key), http_client=counting_http_client(),
                                   max_retries=int(model.max_retries), timeout=float(model.timeout_s))
 
     def __call__(self, batch: dict[str, np.ndarray]) -> ColumnBatch:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(batch["messages"]))]
         conversations, samplings = zip(*(chat_request(row, self.model) for row in rows))
-        answers = asyncio.run(self._answer_all(list(conversations), list(samplings)))
+        answered = asyncio.run(self._answer_all(list(conversations), list(samplings)))
         out = {key: values for key, values in batch.items() if key not in REQUEST_INPUTS}
         for key in ("text", "error", "n_tokens"):
-            out[key] = [answer[key] for answer in answers]
+            out[key] = [a.answer[key] for a in answered]
         for key, value in TEXT_ONLY.items():
-            out[key] = [value] * len(answers)
+            out[key] = [value] * len(answered)
+        for key in USAGE_KEYS:
+            out[USAGE_COLUMN.format(key)] = [a.usage[key] for a in answered]
         return out
 
     async def _answer_all(self, conversations: list[list[dict[str, str]]], samplings: list[Kwargs]
-                          ) -> list[PromptAnswer]:
+                          ) -> list[Answered]:
         limit = asyncio.Semaphore(int(self.model.max_concurrency))
         return await asyncio.gather(*(self._answer(c, s, limit) for c, s in zip(conversations, samplings)))
 
     async def _answer(self, messages: list[dict[str, str]], sampling: Kwargs, limit: asyncio.Semaphore
-                      ) -> PromptAnswer:
+                      ) -> Answered:
+        """The request asked until it is answered or `max_retries` retries are spent, whatever their causes."""
+        async with limit:
+            usage: RequestUsage = {"tries": [], "prompt_tokens": 0, "cached_prompt_tokens": 0, "generated_tokens": 0}
+            _TRIES.set(usage["tries"])
+            while True:
+                answer, malformed = await self._ask(messages, sampling, usage)
+                if malformed:
+                    usage["tries"][-1] = MALFORMED
+                if not malformed or len(usage["tries"]) > int(self.model.max_retries):
+                    return Answered(answer, usage)
+
+    async def _ask(self, messages: list[dict[str, str]], sampling: Kwargs, usage: RequestUsage
+                   ) -> tuple[PromptAnswer, bool]:
+        """One call of the client, retrying within what is left of `max_retries`: the answer, and whether it
+        failed on a 200 that is no chat completion."""
         import openai
 
-        async with limit:
-            try:
-                response = await self.client.chat.completions.create(
-                    model=self.model.path, messages=messages, **sampling)
-            except openai.AuthenticationError as exc:
-                raise refused_key(self.model, exc.status_code) from None
-            # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
-            # json.JSONDecodeError through): this row fails, the others go on.
-            except (openai.APIError, json.JSONDecodeError) as exc:
-                failure = request_failure(exc, float(self.model.timeout_s))
-                return {"text": None, "n_tokens": 0, "error": failure.row_error(self.model.name)}
+        tried = len(usage["tries"])
+        client = self.client.with_options(max_retries=int(self.model.max_retries) - tried) if tried else self.client
+        try:
+            response = await client.chat.completions.create(model=self.model.path, messages=messages, **sampling)
+        except openai.AuthenticationError as exc:
+            raise refused_key(self.model, exc.status_code) from None
+        # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
+        # json.JSONDecodeError through): this row fails, the others go on.
+        except (openai.APIError, json.JSONDecodeError) as exc:
+            failure = request_failure(exc, float(self.model.timeout_s), len(usage["tries"]))
+            failed: PromptAnswer = {"text": None, "n_tokens": 0, "error": failure.row_error(self.model.name)}
+            return failed, isinstance(exc, json.JSONDecodeError)
+        add_usage(usage, response)
         text, failure = completion_text(response)
-        usage = getattr(response, "usage", None)
+        if failure:
+            failure = failure._replace(tries=len(usage["tries"]))
         return {"text": text, "error": failure and failure.row_error(self.model.name),
-                "n_tokens": getattr(usage, "prompt_tokens", None) or 0}
+                "n_tokens": _count(getattr(response, "usage", None), "prompt_tokens")}, failure is not None
+
+
+def taken_usage(answer: ArrowRow) -> RequestUsage:
+    """The RequestUsage an answer row of HttpJudge's carries in its `api_<key>` columns, taken off the row."""
+    taken = {key: answer.pop(USAGE_COLUMN.format(key)) for key in USAGE_KEYS}
+    return RequestUsage(tries=list(taken["tries"]), prompt_tokens=int(taken["prompt_tokens"]),
+                        cached_prompt_tokens=int(taken["cached_prompt_tokens"]),
+                        generated_tokens=int(taken["generated_tokens"]))
+
+
+def add_usage(usage: RequestUsage, reply: Any) -> None:
+    """Add the tokens a reply's `usage` counts (a provider bills a 200 that is no chat completion too; a body
+    that is not JSON counts none)."""
+    counted = getattr(reply, "usage", None)
+    usage["prompt_tokens"] += _count(counted, "prompt_tokens")
+    usage["generated_tokens"] += _count(counted, "completion_tokens")
+    usage["cached_prompt_tokens"] += _count(getattr(counted, "prompt_tokens_details", None), "cached_tokens")
+
+
+def _count(usage: Any, name: str) -> int:
+    """A token count of a reply's usage, 0 where it has none or it is no count (an endpoint's garbage)."""
+    value = getattr(usage, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class Failure(NamedTuple):
     """Why a row has no answer: what failed, the details in the endpoint's or the network's own words, and
-    the requests sent for it (None for a 200 reply: the client does not say how many tries led to it)."""
+    the requests sent for it (None where no one counted them: a provider batch's item)."""
 
     what: str
     detail: str = ""
@@ -151,8 +242,9 @@ class Failure(NamedTuple):
         return f"api: {self.what} (model '{model}'{tries})" + (f": {self.detail}" if self.detail else "")
 
 
-def request_failure(exc: Exception, timeout_s: float) -> Failure:
-    """The Failure of a request the client gave up on (openai.APIError) or could not parse (JSONDecodeError).
+def request_failure(exc: Exception, timeout_s: float, tries: int) -> Failure:
+    """The Failure of a request the client gave up on (openai.APIError) or could not parse (JSONDecodeError),
+    after `tries` HTTP calls.
 
     A broken connection is told in the network's own words: 'Connection reset by peer', 'Server disconnected
     without sending a response', 'peer closed connection without sending complete message body (received N
@@ -161,9 +253,7 @@ def request_failure(exc: Exception, timeout_s: float) -> Failure:
     import openai
 
     if isinstance(exc, json.JSONDecodeError):
-        return Failure("the reply is not JSON", quoted(exc.doc))
-    # Each try sends its retry count: the last one's, plus one, is the number of requests sent.
-    tries = int(exc.request.headers.get("x-stainless-retry-count", 0)) + 1
+        return Failure("the reply is not JSON", quoted(exc.doc), tries)
     if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError, its base class
         return Failure(f"timeout after {timeout_s:g} s", tries=tries)
     if isinstance(exc, openai.APIConnectionError):

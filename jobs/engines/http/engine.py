@@ -1,15 +1,16 @@
 """http: a generative judge behind an OpenAI-compatible API (kind api), asked by a pool of HttpJudge actors
-whose concurrency, retries and timeouts the model file sets."""
+whose concurrency, retries and timeouts the model file sets; what asking each request took (its HTTP calls and
+their tokens) goes to the sweep's engine host as its answer comes back, for manifest.json."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from actors.sampling import SAMPLING_PARAMS
 from benchmarks.protocol import Answer, Request
 from jobs.config import ModelConfig
 from jobs.engines.base import Engine, Log, Servers, register, worker_model
-from jobs.engines.http.client import HttpJudge, api_credentials
+from jobs.engines.http.client import HttpJudge, api_credentials, taken_usage
 from jobs.engines.rows import actor_pool
 
 
@@ -45,7 +46,15 @@ class Http(Engine):
 
     def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         worker = worker_model(model)
-        return actor_pool(requests, model, HttpJudge, {"model": worker, **api_credentials(worker)})
+        return _counted(actor_pool(requests, model, HttpJudge, {"model": worker, **api_credentials(worker)}),
+                        model, host)
+
+
+def _counted(answers: Iterable[Answer], model: ModelConfig, host: Servers) -> Iterator[Answer]:
+    """Each answer as it comes, its RequestUsage columns taken off and handed to the host."""
+    for answer in answers:
+        host.asked(model, taken_usage(answer))
+        yield answer
 
 
 register(Http())

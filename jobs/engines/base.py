@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
 from actors.engine_ledger import RequestUsage
-from actors.engine_ledger import RequestUsage
 from actors.model_store import resolve_model
 from actors.retrievers import Index, IndexMeta, RetrieverModel
 from actors.worker_model import WorkerModel
@@ -82,8 +81,6 @@ class Servers(Protocol):
     def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]: ...
 
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...
-
-    def asked(self, model: ModelConfig, usage: RequestUsage) -> None: ...
 
     def asked(self, model: ModelConfig, usage: RequestUsage) -> None: ...
 

@@ -26,8 +26,10 @@ def test_engine_demand_counts_ranks_and_replicas():
     assert engine_demand(model()) == {"CPU": 1.0, "GPU": 0.0}
     # A 70B judge: 2 engines of 4 tensor-parallel GPUs each, one CPU per rank.
     assert engine_demand(model(num_gpus=1, tensor_parallel_size=4, min_actors=2)) == {"CPU": 8.0, "GPU": 8.0}
-    # A fractional GPU on a transformers scorer is what its actor asks Ray for; no ranks there.
-    assert engine_demand(model(engine="transformers", num_gpus=0.5, tensor_parallel_size=4)) == {"CPU": 1.0, "GPU": 0.5}
+    # A fractional GPU on a transformers scorer on one device is what its actor asks Ray for; split over 4 devices
+    # (jobs.engines.transformers.devices) its one actor holds 4 whole GPUs.
+    assert engine_demand(model(engine="transformers", num_gpus=0.5)) == {"CPU": 1.0, "GPU": 0.5}
+    assert engine_demand(model(engine="transformers", num_gpus=0.5, tensor_parallel_size=4)) == {"CPU": 1.0, "GPU": 4.0}
     assert engine_demand(model(shared=True, num_gpus=1, tensor_parallel_size=8)) == {"CPU": 0.0, "GPU": 0.0}
 
 

@@ -24,9 +24,11 @@ class Transformers(Engine):
     streams = True
 
     def rank_demand(self, model: ModelConfig) -> Demand:
-        """One actor holding every GPU its weights are split over (`tensor_parallel_size` of them: layers in turn,
-        jobs.engines.transformers.devices)."""
-        return {"CPU": model.num_cpus, "GPU": model.num_gpus * model.tensor_parallel_size}
+        """One actor holding every GPU its weights are split over (`tensor_parallel_size` whole ones: layers in
+        turn, jobs.engines.transformers.devices), or the share of one GPU a model on one device asks for."""
+        if model.tensor_parallel_size == 1 or not model.num_gpus:
+            return {"CPU": model.num_cpus, "GPU": model.num_gpus}
+        return {"CPU": model.num_cpus, "GPU": max(model.num_gpus, 1.0) * model.tensor_parallel_size}
 
     def placement(self, model: ModelConfig, worker: WorkerModel) -> tuple[Kwargs, Any]:
         demand = self.rank_demand(model)

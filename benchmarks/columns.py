@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from benchmarks.records import Columns, read_records
+from benchmarks.records import Columns, data_files, read_records
 
 UNREAD_SAMPLE_ROWS = 200  # rows of each file read to find the columns a benchmark leaves unread
 
@@ -50,11 +50,7 @@ def unread_columns(fields: Sequence[Field], path: str, columns: Columns | None =
     renamed them), in the order first seen."""
     known = field_names(fields)
     found: dict[str, dict[str, None]] = {}
-    sources: dict[str, int] = {}
-    for record in read_records(path, columns):
-        if sources.setdefault(record.source, 0) >= rows:
-            continue
-        sources[record.source] += 1
+    for record in (r for source in data_files(path) for r in islice(read_records(source, columns), rows)):
         data = record.data or {}
         unread = [name for name in data if name not in known or any(
             f.name == name and f.unless and data.get(f.unless) is not None for f in fields)]

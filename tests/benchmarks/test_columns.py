@@ -99,3 +99,12 @@ def test_compressed_csv_and_tsv_read_like_plain_ones(tmp_path, suffix):
     path = tmp_path / f"d{suffix}"
     path.write_bytes(gzip.compress(f"prompt{sep}reject\na{sep}b\n".encode()))
     assert _rows(path) == [(1, {"prompt": "a", "reject": "b"}, None)]
+
+
+def test_each_file_is_read_for_its_first_rows_only(tmp_path):
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"prompt": "p"}, {"prompt": "p"}, {"prompt": "p", "late": 1}]) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"prompt": "p", "early": 1}) + "\n")
+    assert unread_columns(FIELDS, str(tmp_path), rows=2) == {str(tmp_path / "b.jsonl"): ["early"]}
+    assert unread_columns(FIELDS, str(tmp_path), rows=3) == {str(tmp_path / "a.jsonl"): ["late"],
+                                                             str(tmp_path / "b.jsonl"): ["early"]}

@@ -16,7 +16,7 @@ from benchmarks.boundary_types import JsonObject
 from jobs.cli import run as run_verb
 from jobs.config import ConfigError
 from jobs.loading.files import load_yaml
-from jobs.loading.one_model import DEFAULTS, EvalRequest, eval_sweep, model_entry
+from jobs.loading.one_model import DEFAULTS, EvalRequest, absolute, eval_sweep, model_entry
 
 
 def add(commands: Any) -> None:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"model {model['name']}: {how}")
     sweep = eval_sweep(request, model)
     run_name = f"eval-{model['name']}-{_digest(sweep)}"
-    sweep["name"], sweep["storage"] = run_name, {"root": _root(args.root), "run": run_name}
+    sweep["name"], sweep["storage"] = run_name, {"root": absolute(args.root), "run": run_name}
     path = _written(sweep, args.root, run_name)
     print(f"sweep: {path} (`ragjudge run {path}` reruns it)")
     return run_verb.run(argparse.Namespace(sweep=str(path), overrides=list(args.overrides), include_held=False,
@@ -87,10 +87,6 @@ def _digest(sweep: JsonObject) -> str:
     """Six hex digits of the composed sweep: the same command reruns (resumes) the same run, another writes its
     own."""
     return hashlib.sha256(json.dumps(sweep, sort_keys=True).encode()).hexdigest()[:6]
-
-
-def _root(root: str) -> str:
-    return root if "://" in root else str(Path(root).resolve())
 
 
 def _written(sweep: JsonObject, root: str, run_name: str) -> Path:

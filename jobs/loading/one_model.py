@@ -52,15 +52,18 @@ def model_entry(request: EvalRequest) -> tuple[JsonObject, str]:
                  **({"api_key_env": request.api_key_env} if request.api_key_env else {})}
         return entry, f"{spec} through the OpenAI-compatible API at ${request.api_base_env}, as a generative judge"
     if "/" not in spec and ":" not in spec and registry.exists() and not Path(spec).exists():
-        entry = dict(load_yaml(registry))
-        entry.update(_settings(request))
+        entry = {**load_yaml(registry), **_given(request)}
         return entry, f"conf/models/{spec}.yaml (kind {entry['kind']})"
     path, revision = _path(spec)
-    kind, why = (request.kind, "--kind") if request.kind else _kind(path, revision)
-    entry = {"name": request.name or _name(spec), "path": path, "kind": kind,
-             **({"revision": revision} if revision else {}), **_settings(request), **_hardware(path, revision)}
-    if request.reference:
-        entry["reference"] = _path(request.reference)[0]
+    try:
+        config = _config_json(path, revision)
+    except ConfigError:
+        if not request.kind:
+            raise
+        config = {}  # the kind was given: the context stays at the CPU limit
+    kind, why = (request.kind, "--kind") if request.kind else _kind(path, config)
+    entry = {"name": _name(spec), "path": path, "kind": kind, **({"revision": revision} if revision else {}),
+             **_hardware(config), **_given(request)}
     other = ", ".join(k for k in ("discriminative", "generative", "implicit") if k != kind)
     return entry, f"{spec}, kind {kind} ({why}; --kind {other} to change it)"
 
@@ -75,7 +78,7 @@ def eval_sweep(request: EvalRequest, model: JsonObject) -> JsonObject:
     for name in names:
         entry = _benchmark_entry(name)
         if request.data:
-            entry["data"] = [_absolute(path) for path in request.data]
+            entry["data"] = [absolute(path) for path in request.data]
             entry["name"] = _name(Path(request.data[0].rstrip("/")).name.split(".")[0]) or entry["name"]
             entry.pop("size", None)
         if request.columns:
@@ -118,9 +121,8 @@ def _path(spec: str) -> tuple[str, str | None]:
                       f"name in {PROJECT_CONF / 'models'}")
 
 
-def _kind(path: str, revision: str | None) -> tuple[str, str]:
+def _kind(path: str, config: JsonObject) -> tuple[str, str]:
     """The kind a model's config.json architecture says, and where it was read."""
-    config = _config_json(path, revision)
     architectures = config.get("architectures") or []
     for suffix, kind in ARCHITECTURE_KINDS:
         if any(str(a).endswith(suffix) for a in architectures):
@@ -151,27 +153,27 @@ def _config_json(path: str, revision: str | None) -> JsonObject:
         raise ConfigError(f"{file}: not a readable config.json ({e}); give --kind") from None
 
 
-def _hardware(path: str, revision: str | None) -> JsonObject:
+def _hardware(config: JsonObject) -> JsonObject:
     """The settings this machine needs: a GPU each where there is one, else vLLM's CPU engine without graph
-    compilation (minutes per start on CPU) and a context no longer than the model's own or CPU_MAX_MODEL_LEN."""
+    compilation (minutes per start on CPU) and a context no longer than the model's own (its config.json) or
+    CPU_MAX_MODEL_LEN."""
     import torch
 
     if torch.cuda.is_available():
         return {"num_gpus": 1}
-    limit = CPU_MAX_MODEL_LEN
-    try:
-        limit = min(limit, int(_config_json(path, revision).get("max_position_embeddings") or limit))
-    except ConfigError:
-        pass  # the kind was given: the context stays at the CPU limit
-    return {"enforce_eager": True, "max_model_len": limit}
+    return {"enforce_eager": True,
+            "max_model_len": min(CPU_MAX_MODEL_LEN, int(config.get("max_position_embeddings") or CPU_MAX_MODEL_LEN))}
 
 
-def _absolute(path: str) -> str:
+def absolute(path: str) -> str:
+    """A local path made absolute (so a written sweep runs from any folder); a URL as it is."""
     return path if "://" in path else str(Path(path).resolve())
 
 
-def _settings(request: EvalRequest) -> JsonObject:
-    return {"kind": request.kind} if request.kind else {}
+def _given(request: EvalRequest) -> JsonObject:
+    """What the user set on the command line, over what the model's entry says."""
+    return {**({"name": request.name} if request.name else {}), **({"kind": request.kind} if request.kind else {}),
+            **({"reference": _path(request.reference)[0]} if request.reference else {})}
 
 
 def _name(spec: str) -> str:

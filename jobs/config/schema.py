@@ -170,6 +170,7 @@ class BenchmarkConfig:
     options: JsonObject = field(default_factory=dict)
 
 
+ENGINE_START_S = 1800.0  # cluster.engine_start_s: an engine's placement and start before its cells fail
 RETRY_S = 300.0  # storage.retry_s: how long a storage call is tried again before the cell fails
 
 
@@ -204,6 +205,11 @@ class ClusterConfig:
     # An address that accepts no connection for this long fails the run, naming it (a head still starting has
     # this long to come up).
     connect_timeout_s: float = 30.0
+    # An engine of the sweep (a vLLM or transformers actor) not up this long after it was asked for (Ray could
+    # not place it: the cluster lacks the GPUs or CPUs it needs; or its weights still loading) fails the cells
+    # waiting for it, naming what it needs and what the cluster has free; the others go on, a rerun resumes. Half
+    # an hour: an autoscaler's new GPU node and a 70B model's load from the hub.
+    engine_start_s: float = ENGINE_START_S
 
 
 ENSEMBLE_RULES = ("mean", "zscore", "majority")  # what a benchmark's ensemble_rules may hold

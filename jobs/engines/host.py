@@ -23,10 +23,11 @@ from typing import Any
 
 from actors.engine_ledger import MODELS_JOINED_BY, EngineEntry, EngineLedger, RequestUsage
 from actors.worker_model import WorkerModel
-from jobs.config import ModelConfig
-from jobs.console.step_progress import elapsed_lines
+from jobs.config import ENGINE_START_S, ModelConfig
+from jobs.console.step_progress import EVERY_S
 from jobs.engines.base import engine_of
 from jobs.engines.prefetch import Prefetch
+from jobs.engines.waiting import WaitTimeout, cluster_free, placed, shortfall
 
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
@@ -38,7 +39,8 @@ class EngineHost:
     """Starts, shares, counts and releases the engines of one sweep (or of one standalone call)."""
 
     def __init__(self, log: Callable[[str], None] = print, weights: Prefetch | None = None,
-                 last_starts: Mapping[tuple[str, str], float] | None = None, price: Price | None = None):
+                 last_starts: Mapping[tuple[str, str], float] | None = None, price: Price | None = None,
+                 start_s: float = ENGINE_START_S):
         self.log, self.prefix = log, f"ragjudge-{uuid.uuid4().hex[:8]}"
         self.weights = weights  # the sweep's hub weights, fetched ahead of the engines that load them
         self.last_starts = last_starts or {}  # (engine, model) -> seconds its start took in the run's last attempt
@@ -50,6 +52,9 @@ class EngineHost:
         self._users: Counter[str] = Counter()  # actor name -> cells that will still send it requests
         self._times: dict[str, dict[str, float]] = {}  # actor name -> requested_at, released_at (Unix seconds)
         self._ledger: Any = None
+        self.start_s, self.every = start_s, EVERY_S  # an engine's start bound; seconds between its wait's lines
+        self._started: dict[str, threading.Event] = {}  # actor name -> set once its start wait is over
+        self._unstarted: dict[str, str] = {}  # actor name -> why it did not start in start_s (the cells' error)
 
     @property
     def ledger(self) -> str:
@@ -68,42 +73,84 @@ class EngineHost:
         return [f"{self.prefix}-{name}" for model in models for name in engine_of(model).server_names(model)]
 
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str:
-        """The name of the engine for (model, weights at `path`, task), started if it is not running yet."""
+        """The name of the engine for (model, weights at `path`, task), started if it is not running yet, once
+        it is up. An engine not up within `start_s` (Ray could not place it, or its start took longer) raises
+        WaitTimeout, the one line that says why, in every cell waiting for it and in any later one."""
         import ray
 
         engine = engine_of(model)
         name = f"{self.prefix}-{engine.server_name(model, reference=path != worker.path)}"
         with self._lock:
-            if name in self._servers:
-                return name
-            cls, args = engine.server_actor(worker, path, task, name, self.ledger)
-            options, group = engine.placement(model, worker)
-            handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
-                                             **options).remote(*args)
-            self._servers[name] = (handle, group)
-            self._times[name] = {"requested_at": round(time.time(), 3)}
-            self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
-            last = self.last_starts.get((engine.name, model.name))
-            threading.Thread(target=self._say_when_ready, args=(name, handle, last), name="ragjudge-engine-start",
-                             daemon=True).start()
+            if name in self._unstarted:
+                raise WaitTimeout(self._unstarted[name])
+            if name not in self._servers:
+                cls, args = engine.server_actor(worker, path, task, name, self.ledger)
+                options, group = engine.placement(model, worker)
+                handle = ray.remote(cls).options(name=name, max_restarts=RESTARTS, max_task_retries=RESTARTS,
+                                                 **options).remote(*args)
+                self._servers[name] = (handle, group)
+                self._started[name] = threading.Event()
+                self._times[name] = {"requested_at": round(time.time(), 3)}
+                self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
+                need = {key: value * engine.ranks(model) for key, value in engine.rank_demand(model).items()}
+                last = self.last_starts.get((engine.name, model.name))
+                threading.Thread(target=self._say_when_ready, args=(name, handle, last, need, model.name),
+                                 name="ragjudge-engine-start", daemon=True).start()
+            started = self._started[name]
+        started.wait()
+        if name in self._unstarted:
+            raise WaitTimeout(self._unstarted[name])
         return name
 
-    def _say_when_ready(self, name: str, handle: Any, last_start: float | None) -> None:
-        """'engine X starting: 20 s' every 10 s until its actor is up (loading weights, profiling memory: a
-        minute for a 135M model on 2 cores), against its start's seconds in the run's last attempt when there
-        was one; then 'engine X: ready in 61 s'."""
+    def _say_when_ready(self, name: str, handle: Any, last_start: float | None, need: Mapping[str, float],
+                        model: str) -> None:
+        """A line every `every` s until its actor is up: 'engine X waiting for room: 40 s of 1800 s; needs 4
+        GPU, 1 CPU; the cluster has 2 GPU, 6 CPU free' while Ray cannot place it, then 'engine X starting: 20 s
+        (61 s last time)' while it loads (weights, memory profiling: a minute for a 135M model on 2 cores),
+        against its start in the run's last attempt when there was one; then 'engine X: ready in 61 s'. Past
+        `start_s` the engine is killed and its cells fail with the line that says why."""
         import ray
 
         short, start = name.removeprefix(self.prefix + "-"), time.monotonic()
+        against = "" if last_start is None else f" ({last_start:.0f} s last time)"
         ready = handle.__ray_ready__.remote()  # every Ray actor's: done once its constructor has returned
-        with elapsed_lines(f"engine {short} starting", self.log, last=last_start):
-            ray.wait([ready], timeout=None)
         try:
-            ray.get(ready)
-        except Exception as e:  # noqa: BLE001 - the cells that ask it say why; this line only tells the wait is over
-            self.log(f"engine {short}: did not start ({type(e).__name__})")
-            return
-        self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
+            while not ray.wait([ready], timeout=max(0.0, min(self.every, self.start_s - (time.monotonic() - start)))
+                               )[0]:
+                waited, where = time.monotonic() - start, placed(handle)
+                room = "" if where else f"; {shortfall(need, cluster_free())}"
+                if waited >= self.start_s:
+                    state = ("Ray could not place it" if where is False else
+                             "it was placed, its start (loading the model) not over" if where else
+                             "Ray did not say whether it was placed")
+                    self._give_up(name, f"engine {short} for {model} did not start in {self.start_s:.0f} s "
+                                        f"(cluster.engine_start_s): {state}{room}")
+                    return
+                self.log(f"engine {short} starting: {waited:.0f} s{against}" if where else
+                         f"engine {short} waiting for room: {waited:.0f} s of {self.start_s:.0f} s{room}")
+            try:
+                ray.get(ready)
+            except Exception as e:  # noqa: BLE001 - the cells that ask it say why; this line only ends the wait
+                self.log(f"engine {short}: did not start ({type(e).__name__})")
+                return
+            self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
+        finally:
+            self._started[name].set()
+
+    def _give_up(self, name: str, why: str) -> None:
+        """An engine past its start bound: killed (an unplaced one must not take the room a node brings later)
+        and remembered, so its cells, and any later cell of this run, fail with `why`; a rerun tries again."""
+        import ray
+
+        self.log(f"ERROR {why}")
+        with self._lock:
+            self._unstarted[name] = why
+            handle, group = self._servers.pop(name, (None, None))
+        if handle is not None:
+            ray.kill(handle, no_restart=True)
+        if group is not None:
+            ray.util.remove_placement_group(group)
+        self._times[name]["released_at"] = round(time.time(), 3)
 
     def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]:
         """The settings and weights path an engine and its cells' tasks load: hub specs replaced by their local

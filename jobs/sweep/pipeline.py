@@ -103,7 +103,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     # snapshot folder only on this machine's own cluster: a named one may place them where the folder is not.
     starting = [m for i in order for m in users(cells[i]) if not problems.get(m.name)]
     engines = EngineHost(log, weights=ahead_of_engines(starting, log, localize=cluster_address(sweep) is None),
-                         last_starts=last_starts(manifest.data.get("engines") or []), price=price)
+                         last_starts=last_starts(manifest.data.get("engines") or []), price=price,
+                         start_s=sweep.cluster.engine_start_s)
     def record_engines() -> None:
         """Past the grace period of a stop the process exits without reaching `finally` below: the engines'
         starts and nodes are still recorded. Not once they are closed: the closed host accounts for none, and

@@ -1,0 +1,53 @@
+"""What a wait on the cluster says: an engine waiting to be placed names what it needs and what the cluster has
+free ('needs 4 GPU, 1 CPU; the cluster has 2 GPU, 6 CPU free'), and a wait past its bound fails with one line.
+
+docs/reliability.md lists every wait of the product with its bound ("Waits").
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+SHOWN = ("GPU", "CPU")  # the resources a line names, in this order, then any other the engine asks for
+
+
+class WaitTimeout(Exception):
+    """A wait on something outside the driver (an engine's placement or start, a Serve deployment) passed its
+    bound; the message is the one line that says what, how long and what was missing. The cell that waited
+    fails with it; a rerun of the same command resumes."""
+
+
+def amounts(resources: Mapping[str, float], keys: list[str]) -> str:
+    """'4 GPU, 1 CPU', whole numbers without their '.0'."""
+    return ", ".join(f"{resources.get(key, 0.0):g} {key}" for key in keys)
+
+
+def shortfall(need: Mapping[str, float], free: Mapping[str, float]) -> str:
+    """'needs 4 GPU, 1 CPU; the cluster has 2 GPU, 6 CPU free' (the resources the engine asks for, and what
+    of them Ray's cluster holds unused now)."""
+    keys = [key for key in SHOWN if need.get(key)] + sorted(k for k in need if k not in SHOWN and need[k])
+    if not keys:
+        return "needs no CPU or GPU"
+    return f"needs {amounts(need, keys)}; the cluster has {amounts(free, keys)} free"
+
+
+def cluster_free() -> dict[str, float]:
+    """The cluster's unused resources (Ray's `available_resources`); empty where Ray cannot say."""
+    import ray
+
+    try:
+        return {key: float(value) for key, value in ray.available_resources().items()}
+    except Exception:  # noqa: BLE001 - the GCS busy or restarting: the line says nothing free rather than fail
+        return {}
+
+
+def placed(handle: Any) -> bool | None:
+    """Whether Ray has placed the actor (a worker process runs its constructor, or ran it); None where Ray's
+    actor table cannot say. An actor waiting for room has no process yet (its table's Pid is 0)."""
+    from ray._private import state
+
+    try:
+        entry = state.actors(handle._actor_id.hex())
+    except Exception:  # noqa: BLE001 - the GCS busy: unknown this time, asked again at the next line
+        return None
+    return bool(entry.get("Pid")) if isinstance(entry, Mapping) and entry else None

@@ -78,6 +78,8 @@ class Servers(Protocol):
     """What an engine asks of the sweep's engine host (jobs.engines.host.EngineHost, which starts engines
     through this registry, so it is named here by what it does)."""
 
+    start_s: float  # cluster.engine_start_s: how long an engine (or a shared judge's deployment) may take to start
+
     def local(self, model: ModelConfig, worker: WorkerModel, path: str) -> tuple[WorkerModel, str]: ...
 
     def server(self, model: ModelConfig, worker: WorkerModel, path: str, task: str) -> str: ...

@@ -30,6 +30,7 @@ from jobs.engines.http.engine import Http
 from jobs.store.manifest import BatchEntry
 
 Result = tuple[str, PromptAnswer]  # a request's custom_id and its answer
+WAIT_LINE_S = 600.0  # while a submitted batch runs: at most one line of its wait this often (a new state: at once)
 
 
 class BatchPending(RuntimeError):
@@ -140,9 +141,12 @@ def _collect(provider: Provider, slot: BatchSlot, entry: BatchEntry, todo: dict[
 
 def _wait(provider: Provider, slot: BatchSlot, entry: BatchEntry, model: WorkerModel, log: Log
           ) -> BatchEntry:
-    """The entry once its batch ended, polled every batch_poll_s; BatchPending after batch_max_wait_s."""
+    """The entry once its batch ended, polled every batch_poll_s; BatchPending after batch_max_wait_s. A new
+    state is a line; so, every WAIT_LINE_S at most, is the wait ('model 'm': batch B still in_progress: 20 min
+    of 1500 min (batch_max_wait_s)')."""
     wait_s, poll_s = float(model.batch_max_wait_s), float(model.batch_poll_s)
-    deadline = time.monotonic() + wait_s
+    start = said = time.monotonic()
+    deadline = start + wait_s
     while entry["state"] not in provider.final:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -150,6 +154,10 @@ def _wait(provider: Provider, slot: BatchSlot, entry: BatchEntry, model: WorkerM
                                f"{wait_s:g} s (batch_max_wait_s); manifest.json keeps it and a rerun polls it")
         time.sleep(min(poll_s, left))
         entry = _kept(slot, entry, provider.poll(entry), log, model.name)
+        if entry["state"] not in provider.final and time.monotonic() - said >= WAIT_LINE_S:
+            log(f"model '{model.name}': batch {entry['id']} still {entry['state']}: "
+                f"{(time.monotonic() - start) / 60:.0f} min of {wait_s / 60:.0f} min (batch_max_wait_s)")
+            said = time.monotonic()
     return entry
 
 

@@ -27,7 +27,7 @@ from jobs.config import ENGINE_START_S, ModelConfig
 from jobs.console.step_progress import EVERY_S
 from jobs.engines.base import engine_of
 from jobs.engines.prefetch import Prefetch
-from jobs.engines.waiting import WaitTimeout, cluster_free, placed, shortfall
+from jobs.engines.waiting import WaitTimeout, cluster_free, nodes_free, placed, shortfall
 
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
@@ -118,7 +118,7 @@ class EngineHost:
             while not ray.wait([ready], timeout=max(0.0, min(self.every, self.start_s - (time.monotonic() - start)))
                                )[0]:
                 waited, where = time.monotonic() - start, placed(handle)
-                room = "" if where else f"; {shortfall(need, cluster_free())}"
+                room = "" if where else f"; {shortfall(need, cluster_free(), nodes_free())}"
                 if waited >= self.start_s:
                     state = ("Ray could not place it" if where is False else
                              "it was placed, its start (loading the model) not over" if where else

@@ -22,13 +22,20 @@ def amounts(resources: Mapping[str, float], keys: list[str]) -> str:
     return ", ".join(f"{resources.get(key, 0.0):g} {key}" for key in keys)
 
 
-def shortfall(need: Mapping[str, float], free: Mapping[str, float]) -> str:
+def shortfall(need: Mapping[str, float], free: Mapping[str, float],
+              nodes: list[Mapping[str, float]] | None = None) -> str:
     """'needs 4 GPU, 1 CPU; the cluster has 2 GPU, 6 CPU free' (the resources the engine asks for, and what
-    of them Ray's cluster holds unused now)."""
+    of them Ray's cluster holds unused now); where it all adds up but no one node has it (an actor, or a
+    STRICT_PACK group, is placed on one node), ', at most 2 GPU, 4 CPU on one node' from `nodes`' free."""
     keys = [key for key in SHOWN if need.get(key)] + sorted(k for k in need if k not in SHOWN and need[k])
     if not keys:
         return "needs no CPU or GPU"
-    return f"needs {amounts(need, keys)}; the cluster has {amounts(free, keys)} free"
+    said = f"needs {amounts(need, keys)}; the cluster has {amounts(free, keys)} free"
+    enough = all(free.get(key, 0.0) >= need[key] for key in keys)
+    if enough and nodes:
+        most = {key: max(node.get(key, 0.0) for node in nodes) for key in keys}
+        said += f", at most {amounts(most, keys)} on one node"
+    return said
 
 
 def cluster_free() -> dict[str, float]:
@@ -39,6 +46,17 @@ def cluster_free() -> dict[str, float]:
         return {key: float(value) for key, value in ray.available_resources().items()}
     except Exception:  # noqa: BLE001 - the GCS busy or restarting: the line says nothing free rather than fail
         return {}
+
+
+def nodes_free() -> list[dict[str, float]]:
+    """Each alive node's unused resources; empty where Ray cannot say."""
+    from ray._private import state
+
+    try:
+        return [{key: float(value) for key, value in free.items()}
+                for free in state.available_resources_per_node().values()]
+    except Exception:  # noqa: BLE001 - the GCS busy or restarting: the line leaves the nodes out
+        return []
 
 
 def placed(handle: Any) -> bool | None:

@@ -23,6 +23,7 @@ from jobs.store.redaction import redact
 T = TypeVar("T")
 FIRST_WAIT_S = 0.5
 MAX_WAIT_S = 15.0
+WAIT_LINE_S = 30.0  # while an outage lasts: a line this often after the first, saying how long of retry_s
 _FULL = {errno.ENOSPC, errno.EDQUOT}
 # S3 error codes of a store that is busy or restarting, whatever the HTTP status it came with.
 _BUSY = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "ServiceUnavailable", "InternalError"}
@@ -88,7 +89,7 @@ def retrying(action: Callable[[], T], *, doing: str, file: str, root: str, retry
     from inside (the lease's fence reading lease.json) is final: it had its own retries.
     """
     start = time.monotonic()
-    wait, tries = FIRST_WAIT_S, 0
+    wait, tries, said = FIRST_WAIT_S, 0, 0.0
     while True:
         tries += 1
         try:
@@ -110,6 +111,11 @@ def retrying(action: Callable[[], T], *, doing: str, file: str, root: str, retry
                     "back: the run resumes from what is stored.") from e
             if tries == 1:
                 log.warning("storage: cannot %s %s (%s); retrying for up to %g s", doing, file, last, retry_s)
+                said = waited
+            elif waited - said >= WAIT_LINE_S:  # a long outage: a line now and then, what it waits for
+                log.warning("storage: still cannot %s %s: %.0f s of %g s (storage.retry_s), %d tries; last error: %s",
+                            doing, file, waited, retry_s, tries, last)
+                said = waited
             time.sleep(min(wait, retry_s - waited))
             wait = min(2 * wait, MAX_WAIT_S)
         else:

@@ -258,3 +258,17 @@ def test_retry_errors_sends_a_new_batch_of_only_the_items_the_provider_failed(en
     assert len(answers) == 12  # rows of both runs; the newer answer of each request wins when read back
     assert second.metrics["n_errors"] == 0
     _answered_as_asked(engine, answers)
+
+
+def test_a_batch_still_running_says_so_while_it_is_waited_for(tmp_path, monkeypatch, capsys):
+    """The wait on a provider's batch is bounded (batch_max_wait_s) and says what it waits for (issue 64)."""
+    from jobs.engines import batch
+
+    monkeypatch.setattr(batch, "WAIT_LINE_S", 0.05)
+    with BatchServer(hold=threading.Event()) as api:
+        _, first, _ = _run(tmp_path, monkeypatch, api, _model("openai_batch", batch_max_wait_s=0.3))
+    assert first.status == "failed"
+    [batch_id] = api.batches
+    waiting = [line for line in capsys.readouterr().out.splitlines() if "still in_progress: " in line]
+    assert waiting and waiting[0] == (f"model 'batch_judge': batch {batch_id} still in_progress: 0 min of 0 min "
+                                      "(batch_max_wait_s)"), waiting

@@ -24,6 +24,9 @@ def test_the_line_says_what_the_engine_needs_and_what_the_cluster_has_free():
     assert shortfall({"CPU": 64.0, "GPU": 0.0}, {}) == "needs 64 CPU; the cluster has 0 CPU free"
     assert shortfall({"CPU": 0.5, "GPU": 0.0, "TPU": 8.0}, {"CPU": 0.25}) == (
         "needs 0.5 CPU, 8 TPU; the cluster has 0.25 CPU, 0 TPU free")
+    # enough in all, not on any one node: an actor (or a STRICT_PACK group) is placed on one
+    assert shortfall({"CPU": 3.0}, {"CPU": 3.0}, [{"CPU": 2.0}, {"CPU": 1.0}]) == (
+        "needs 3 CPU; the cluster has 3 CPU free, at most 2 CPU on one node")
 
 
 @pytest.mark.integration

@@ -374,3 +374,21 @@ def test_retries_back_off_give_up_after_retry_s_naming_the_file_and_never_retry_
     denied = botocore.exceptions.ClientError(
         {"Error": {"Code": "AccessDenied", "Message": "no"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "PutObject")
     assert transient(translate_boto_error(busy)) and not transient(translate_boto_error(denied))
+
+
+def test_a_long_outage_says_now_and_then_how_long_of_retry_s_it_has_waited(monkeypatch, caplog):
+    """The storage's wait is bounded (storage.retry_s) and, past its first warning, says every WAIT_LINE_S what it
+    waits for (issue 64)."""
+    monkeypatch.setattr(storage_retry, "WAIT_LINE_S", 0.1)
+    monkeypatch.setattr(storage_retry, "FIRST_WAIT_S", 0.05)
+    monkeypatch.setattr(storage_retry, "MAX_WAIT_S", 0.05)
+
+    def refused() -> None:
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+    with caplog.at_level(logging.WARNING), pytest.raises(StorageUnreachable):
+        retrying(refused, doing="write", file="s3://b/run/part.parquet", root="s3://b", retry_s=0.5)
+    still = [r.getMessage() for r in caplog.records if "still cannot" in r.getMessage()]
+    assert still and re.fullmatch(r"storage: still cannot write s3://b/run/part\.parquet: \d s of 0\.5 s "
+                                  r"\(storage\.retry_s\), \d+ tries; last error: ConnectionRefusedError: .*",
+                                  still[0]), still

@@ -167,7 +167,7 @@ class Vllm(Engine):
         import ray
 
         if model.shared:
-            return _shared(requests, model, log)
+            return _shared(requests, model, log, host.start_s)
         worker, task = worker_model(model), engine_task(model)
         ds = as_dataset(requests)
         if task == "judge":  # a request with a prefill is two parts: blocks of a batch again, a task a batch
@@ -196,10 +196,11 @@ def tasks_in_flight(model: ModelConfig) -> int:
     return math.ceil(seqs / model.batch_size) + 1
 
 
-def _shared(requests: Requests, model: ModelConfig, log: Log) -> Iterator[Answer]:
-    """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue."""
+def _shared(requests: Requests, model: ModelConfig, log: Log, start_s: float) -> Iterator[Answer]:
+    """A shared judge: one Ray Serve deployment for every cell of the sweep, scaled by its queue; up within
+    `start_s` (cluster.engine_start_s), as an engine of the host."""
     worker = worker_model(model)
-    started = serve_judge.deploy(worker)
+    started = serve_judge.deploy(worker, start_s, log)
     log(f"shared judge {model.name}: {'deployed' if started else 'already running, reused'}")
     return merge_parts(dataset_rows(serve_judge.answer(as_dataset(requests), worker)))
 

@@ -19,6 +19,7 @@ from jobs.engines.vllm import stage as vllm_stage
 
 DEPLOYMENT = "judge"
 _DEPLOYING = threading.Lock()
+EVERY_S = 10.0  # seconds between a deployment's wait lines
 
 
 def app_name(model: str) -> str:
@@ -26,13 +27,15 @@ def app_name(model: str) -> str:
     return f"ragjudge-{model}"
 
 
-def deploy(model: WorkerModel, timeout_s: float = 900.0) -> bool:
-    """Start the model's deployment unless it is already running; True if this call started it."""
+def deploy(model: WorkerModel, timeout_s: float, log: Any = print) -> bool:
+    """Start the model's deployment unless it is already running; True if this call started it. Until Serve
+    says RUNNING, a line every 10 s ('shared judge J deploying: 20 s of 1800 s; Serve: DEPLOYING ...'); past
+    `timeout_s` (cluster.engine_start_s) TimeoutError, one line with Serve's last word."""
     with _DEPLOYING:  # cells run in threads: two cells of one judge must not both start it
-        return _deploy(model, timeout_s)
+        return _deploy(model, timeout_s, log)
 
 
-def _deploy(model: WorkerModel, timeout_s: float) -> bool:
+def _deploy(model: WorkerModel, timeout_s: float, log: Any) -> bool:
     from ray import serve
     from ray.serve.llm import LLMConfig, ModelLoadingConfig, build_llm_deployment
 
@@ -54,15 +57,22 @@ def _deploy(model: WorkerModel, timeout_s: float) -> bool:
             "downscale_delay_s": float(model.downscale_delay_s), "upscale_delay_s": 1.0}},
     )
     serve.run(build_llm_deployment(config, override_serve_options={"name": DEPLOYMENT}), name=app, blocking=False)
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
+    start = last_line = time.monotonic()
+    said = "not yet listed"
+    while (waited := time.monotonic() - start) < timeout_s:
         status = serve.status().applications.get(app)
         if status is not None and status.status == "RUNNING":
             return True
         if status is not None and status.status == "DEPLOY_FAILED":
             raise RuntimeError(f"shared judge '{model.name}' failed to deploy: {status.message}")
-        time.sleep(2)
-    raise TimeoutError(f"shared judge '{model.name}' did not start in {timeout_s:.0f} s")
+        if status is not None:
+            said = f"{status.status}" + (f": {' '.join(str(status.message).split())[:200]}" if status.message else "")
+        if time.monotonic() - last_line >= EVERY_S:
+            log(f"shared judge {model.name} deploying: {waited:.0f} s of {timeout_s:.0f} s; Serve: {said}")
+            last_line = time.monotonic()
+        time.sleep(min(2.0, max(0.0, timeout_s - waited)))
+    raise TimeoutError(f"shared judge '{model.name}' did not start in {timeout_s:.0f} s (cluster.engine_start_s); "
+                      f"Serve: {said}")
 
 
 def _request(row: JudgePart, model: WorkerModel) -> JsonObject:

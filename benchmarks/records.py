@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.decoding import as_object, file_lines, json_object, json_problem, open_data, unstorable_field
@@ -288,10 +289,29 @@ def _csv_records(source: str) -> Iterator[Record]:
         yield Record(source, number, row)
 
 
+# A result part's schema metadata: the schema its rows were written with, before the columns of the rest of its
+# table were added to it (jobs.store.run_root.RunRoot.unify_table), as Arrow IPC bytes.
+WRITTEN_SCHEMA = b"ragjudge.written_schema"
+
+
+def as_written(table: pa.Table) -> pa.Table:
+    """A part's columns (those of them `table` has) with their types as its rows were written: the columns that
+    making its table one schema added, all null, are left out, so a reader that tells kinds of rows apart by
+    their columns (a judge's `pick_cr`) reads each part as its cell wrote it. A part without WRITTEN_SCHEMA
+    is returned as it is."""
+    written = (table.schema.metadata or {}).get(WRITTEN_SCHEMA)
+    if written is None:
+        return table
+    fields = [field for field in pa.ipc.read_schema(pa.py_buffer(written)) if field.name in table.column_names]
+    return pa.Table.from_arrays([pa.nulls(table.num_rows) if pa.types.is_null(field.type)  # no cast to null
+                                 else table.column(field.name).cast(field.type) for field in fields],
+                                schema=pa.schema(fields))
+
+
 def _parquet_records(source: str) -> Iterator[Record]:
     try:
         with open_data(source) as f:
-            table = pq.read_table(f)
+            table = as_written(pq.read_table(f))
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
         yield Record(source, 1, None, f"not a readable Parquet file ({e})")
         return

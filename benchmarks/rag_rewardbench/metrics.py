@@ -24,6 +24,8 @@ POSITION = (("accuracy_chosen_first", "correct_cr"), ("accuracy_chosen_second", 
             ("consistency", "consistent"), ("first_position_rate", "first_position"),
             ("text_parse_failure_rate", "text_parse_failure"), ("accuracy_other_verdict_path", "correct_alt"))
 
+JUDGE_COLUMNS = ("pick", "text_pick", "text", "logprobs")  # per order: only a generative judge's rows have them
+
 
 def measures(row: Row) -> dict[str, float | None]:
     """What the reducers track per subset for one item row (None: this item does not count for it)."""
@@ -32,7 +34,9 @@ def measures(row: Row) -> dict[str, float | None]:
         "error": 1.0 if row.get("error") else 0.0,
         "truncated": 1.0 if row.get("truncated") else 0.0,
     }
-    if "pick_cr" in row or "text_pick_cr" in row:
+    # A judge's row, by its values: a classifier's row read from a table beside a judge's has the judge's
+    # columns too, all None (pandas, pyarrow.dataset, RunRoot.unify_table), and is no judge's for that.
+    if any(row.get(f"{column}_{order}") is not None for column in JUDGE_COLUMNS for order in ORDERS):
         out["correct_cr"] = row.get("correct_cr")
         out["correct_rc"] = row.get("correct_rc")
         out["correct_alt"] = row.get("correct_alt")

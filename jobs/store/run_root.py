@@ -22,11 +22,19 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from benchmarks.boundary_types import ArrowRow
+from benchmarks.records import as_written
 from jobs.config import RETRY_S, StorageConfig
 from jobs.store import layout
 from jobs.store.backends import Backend, backend_for
 from jobs.store.layout import PARTITION_KEYS, QUARANTINE, TABLES, Table, flat_value, partition_value
-from jobs.store.parquet_rows import joined_rows, parquet_bytes, with_columns
+from jobs.store.parquet_rows import (
+    REQUESTS_SCHEMA,
+    conformed,
+    joined_rows,
+    parquet_bytes,
+    table_schema,
+    with_columns,
+)
 from jobs.store.redaction import redact, scrub, secret_values
 from jobs.store.retry import T, UnreadableFile, retrying
 
@@ -239,13 +247,15 @@ class RunRoot:
         if not rows:
             return None
         relpath = layout.part_path(table, benchmark, model, part, self._naming(table, benchmark, model))
-        self.write_parquet(relpath, [{k: v for k, v in row.items() if k not in PARTITION_KEYS} for row in rows])
+        self.write_parquet(relpath, [{k: v for k, v in row.items() if k not in PARTITION_KEYS} for row in rows],
+                           REQUESTS_SCHEMA if table == "requests" else None)
         return self.uri(relpath)
 
-    def write_parquet(self, relpath: str, rows: list[ArrowRow]) -> None:
-        """Store rows as one Parquet file, atomically, every string cell scrubbed (jobs.store.redaction)."""
+    def write_parquet(self, relpath: str, rows: list[ArrowRow], schema: pa.Schema | None = None) -> None:
+        """Store rows as one Parquet file, atomically, every string cell scrubbed (jobs.store.redaction), with
+        `schema`'s columns first (parquet_bytes)."""
         secrets = secret_values()
-        self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows]))
+        self._write_bytes(self.path(relpath), parquet_bytes([scrub(row, secrets) for row in rows], schema))
 
     def parquet_files(self, relpath: str) -> list[tuple[str, str]]:
         """(name between `part-` and `.parquet`, path) of each part file directly in a folder, by name."""
@@ -300,7 +310,7 @@ class RunRoot:
             try:
                 names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
                                                       if columns(n)]
-                part = pq.read_table(pa.BufferReader(data), columns=names)
+                part = as_written(pq.read_table(pa.BufferReader(data), columns=names))
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
                 raise UnreadableFile(f"{self.backend.uri_prefix}{path} cannot be read: {type(e).__name__}: "
                                      f"{e}") from None
@@ -336,7 +346,7 @@ class RunRoot:
         parts, moved = [], []  # moved: list[QuarantinedPart]
         for path, data in self._part_bytes(table, benchmark, model, names):
             try:
-                parts.append(with_columns(pq.read_table(pa.BufferReader(data)), _keys(benchmark, model)))
+                parts.append(with_columns(as_written(pq.read_table(pa.BufferReader(data))), _keys(benchmark, model)))
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the file itself is bad
                 relpath = path[len(self.base) + 1:]
                 target = f"{QUARANTINE}/{relpath}"
@@ -355,6 +365,36 @@ class RunRoot:
         if table not in TABLES:
             raise ValueError(f"table must be one of {TABLES}, got {table!r}")
         return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, file_extensions=["parquet"])
+
+    def unify_table(self, table: Table) -> str | None:
+        """Rewrite the parts of `table` whose columns differ from the table's (table_schema: every column of
+        every part, one type each), so readers that take a folder's columns from its first file (pandas'
+        read_parquet, pyarrow.dataset) see every column of every cell. Only footers are read to find them;
+        those parts are rewritten whole, atomically. Parts of a run written before parts left the partition
+        keys out are left as they are. Returns why the table cannot have one schema (two types of one column;
+        nothing is rewritten then), or None."""
+        parts = [path for benchmark in self.folders(table) for model in self.folders(f"{table}/{benchmark}")
+                 for _, path in self.parquet_files(f"{table}/{benchmark}/{model}")]
+        schemas = {path: self.retrying("read", path, partial(pq.read_schema, path, filesystem=self.filesystem))
+                   for path in parts}
+        schemas = {path: schema.remove_metadata() for path, schema in schemas.items()
+                   if not set(PARTITION_KEYS) & set(schema.names)}
+        if not schemas:
+            return None
+        try:
+            schema = table_schema(list(schemas.values()))
+        except ValueError as e:
+            return f"{self.uri(table)}/: {e}"
+        columns = dict(zip(schema.names, schema.types))
+        for path, part_schema in schemas.items():
+            if dict(zip(part_schema.names, part_schema.types)) != columns:  # the order of columns matters to none
+                data = self._read_bytes(path)
+                if data is not None:  # removed since it was listed: nothing to make whole
+                    part = conformed(pq.read_table(pa.BufferReader(data)), schema)
+                    sink = pa.BufferOutputStream()
+                    pq.write_table(part, sink)
+                    self._write_bytes(path, sink.getvalue().to_pybytes())
+        return None
 
     def write_cell(self, benchmark: str, model: str, predictions: list[ArrowRow],
                    errors: list[ArrowRow]) -> dict[str, int]:

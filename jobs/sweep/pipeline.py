@@ -29,7 +29,7 @@ from jobs.flow.text_pairs import encoders_used
 from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
-from jobs.store.layout import VALIDATE
+from jobs.store.layout import TABLES, VALIDATE
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.cluster import cluster_address
@@ -143,6 +143,11 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     try:
         outcomes = run_concurrently([cells[i] for i in order], demand, run, _cluster_capacity,
                                     sweep.max_concurrent_cells)
+        if not stop.is_set():  # a stopped run's tables are made one when a later run of it ends
+            for table in TABLES:
+                if why := root.unify_table(table):
+                    log(f"WARNING {why}; pandas and pyarrow read that folder's columns from its first part, "
+                        "DuckDB's read_parquet(..., union_by_name = true) reads every part's")
         return [outcome for _, outcome in sorted(zip(order, outcomes), key=lambda pair: pair[0])]
     finally:
         if engines.weights is not None:

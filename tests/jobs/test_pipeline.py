@@ -52,8 +52,12 @@ def test_pandas_pyarrow_and_duckdb_read_each_result_table_of_the_demo_as_the_run
         if table == "errors" and not stored:  # no bad row: the demo writes no errors/ folder
             continue
         assert stored, table
+        # every column of every cell: a reader that takes the folder's columns from one part misses none
+        columns = {name for b, m in outcomes for r in run.read_rows(table, b, m) for name in r}
         for read in READERS:
-            assert cells_and_items(read(run.path(table))) == stored, (table, read.__name__)
+            frame = read(run.path(table))
+            assert cells_and_items(frame) == stored, (table, read.__name__)
+            assert set(frame.columns) == columns, (table, read.__name__, columns ^ set(frame.columns))
 
 
 def test_a_new_machine_makes_each_built_in_model_once_before_any_cell_starts(demo_run):

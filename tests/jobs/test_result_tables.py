@@ -8,10 +8,11 @@ import os
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pytest
-from hive_readers import READERS, cells_and_items
+from hive_readers import READERS, cells_and_items, with_duckdb
 
+from benchmarks.records import read_records
 from jobs.store.layout import TABLES, flat_value, part_path, partition_keys
-from jobs.store.parquet_rows import parquet_bytes
+from jobs.store.parquet_rows import REQUESTS_SCHEMA, parquet_bytes
 from jobs.store.run_root import RunRoot
 
 BENCHMARKS = ("rag_rewardbench", "my_pairs")  # a custom config of the same module: its rows name the module
@@ -46,6 +47,8 @@ def run(tmp_path) -> RunRoot:
 def test_each_table_reads_as_one_dataset_with_the_cells_names(run, table, reader):
     frame = reader(run.path(table))
     own = list(dict.fromkeys(k for k in _rows(table, "b", "m")[0] if k not in ("benchmark", "model")))
+    if table == "requests":  # every column an answer may have, as every requests part is written
+        own = list(dict.fromkeys([*REQUESTS_SCHEMA.names, *own]))
     assert sorted(frame.columns) == sorted([*own, "benchmark", "model"])  # each once, the keys included
     assert cells_and_items(frame) == sorted((b, m, row["item_id"]) for b in BENCHMARKS for m in MODELS
                                             for row in _rows(table, b, m))
@@ -97,3 +100,78 @@ def test_a_files_folders_decode_to_its_cells_names_as_pyarrow_decodes_them(name)
     hive = pads.HivePartitioning(pa.schema([("benchmark", pa.string()), ("model", pa.string())]))
     assert partition_keys(path) == pads.get_partition_keys(hive.parse(path)) == {"benchmark": "b", "model": name}
     assert partition_keys("/data/preds/part-0.parquet") == {}
+
+
+def _cells_of_two_kinds(tmp_path) -> RunRoot:
+    """A classifier's rows and a judge's in one benchmark, and another benchmark's: different columns, a column
+    all None in one part (Parquet's null type) and a string in another, an int in one and a float in another."""
+    root = RunRoot(str(tmp_path), "run")
+    root.write_cell("rag_rewardbench", "tiny", [
+        {"item_id": "a", "subset": "s", "score_chosen": 2.0, "correct": 1.0, "error": None, "n_tokens": 7}], [])
+    root.write_cell("rag_rewardbench", "judge", [
+        {"item_id": "a", "subset": "s", "pick_cr": 1, "correct": 0.5, "error": "cut", "n_tokens": 9.5}], [])
+    root.write_cell("utility", "judge", [
+        {"item_id": "u", "subset": "s", "ranking": [3, 1], "correct": None, "error": None}], [])
+    return root
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_predictions_of_cells_with_other_columns_read_whole_once_the_table_is_one_schema(tmp_path, reader):
+    """pandas and pyarrow take a folder's columns from its first part: before unify_table they see the
+    classifier's alone (or fail on a null column typed elsewhere); after it every reader sees every column of
+    every cell, with the values the run root reads."""
+    root = _cells_of_two_kinds(tmp_path)
+    columns = {"item_id", "subset", "score_chosen", "pick_cr", "ranking", "correct", "error", "n_tokens",
+               "benchmark", "model"}
+    if reader is not with_duckdb:
+        try:
+            before = set(reader(root.path("predictions")).columns)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            before = set()
+        assert before != columns
+    assert root.unify_table("predictions") is None
+    frame = reader(root.path("predictions"))
+    assert set(frame.columns) == columns
+    read = {(str(r.benchmark), str(r.model)): r for r in frame.itertuples()}
+    assert read["rag_rewardbench", "tiny"].score_chosen == 2.0 and read["rag_rewardbench", "tiny"].n_tokens == 7.0
+    assert read["rag_rewardbench", "judge"].error == "cut" and read["rag_rewardbench", "judge"].n_tokens == 9.5
+    assert list(read["utility", "judge"].ranking) == [3, 1]
+    # the run root (and ragjudge aggregate's reader) reads each part as its cell wrote it: no judge's column in
+    # the classifier's row, n_tokens an int again
+    assert root.read_rows("predictions", "rag_rewardbench", "tiny") == [
+        {"item_id": "a", "subset": "s", "score_chosen": 2.0, "correct": 1.0, "error": None, "n_tokens": 7,
+         "benchmark": "rag_rewardbench", "model": "tiny"}]
+    assert [r.data for r in read_records(root.path(root.partition("predictions", "utility", "judge")))] == [
+        {"item_id": "u", "subset": "s", "ranking": [3, 1], "correct": None, "error": None}]
+
+
+def test_requests_parts_of_engines_of_every_task_have_one_schema_as_written(tmp_path):
+    """A classifier's answers (a score, no error: a null column inferred) and a judge's (a text, an error): the
+    parts' schemas are equal as written, so a run's end rewrites no requests part."""
+    root = RunRoot(str(tmp_path), "run")
+    root.write_rows("requests", "b", "tiny", [{"request_id": "a#chosen", "item_id": "a", "subset": "s",
+                                               "variant": "chosen", "score": 1.5, "error": None}], "s00000-0")
+    root.write_rows("requests", "b", "judge", [{"request_id": "a#cr", "item_id": "a", "subset": "s",
+                                                "variant": "cr", "text": "Choose 1", "error": "cut",
+                                                "n_tokens": 5}], "s00000-0")
+    schemas = [pads.dataset(p).schema for p in sorted((tmp_path / "run" / "requests").rglob("*.parquet"))]
+    assert schemas[0] == schemas[1] == REQUESTS_SCHEMA
+    tiny = root.read_rows("requests", "b", "tiny")[0]
+    assert tiny["score"] == 1.5 and "text" not in tiny  # read back as written: no judge's column
+    assert root.read_rows("requests", "b", "judge")[0]["n_tokens"] == 5
+
+
+def test_a_table_already_one_schema_is_not_rewritten_and_one_that_cannot_be_says_why(tmp_path):
+    root = _cells_of_two_kinds(tmp_path)
+    assert root.unify_table("predictions") is None
+    parts = sorted(p for p in (tmp_path / "run" / "predictions").rglob("*.parquet"))
+    written = [p.stat().st_mtime_ns for p in parts]
+    assert root.unify_table("predictions") is None
+    assert [p.stat().st_mtime_ns for p in parts] == written  # nothing to do: footers read, no part rewritten
+    root.write_cell("bianbench", "judge", [{"item_id": "b", "subset": "s", "ranking": "first", "correct": 1.0,
+                                            "error": None}], [])
+    lone = next((tmp_path / "run" / "predictions" / "benchmark=bianbench").rglob("*.parquet"))
+    kept = lone.read_bytes()
+    why = root.unify_table("predictions")
+    assert why is not None and "ranking" in why and why.startswith(root.uri("predictions"))
+    assert lone.read_bytes() == kept and [p.stat().st_mtime_ns for p in parts] == written

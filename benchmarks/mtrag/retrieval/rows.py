@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchmarks.mtrag.common import domain, turn_group
+from benchmarks.mtrag.common import domain, turn, turn_group
 from benchmarks.mtrag.retrieval.data import BENCHMARK
 from benchmarks.mtrag.retrieval.queries import item_id
 from benchmarks.mtrag.retrieval.scoring import MEASURES
@@ -22,9 +22,9 @@ def prediction_rows(per_query: Iterable[Mapping[str, Any]], rankings: Mapping[st
         ranking = rankings[tid]
         d = domain(scored["Collection"])
         row = {"item_id": item_id(d, tid, strategy), "benchmark": BENCHMARK, "subset": d,
-               "strategy": strategy, "task_id": tid, "turn": turn_group(tid), "query": ranking["query"],
-               "document_ids": list(ranking["document_ids"]), "scores": [float(s) for s in ranking["scores"]],
-               "correct": None, "error": None}
+               "strategy": strategy, "task_id": tid, "turn": turn(tid), "turn_group": turn_group(tid),
+               "query": ranking["query"], "document_ids": list(ranking["document_ids"]),
+               "scores": [float(s) for s in ranking["scores"]], "correct": None, "error": None}
         row.update({m: scored["retriever_scores"].get(m) for m in MEASURES})
         rows.append(row)
     return rows

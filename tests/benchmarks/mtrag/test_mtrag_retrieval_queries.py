@@ -87,6 +87,9 @@ def test_a_ranking_becomes_a_run_row_a_score_and_a_prediction_row():
     assert metrics["all"]["recall_1"] == 0.0 and metrics["all"]["recall_3"] == 1.0
     ranked = {"t<::>2": {**query, "document_ids": ["p1", "p2"], "scores": [2.0, 1.0]}}
     (row,) = b.prediction_rows(per_query, ranked, "rewrite")
-    assert {k: row[k] for k in ("item_id", "subset", "turn", "query", "document_ids", "recall_3", "correct")} == {
-        "item_id": query["item_id"], "subset": "govt", "turn": "later", "query": "q", "document_ids": ["p1", "p2"],
-        "recall_3": 1.0, "correct": None}
+    # `turn` the turn's number, as mtRAG generation's rows have it (one type per column across the run's
+    # predictions/), and `turn_group` Table 3's first/later split
+    assert {k: row[k] for k in ("item_id", "subset", "turn", "turn_group", "query", "document_ids", "recall_3",
+                                "correct")} == {
+        "item_id": query["item_id"], "subset": "govt", "turn": 2, "turn_group": "later", "query": "q",
+        "document_ids": ["p1", "p2"], "recall_3": 1.0, "correct": None}

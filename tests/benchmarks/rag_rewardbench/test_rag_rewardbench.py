@@ -128,6 +128,18 @@ def test_generative_item_is_the_mean_of_both_orders_with_consistency_and_positio
     assert text_path["correct"] == (0.5 + 1.0) / 2 and text_path["consistent"] is None
 
 
+def test_a_classifiers_row_read_beside_a_judges_has_the_classifiers_measures():
+    """Read from a table that also holds a judge's rows, a classifier's row has the judge's columns, all None:
+    it is still no judge's row (no text parse failure, no consistency), and a judge's row keeps its own."""
+    classifier = rb.combine(ITEM, [answered("chosen", score=2.0), answered("reject", score=1.0)], "discriminative")
+    judge = rb.combine(ITEM, [answered("cr", candidate_logprobs=[-0.1, -2.0], text="no idea"),
+                              answered("rc", candidate_logprobs=[-3.0, -0.5], text="Choose 2")], "generative")
+    read_back = {**dict.fromkeys(judge), **classifier}
+    assert rb.measures(read_back) == rb.measures(classifier) == {"correct": 1.0, "error": 0.0, "truncated": 0.0}
+    assert rb.measures({**dict.fromkeys(classifier), **judge}) == rb.measures(judge)
+    assert rb.measures(judge)["text_parse_failure"] == 0.5
+
+
 def test_a_text_verdict_judge_that_picks_the_first_response_in_both_orders_has_a_first_position_rate_of_one():
     """An API judge: no log-probs, 'Choose 1' in both orders. Its rate is of the picks it is scored by, as its
     consistency is; a vLLM judge scored by text (verdict: text) is rated by its text picks, not its log-probs."""

@@ -4,7 +4,7 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 LOCK := requirements/cpu.lock
 
-.PHONY: demo test test-integration test-seeds test-slow check chaos chaos-shrink perf lock clean
+.PHONY: demo test test-integration test-seeds test-slow check chaos chaos-shrink perf mutants lock clean
 
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
@@ -53,6 +53,16 @@ chaos: $(STAMP)
 # back inside cluster.engine_start_s (60 s here) or not; 10 seeds, 54 to 139 s each on 2 cores, one cluster for all.
 chaos-shrink: $(STAMP)
 	$(VENV)/bin/python tests/chaos_shrink.py results/chaos-shrink.json --seeds 10
+
+# Mutation testing (issue 64, docs/reliability.md#mutation-testing): mutmut mutates benchmarks/ and four jobs/
+# modules ([tool.mutmut] in pyproject.toml) in a copy under mutants/ and runs the unit tests that cover each
+# mutant; not part of `test` or `check`. `make mutants MUTANTS='jobs.*'` runs only the mutants whose names match
+# (mutmut's globs, module.function); results stay in mutants/ and a rerun tries only the mutants not yet tried
+# (`rm -rf mutants` to start over). Prints the figures per module.
+MUTANTS ?=
+mutants: $(STAMP)
+	nice -n 10 $(VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
+	$(VENV)/bin/python scripts/mutant_figures.py
 
 perf: $(STAMP)
 	$(VENV)/bin/python perf/rag_rewardbench_throughput.py

@@ -182,3 +182,80 @@ def test_letter_groups_beyond_52_groups_stay_unambiguous():
     groups = letter_groups(models, every)
     assert len(set(groups.values())) == 60
     assert groups["m0"] == "a0" and groups["m59"] == "h1"
+
+
+# ---- each rule against its nearest wrong variant (issue 64) -------------------------------------------
+
+def test_the_errors_name_the_counts_and_the_lengths():
+    with pytest.raises(ValueError, match=r"non-negative, got 2, -3"):
+        mcnemar_exact(2, -3)
+    with pytest.raises(ValueError, match=r"same length, got 2 and 1"):
+        sign_flip_test([1, 0], [1])
+    with pytest.raises(ValueError, match=r"same length, got 1 and 2"):
+        paired_test([1], [1, 0])
+
+
+M = 0.1234567  # no multiple of 1/q for q <= 12: Monte Carlo past 13 items
+
+
+def test_monte_carlo_p_is_a_fixed_value_of_its_seed_and_ties_count_as_extreme():
+    """16 items of equal magnitude, 12 of them up: the exact p is 2 P(K >= 12), K ~ Bin(16, 1/2) = 5034/65536
+    = 0.0768, and 4.4% of the sign vectors tie the observed |sum| exactly (they count). The seeded estimate is
+    a fixed number of its pair's key, another key's differs, and no key is the empty key."""
+    a, b = [M] * 12 + [0] * 4, [0] * 12 + [M] * 4
+    p, exact = sign_flip_test(a, b, seed_key="m1/m2")
+    assert not exact and p == pytest.approx(808 / 10_001, abs=1e-15)  # 807 of 10,000 flips as extreme
+    assert abs(p - 5034 / 65536) < 3 * np.sqrt(0.0768 * 0.9232 / 10_000)
+    assert sign_flip_test(a, b, seed_key="m1/m3")[0] == pytest.approx(807 / 10_001, abs=1e-15)
+    assert sign_flip_test(a, b)[0] == sign_flip_test(a, b, seed_key="")[0] != p
+    assert paired_test(a, b).p_value == sign_flip_test(a, b, seed_key="")[0]
+
+
+def test_monte_carlo_with_flips_not_a_multiple_of_its_batch_draws_exactly_flips():
+    """Half the items up: every sign vector reaches |sum| = 0, so p = (1 + flips) / (1 + flips) = 1, never more."""
+    a, b = [M] * 8 + [0] * 8, [0] * 8 + [M] * 8
+    assert sign_flip_test(a, b, seed_key="k", flips=2500) == (1.0, False)
+    assert sign_flip_test(a, b, seed_key="k", flips=999) == (1.0, False)
+
+
+def test_enumeration_up_to_exactly_flips_sign_vectors():
+    rng = np.random.default_rng(0)
+    d = rng.random(4)  # continuous, all up: 2 of 16 vectors reach |sum|
+    assert sign_flip_test(d, [0] * 4, flips=16) == (0.125, True)  # 2^4 = 16 <= 16: enumerated
+    assert sign_flip_test(d, [0] * 4, flips=15)[1] is False
+
+
+def test_float_ties_within_the_tolerance_and_real_differences_beyond_it():
+    """Magnitudes 0.3, 0.3, 0.3, 0.3 - e: vectors of |sum| 0.6 - e fall 2e short of the observed 0.6 + e.
+    The tolerance is 1e-9 times the magnitudes' sum: 2e = 1.5e-9 is past it at sum 1.2 (p = 4/16), within it
+    at sum 12 (magnitudes 3, 3, 3, 3 - 2e-9: 2e = 4e-9, p = 10/16)."""
+    assert sign_flip_test([0.3, 0.3, 0.3, -(0.3 - 0.75e-9)], [0] * 4) == (0.25, True)
+    assert sign_flip_test([3, 3, 3, -(3 - 2e-9)], [0] * 4) == (0.625, True)
+
+
+def test_the_lattice_covers_denominators_up_to_12_and_no_further():
+    twelfths = np.array([5, 1, 7, 11] * 5) / 12  # 20 items: only the lattice is exact
+    assert sign_flip_test(twelfths, np.zeros(20)) == (pytest.approx(2 / 2**20), True)
+    thirteenths = np.array([5, 1, 7, 11] * 5) / 13
+    assert sign_flip_test(thirteenths, np.zeros(20), seed_key="x") == (pytest.approx(1 / 10_001), False)
+
+
+def test_the_lattice_size_bound_is_inclusive(monkeypatch):
+    """Units summing to S need 2S + 1 points: exact at 2S + 1 = MAX_LATTICE, Monte Carlo one unit past."""
+    from jobs.analysis import significance
+
+    monkeypatch.setattr(significance, "MAX_LATTICE", 201)
+    assert sign_flip_test([1] * 13 + [87], [0] * 14) == (pytest.approx(2 / 2**14), True)  # S = 100
+    assert sign_flip_test([1] * 13 + [88], [0] * 14, seed_key="x")[1] is False  # S = 101
+
+
+def test_the_lattice_by_fft_for_long_item_lists_matches_binomials():
+    """5,000 differences of ±1 (2,550 up) and 2,500 of ±2 (1,260 up): the convolution of the second kernel
+    is done by FFT (10,001 x 10,001 points); the reference sums the two binomials' joint pmf."""
+    d = np.array([1] * 2550 + [-1] * 2450 + [2] * 1260 + [-2] * 1240, float)
+    p, exact = sign_flip_test(d, np.zeros(d.size))
+    k1, k2 = np.arange(5001), np.arange(2501)
+    joint = np.outer(st.binom.pmf(k1, 5000, 0.5), st.binom.pmf(k2, 2500, 0.5))
+    sums = (2 * k1 - 5000)[:, None] + 2 * (2 * k2 - 2500)[None, :]
+    assert exact and p == pytest.approx(joint[np.abs(sums) >= 140].sum(), rel=1e-9)
+    assert p == pytest.approx(0.2564128321750, abs=1e-12)

@@ -41,3 +41,36 @@ def test_resamples_drawn_in_pieces_give_the_interval_drawn_at_once(monkeypatch):
     assert bootstrap_ci(values, "big", 1000) == at_once
     monkeypatch.setattr(stats, "DRAWS", 3 * 5_000 + 7)  # three resamples a piece, the last piece one
     assert bootstrap_ci(values, "big", 1000) == at_once
+
+
+# ---- fixed expected values and boundaries (issue 64): a seed whose interval differs from another seed's --
+
+SPREAD = [(i * i % 17) / 16 for i in range(30)]  # 30 values in [0, 1], mean 121 / 240
+OTHER = [(i * 7 % 11) / 10 for i in range(20)]
+
+
+def test_a_seed_is_a_fixed_number_of_its_names_in_order():
+    # the first 8 bytes of sha256("a\x1fb"), little-endian: the same in every process and Python version
+    assert stable_seed("a", "b") == 11359827136247254256
+    assert stable_seed("ab") == 2611890073580375803  # the parts are joined with a separator, not glued
+    assert stable_seed("b", "a") != stable_seed("a", "b")
+
+
+def test_the_interval_is_a_fixed_value_of_its_seed_and_another_seed_gives_another():
+    assert np.mean(SPREAD) == pytest.approx(121 / 240)
+    assert bootstrap_ci(SPREAD, "x") == pytest.approx([0.37083333333333335, 0.6354687499999999], abs=1e-12)
+    assert bootstrap_ci(SPREAD, "y") == pytest.approx([0.3811979166666667, 0.63125], abs=1e-12)
+    assert bootstrap_ci(SPREAD, "x") == bootstrap_ci(SPREAD, "x", resamples=1000)  # the default is 1,000
+    assert bootstrap_diff_ci(SPREAD, OTHER, "x") == pytest.approx([-0.16967708333333317, 0.20458333333333334],
+                                                                  abs=1e-12)
+    assert bootstrap_diff_ci(SPREAD, OTHER, "y") == pytest.approx([-0.1737916666666667, 0.19713541666666667],
+                                                                  abs=1e-12)
+    assert bootstrap_diff_ci(SPREAD, OTHER, "x") == bootstrap_diff_ci(SPREAD, OTHER, "x", resamples=1000)
+
+
+def test_one_resample_is_an_interval_of_one_mean():
+    lo, hi = bootstrap_ci(SPREAD, "x", resamples=1)
+    assert lo == hi and 0.0 <= lo <= 1.0
+    lo, hi = bootstrap_diff_ci(SPREAD, OTHER, "x", resamples=1)
+    assert lo == hi
+    assert bootstrap_ci(SPREAD, "x", resamples=0) is None and bootstrap_ci([], "x") is None

@@ -259,3 +259,24 @@ def test_the_lattice_by_fft_for_long_item_lists_matches_binomials():
     sums = (2 * k1 - 5000)[:, None] + 2 * (2 * k2 - 2500)[None, :]
     assert exact and p == pytest.approx(joint[np.abs(sums) >= 140].sum(), rel=1e-9)
     assert p == pytest.approx(0.2564128321750, abs=1e-12)
+
+
+def test_paired_test_names_a_monte_carlo_test_and_seeds_it_with_its_key():
+    a, b = [M] * 12 + [0] * 4, [0] * 12 + [M] * 4
+    test = paired_test(a, b, seed_key="m1/m2")
+    assert (test.test, test.n, test.a_only, test.b_only) == ("sign_flip_monte_carlo", 16, 12, 4)
+    assert test.p_value == pytest.approx(808 / 10_001, abs=1e-15)
+
+
+def test_letter_groups_take_single_letters_up_to_52_groups():
+    models = [f"m{i}" for i in range(52)]
+    groups = letter_groups(models, {frozenset(p) for p in itertools.combinations(models, 2)})
+    assert groups["m0"] == "a" and groups["m25"] == "z" and groups["m26"] == "A" and groups["m51"] == "Z"
+
+
+def test_letter_groups_past_52_join_a_models_labels_with_spaces():
+    """54 models, each indistinguishable only from its neighbours: 53 groups {m_i, m_i+1}, numbered labels."""
+    models = [f"m{i}" for i in range(54)]
+    different = {frozenset((models[i], models[j])) for i in range(54) for j in range(i + 2, 54)}
+    groups = letter_groups(models, different)
+    assert (groups["m0"], groups["m1"], groups["m52"], groups["m53"]) == ("a0", "a0 b0", "Z0 a1", "a1")

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobs.cli.job_files import (
     DEFAULT_IMAGE,
@@ -35,8 +35,12 @@ from jobs.config import ConfigError, SweepConfig
 from jobs.loading import load_sweep
 from jobs.sweep import ClusterUnreachable
 
+if TYPE_CHECKING:
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
 TARGETS = ("ray", "slurm", "k8s")
 RAY_ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")  # a Ray job's cluster, the first set winning
+JOB_LINE_S, JOB_POLL_S = 300.0, 2.0  # `--wait`: a line this often while the submitted job runs; a poll this often
 AGENT_WAIT_S, AGENT_RETRY_S = 120.0, 2.0  # a Ray head's job agent still starting: how long to try again, how often
 
 
@@ -98,11 +102,35 @@ def _submit_ray(sweep: SweepConfig, job: dict, options: SubmitOptions, log: Call
     log(f"submitted Ray job {job_id} to {client.get_address()}")
     if not options.wait:
         return 0
-    while not (status := client.get_job_status(job_id)).is_terminal():
-        time.sleep(2)
+    status = wait_for_job(client, job_id, sweep.cluster.connect_timeout_s, log)
     log(client.get_job_logs(job_id)[-4000:])
     log(f"Ray job {job_id}: {status.value}")
     return 0 if status == JobStatus.SUCCEEDED else 1
+
+
+def wait_for_job(client: JobSubmissionClient, job_id: str, answer_s: float, log: Callable[[str], None]) -> JobStatus:
+    """The submitted job's end status, polled every JOB_POLL_S with a line every JOB_LINE_S; the run's own length
+    is bounded by its cells' waits, the head's silence by `answer_s` (cluster.connect_timeout_s): past it,
+    ClusterUnreachable names the job, which may still run."""
+    start = said = answered = time.monotonic()
+    while True:
+        try:
+            status, answered = client.get_job_status(job_id), time.monotonic()
+        except (ConnectionError, OSError, RuntimeError) as e:  # Ray's client raises all three for a head that is gone
+            if time.monotonic() - answered <= answer_s:
+                time.sleep(JOB_POLL_S)
+                continue
+            raise ClusterUnreachable(
+                f"the Ray head at {client.get_address()} did not answer for {answer_s:.0f} s "
+                f"(cluster.connect_timeout_s) while job {job_id} ran ({str(e).strip().splitlines()[0][:200]}); "
+                f"the job may still run: `ray job status {job_id}`") from None
+        if status.is_terminal():
+            return status
+        if time.monotonic() - said >= JOB_LINE_S:
+            log(f"Ray job {job_id}: {status.value} for {(time.monotonic() - start) / 60:.0f} min "
+                f"(`ray job logs -f {job_id}` follows its lines)")
+            said = time.monotonic()
+        time.sleep(JOB_POLL_S)
 
 
 def submit(sweep_path: str | os.PathLike, overrides: list[str], target: str, options: SubmitOptions | None = None,

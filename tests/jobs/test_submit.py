@@ -561,9 +561,10 @@ def ray_head():
 
 
 @contextlib.contextmanager
-def _loopback_head(answers: list[tuple[int, bytes]]):
-    """A loopback server speaking the job API's two calls (GET /api/version, POST /api/jobs/) to Ray's own
-    JobSubmissionClient: each POST gets the next of `answers`; yields its URL and the jobs posted to it."""
+def _loopback_head(answers: list[tuple[int, bytes]], statuses: list[str | None] | None = None):
+    """A loopback server speaking the job API's calls (GET /api/version, POST /api/jobs/, GET /api/jobs/ID and
+    its /logs) to Ray's own JobSubmissionClient: each POST gets the next of `answers`, each status GET the next
+    of `statuses` (None: no answer, HTTP 503; the last one stays); yields its URL and the jobs posted to it."""
     import http.server
     import threading
 
@@ -582,6 +583,14 @@ def _loopback_head(answers: list[tuple[int, bytes]]):
             self.wfile.write(body)
 
         def do_GET(self):
+            if self.path.endswith("/logs"):
+                return self._send(200, json.dumps({"logs": "the job's last lines\n"}).encode())
+            if self.path.startswith("/api/jobs/"):
+                status = statuses.pop(0) if len(statuses) > 1 else statuses[0]
+                if status is None:
+                    return self._send(503, b"head restarting")
+                job = {"type": "SUBMISSION", "status": status, "entrypoint": "python -m jobs run"}
+                return self._send(200, json.dumps(job).encode())
             self._send(200, json.dumps({"version": "4", "ray_version": ray.__version__, "ray_commit": "x"}).encode())
 
         def do_POST(self):
@@ -623,6 +632,35 @@ def test_a_ray_head_whose_job_agent_is_starting_is_asked_again_and_any_other_ref
         with pytest.raises(RuntimeError, match="Invalid entrypoint"):
             submit_module._submitted(client, {"entrypoint": "echo hi"}, said.append)
         assert len(posted) == 1
+
+
+def test_waiting_for_a_submitted_job_says_what_it_waits_for_and_bounds_a_silent_head(monkeypatch):
+    """`submit --wait`: a line every JOB_LINE_S naming the job's status while it runs, a head that stops
+    answering for a poll or two is asked again, and one silent past cluster.connect_timeout_s is one error
+    naming the job (which may still run) instead of a wait without end."""
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    from jobs.cli import submit as submit_module
+    from jobs.sweep import ClusterUnreachable
+
+    monkeypatch.setattr(submit_module, "JOB_POLL_S", 0.01)
+    monkeypatch.setattr(submit_module, "JOB_LINE_S", 0.0)  # a line each poll
+    statuses = ["PENDING", "RUNNING", None, "RUNNING", "SUCCEEDED"]
+    with _loopback_head([], statuses) as (url, _posted):
+        said: list[str] = []
+        status = submit_module.wait_for_job(JobSubmissionClient(url), "raysubmit_9", 5.0, said.append)
+        assert status == JobStatus.SUCCEEDED
+        assert said == ["Ray job raysubmit_9: PENDING for 0 min (`ray job logs -f raysubmit_9` follows its lines)",
+                        "Ray job raysubmit_9: RUNNING for 0 min (`ray job logs -f raysubmit_9` follows its lines)",
+                        "Ray job raysubmit_9: RUNNING for 0 min (`ray job logs -f raysubmit_9` follows its lines)"]
+        statuses[:] = ["RUNNING", None]  # the head goes silent for good
+        started = time.monotonic()
+        with pytest.raises(ClusterUnreachable) as stopped:
+            submit_module.wait_for_job(JobSubmissionClient(url), "raysubmit_9", 0.3, said.append)
+        assert 0.3 <= time.monotonic() - started < 5
+        assert str(stopped.value).startswith(
+            f"the Ray head at {url} did not answer for 0 s (cluster.connect_timeout_s) while job raysubmit_9 ran (")
+        assert str(stopped.value).endswith("the job may still run: `ray job status raysubmit_9`")
 
 
 def test_submit_to_ray_without_an_address_is_one_line_and_connects_nowhere(sweep_file, monkeypatch, capsys):

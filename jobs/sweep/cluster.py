@@ -43,7 +43,10 @@ def connect_ray(sweep: SweepConfig) -> str:
     if ray.is_initialized():
         return "Ray: already connected in this process"
     if address:
-        ray.init(address=address, log_to_driver=False)
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except Exception as e:  # Ray raises RuntimeError, ConnectionError or its own for a refusal
+            raise join_failed(address, e) from e
         said = f"Ray: joined the cluster at {address}"
     else:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
@@ -74,6 +77,22 @@ def local_start_failed(error: Exception, num_cpus: int | None) -> ClusterUnreach
     return ClusterUnreachable(
         f"the local Ray cluster did not start: {said[:200]}; try again once the machine is less busy, with a "
         f"smaller {cpus}, or start one first (`ray start --head`) and give its address in cluster.address")
+
+
+def join_failed(address: str, error: BaseException) -> ClusterUnreachable:
+    """The one-line error for a cluster that answers but that `ray.init` could not join, with what to check: a
+    head that wants a token says so only in the error's cause, which is searched too."""
+    chain, cause = [], error
+    while cause is not None and len(chain) < 8:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    if any("AuthToken" in str(e) or "Unauthenticated" in str(e) for e in chain):
+        return ClusterUnreachable(
+            f"cannot join the Ray cluster at {address}: its head wants a token (Ray's token authentication); set "
+            "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH (or RAY_AUTH_TOKEN) to the head's token")
+    return ClusterUnreachable(f"cannot join the Ray cluster at {address}: {first[:240]}; check that this machine's "
+                              "Ray and Python versions are the head's (`ray status` on the head)")
 
 
 def idle_workers(num_cpus: int | None) -> int:

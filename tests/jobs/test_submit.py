@@ -541,7 +541,8 @@ def ray_head():
             check_answers(f"127.0.0.1:{agent_http}", max(1.0, deadline - time.time()))
         except ClusterUnreachable:
             pytest.fail(f"the Ray head's dashboard agent did not come up:\n{(temp / 'head.log').read_text()}")
-        yield {"url": url, "token_path": str(token), "token": token.read_text(), "env": env, "temp": temp}
+        yield {"url": url, "token_path": str(token), "token": token.read_text(), "env": env, "temp": temp,
+               "gcs": f"127.0.0.1:{gcs}"}
     finally:
         try:
             os.killpg(head.pid, signal.SIGTERM)
@@ -731,6 +732,20 @@ def test_submit_to_ray_runs_the_sweep_as_a_job(ray_head, tmp_path):
     assert "python -m jobs run" in jobs
     assert not [name for name, value in FAKE_SECRETS.items() if value in jobs]
     assert ray_head["token"] not in jobs
+
+
+@pytest.mark.integration
+def test_a_run_that_joins_a_head_wanting_a_token_without_one_is_one_line_naming_what_to_set(ray_head, tmp_path):
+    """Ray's refusal is a page of traceback whose reason is only in its cause; the run says it in one line."""
+    sweep_file = _sweep(tmp_path, SWEEP, tmp_path / "results")
+    env = {name: value for name, value in ray_head["env"].items() if not name.startswith("RAY_AUTH")}
+    done = subprocess.run([sys.executable, "-m", "jobs", "run", str(sweep_file), f"cluster.address={ray_head['gcs']}"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"ragjudge: cannot join the Ray cluster at {ray_head['gcs']}: its head wants a token (Ray's token "
+        "authentication); set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN_PATH (or RAY_AUTH_TOKEN) to the head's token")
 
 
 def _job_client(env: dict, code: str) -> str:

@@ -23,6 +23,7 @@ from jobs.engines.demand import Need, cell_need
 from jobs.engines.host import EngineHost, Price, last_starts
 from jobs.engines.prefetch import ahead_of_engines
 from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
+from jobs.engines.vllm.process_owner import end_orphans
 from jobs.engines.weights import weights_record
 from jobs.flow import flow_of
 from jobs.flow.text_pairs import encoders_used
@@ -60,6 +61,8 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     manifest.set_held(held)
     for name, reason in held.items():
         log(f"held {name} (ragjudge validate: {reason}); its cells are skipped, --include-held runs them")
+    for line in end_orphans():  # an earlier run's engine processes on this machine, their actors gone
+        log(line)
     gpus = largest_gpu_node()
     benchmarks, bench_problems = local_data(sweep, manifest)
     judges: dict[str, dict[str, ModelConfig]] = {}

@@ -30,6 +30,7 @@ from actors.engine_ledger import report, this_node
 from actors.hardware import numerics, rank_threads
 from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, Request
+from jobs.engines.vllm.process_owner import own_engine_processes
 from jobs.engines.vllm.ranks import WORKER_EXTENSION
 from jobs.engines.vllm.stage import ANSWER_COLUMNS, EngineRow, engine_settings, prepare, read_answer
 
@@ -60,6 +61,7 @@ class VllmServer:
                                                                    sorted(os.sched_getaffinity(0)))
         # whether prompt log-prob rows read the prefix cache (a judge's rows read it inside vLLM, as usual)
         self.reads_cache = bool(engine_kwargs.get("enable_prefix_caching"))
+        own_engine_processes()  # its EngineCore process ends with this actor's (jobs.engines.vllm.process_owner)
         self.engine = vllm.AsyncLLMEngine.from_engine_args(vllm.AsyncEngineArgs(
             model=path, **{"worker_extension_cls": WORKER_EXTENSION, **engine_kwargs}, **self.runner))
         self.ids = itertools.count()

@@ -143,7 +143,9 @@ def main() -> None:
     started = time.monotonic()
     # The driver in a process of its own, as `ragjudge run` on a cluster's head; this one's main thread adds and
     # removes nodes (adding one installs signal handlers, which Python allows in the main thread only).
-    driver = subprocess.Popen([sys.executable, "-m", "jobs", "run", args.sweep, *overrides], cwd=ROOT)
+    console = Path(args.out).with_suffix(".console.log").open("w")
+    driver = subprocess.Popen([sys.executable, "-m", "jobs", "run", args.sweep, *overrides], cwd=ROOT,
+                              stdout=console, stderr=subprocess.STDOUT)
     try:
         if args.lose_engine_node or args.join:
             ray.init(address=cluster.address, log_to_driver=False)
@@ -155,12 +157,15 @@ def main() -> None:
     finally:
         said["wall_s"] = round(time.monotonic() - started, 1)
         driver.kill()
+        console.close()
         ray.shutdown()
         cluster.shutdown()
     sweep = load_sweep(args.sweep, overrides)
     results = Path(sweep.storage.root) / sweep.storage.run
     manifest = json.loads((results / "manifest.json").read_text())
-    said.update(engines=manifest.get("engines"), cells=manifest.get("cells"), stored=stored_request_ids(results))
+    said.update(engines=manifest.get("engines"), cells=manifest.get("cells"), stored=stored_request_ids(results),
+                restart_lines=[line for line in Path(console.name).read_text().splitlines()
+                               if " restarting (" in line or "of restarting" in line])
     Path(args.out).write_text(json.dumps(said, indent=2, default=str))
 
 

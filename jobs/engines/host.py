@@ -27,8 +27,9 @@ from jobs.config import ENGINE_START_S, ModelConfig
 from jobs.console.step_progress import EVERY_S
 from jobs.engines.base import engine_of
 from jobs.engines.prefetch import Prefetch
-from jobs.engines.waiting import WaitTimeout, cluster_free, nodes_free, placed, shortfall
+from jobs.engines.waiting import WaitTimeout, actor_state, cluster_free, nodes_free, placed, shortfall
 
+RESTART_POLL_S = 1.0  # how often an engine's state is read while it runs
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
 # (model path, prompt tokens, generated tokens) -> dollars at list price, None where no price is known
@@ -136,6 +137,38 @@ class EngineHost:
             self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
         finally:
             self._started[name].set()
+        self._say_while_restarting(name, handle, need, model)
+
+    def _say_while_restarting(self, name: str, handle: Any, need: Mapping[str, float], model: str) -> None:
+        """Until the engine is released: while Ray restarts it (its process or node lost), a line every `every`
+        s saying so and what it needs, and one when it is back; the cells' calls to it wait meanwhile
+        (actors.engine_calls). Restarting past `start_s`, it is given up as an engine that never started is.
+        Ray's actor table is read every second, so a restart shorter than `every` still has its line."""
+        short, since, said = name.removeprefix(self.prefix + "-"), None, 0.0
+        while True:
+            time.sleep(RESTART_POLL_S)
+            with self._lock:
+                if self._servers.get(name, (None,))[0] is not handle:
+                    return
+            state = actor_state(handle)
+            if state in ("RESTARTING", "PENDING_CREATION"):
+                since = since or time.monotonic()
+                waited = time.monotonic() - since
+                if waited >= self.start_s:
+                    self._give_up(name, f"engine {short} for {model} did not start again in {self.start_s:.0f} s "
+                                        f"(cluster.engine_start_s) after its process or node was lost; "
+                                        f"{shortfall(need, cluster_free(), nodes_free())}")
+                    return
+                if waited - said >= self.every:
+                    said = waited
+                    self.log(f"engine {short} restarting (its process or node was lost): {waited:.0f} s of "
+                             f"{self.start_s:.0f} s; its cells' calls wait for it; "
+                             f"{shortfall(need, cluster_free(), nodes_free())}")
+            elif state == "ALIVE" and since is not None:
+                self.log(f"engine {short}: back after {time.monotonic() - since:.0f} s of restarting")
+                since, said = None, 0.0
+            elif state == "DEAD":
+                return
 
     def _give_up(self, name: str, why: str) -> None:
         """An engine past its start bound: killed (an unplaced one must not take the room a node brings later)

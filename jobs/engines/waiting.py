@@ -62,10 +62,22 @@ def nodes_free() -> list[dict[str, float]]:
 def placed(handle: Any) -> bool | None:
     """Whether Ray has placed the actor (a worker process runs its constructor, or ran it); None where Ray's
     actor table cannot say. An actor waiting for room has no process yet (its table's Pid is 0)."""
+    entry = _actor_entry(handle)
+    return None if entry is None else bool(entry.get("Pid"))
+
+
+def actor_state(handle: Any) -> str | None:
+    """The actor's state in Ray's actor table (ALIVE, RESTARTING, PENDING_CREATION, DEAD); None where the
+    table cannot say."""
+    entry = _actor_entry(handle)
+    return None if entry is None else entry.get("State")
+
+
+def _actor_entry(handle: Any) -> Mapping | None:
     from ray._private import state
 
     try:
         entry = state.actors(handle._actor_id.hex())
     except Exception:  # noqa: BLE001 - the GCS busy: unknown this time, asked again at the next line
         return None
-    return bool(entry.get("Pid")) if isinstance(entry, Mapping) and entry else None
+    return entry if isinstance(entry, Mapping) and entry else None

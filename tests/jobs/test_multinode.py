@@ -34,6 +34,9 @@ def test_losing_the_engines_node_mid_cell_restarts_it_elsewhere_and_changes_no_a
     assert engine["starts"] == 2 and first == lost["lost_node"] and engine["lost_nodes"] == [first]
     assert first in workers and second in workers and second != first  # never the head, which has no CPUs
     assert 0 < lost["answered_before_loss"] < 2 * len(pairs) and lost["recovery_s"] > 0
+    # the driver said that the engine was restarting, and when it was back (jobs.engines.host)
+    assert any(line.endswith(" s of restarting") and ": back after " in line for line in lost["restart_lines"]), lost
+    assert one["restart_lines"] == []
     count, differences = run_differences(tmp_path / "results" / "one_node", tmp_path / "results" / "node_lost")
     assert count == 1 and differences == []
 

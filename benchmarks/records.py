@@ -290,7 +290,7 @@ def _csv_records(source: str) -> Iterator[Record]:
 
 
 # A result part's schema metadata: the schema its rows were written with, before the columns of the rest of its
-# table were added to it (jobs.store.run_root.RunRoot.unify_table), as Arrow IPC bytes.
+# table were added to it (jobs.store.unify), as Arrow IPC bytes.
 WRITTEN_SCHEMA = b"ragjudge.written_schema"
 
 

@@ -35,7 +35,7 @@ def measures(row: Row) -> dict[str, float | None]:
         "truncated": 1.0 if row.get("truncated") else 0.0,
     }
     # A judge's row, by its values: a classifier's row read from a table beside a judge's has the judge's
-    # columns too, all None (pandas, pyarrow.dataset, RunRoot.unify_table), and is no judge's for that.
+    # columns too, all None (pandas, pyarrow.dataset, jobs.store.unify), and is no judge's for that.
     if any(row.get(f"{column}_{order}") is not None for column in JUDGE_COLUMNS for order in ORDERS):
         out["correct_cr"] = row.get("correct_cr")
         out["correct_rc"] = row.get("correct_rc")

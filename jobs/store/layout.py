@@ -14,7 +14,7 @@
 
 Folders are Hive partitions (`key=value`) and a part holds no column of its folders' keys (PARTITION_KEYS), so
 pandas, pyarrow, DuckDB and Ray Data read each table as one dataset, its benchmark and model decoded from the
-folder names; a sweep's end gives every part of a table the table's columns (RunRoot.unify_table), since pandas
+folder names; a sweep's end gives every part of a table the table's columns (jobs.store.unify), since pandas
 and pyarrow read a folder's columns from its first part. Older runs' parts hold the keys too, and their folders name a model's '/' as '__' (`flat_value`):
 RunRoot reads those as well.
 """

@@ -32,7 +32,7 @@ def arrow_schema(record: type, leave_out: frozenset[str] = frozenset()) -> pa.Sc
 
 
 # requests/: every part has every column an answer may have, typed, whatever its engine's task: the table reads as
-# one dataset as it is written, and no part of it is rewritten when a run ends (RunRoot.unify_table).
+# one dataset as it is written, and no part of it is rewritten when a run ends (jobs.store.unify).
 REQUESTS_SCHEMA = arrow_schema(Answer, leave_out=PART_KEYS)
 
 

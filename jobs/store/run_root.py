@@ -29,10 +29,8 @@ from jobs.store.backends import Backend, backend_for
 from jobs.store.layout import PARTITION_KEYS, QUARANTINE, TABLES, Table, flat_value, partition_value
 from jobs.store.parquet_rows import (
     REQUESTS_SCHEMA,
-    conformed,
     joined_rows,
     parquet_bytes,
-    table_schema,
     with_columns,
 )
 from jobs.store.redaction import redact, scrub, secret_values
@@ -365,36 +363,6 @@ class RunRoot:
         if table not in TABLES:
             raise ValueError(f"table must be one of {TABLES}, got {table!r}")
         return ray.data.read_parquet(self.path(table), filesystem=self.filesystem, file_extensions=["parquet"])
-
-    def unify_table(self, table: Table) -> str | None:
-        """Rewrite the parts of `table` whose columns differ from the table's (table_schema: every column of
-        every part, one type each), so readers that take a folder's columns from its first file (pandas'
-        read_parquet, pyarrow.dataset) see every column of every cell. Only footers are read to find them;
-        those parts are rewritten whole, atomically. Parts of a run written before parts left the partition
-        keys out are left as they are. Returns why the table cannot have one schema (two types of one column;
-        nothing is rewritten then), or None."""
-        parts = [path for benchmark in self.folders(table) for model in self.folders(f"{table}/{benchmark}")
-                 for _, path in self.parquet_files(f"{table}/{benchmark}/{model}")]
-        schemas = {path: self.retrying("read", path, partial(pq.read_schema, path, filesystem=self.filesystem))
-                   for path in parts}
-        schemas = {path: schema.remove_metadata() for path, schema in schemas.items()
-                   if not set(PARTITION_KEYS) & set(schema.names)}
-        if not schemas:
-            return None
-        try:
-            schema = table_schema(list(schemas.values()))
-        except ValueError as e:
-            return f"{self.uri(table)}/: {e}"
-        columns = dict(zip(schema.names, schema.types))
-        for path, part_schema in schemas.items():
-            if dict(zip(part_schema.names, part_schema.types)) != columns:  # the order of columns matters to none
-                data = self._read_bytes(path)
-                if data is not None:  # removed since it was listed: nothing to make whole
-                    part = conformed(pq.read_table(pa.BufferReader(data)), schema)
-                    sink = pa.BufferOutputStream()
-                    pq.write_table(part, sink)
-                    self._write_bytes(path, sink.getvalue().to_pybytes())
-        return None
 
     def write_cell(self, benchmark: str, model: str, predictions: list[ArrowRow],
                    errors: list[ArrowRow]) -> dict[str, int]:

@@ -31,6 +31,7 @@ from jobs.loading import load_model
 from jobs.store import Manifest, RunRoot
 from jobs.store.answers import AnswerStore
 from jobs.store.layout import TABLES, VALIDATE
+from jobs.store.unify import unify_table
 from jobs.sweep.admission import run_concurrently
 from jobs.sweep.cell import Cell, CellOutcome, run_cell
 from jobs.sweep.cluster import cluster_address
@@ -148,7 +149,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
                                     sweep.max_concurrent_cells)
         if not stop.is_set():  # a stopped run's tables are made one when a later run of it ends
             for table in TABLES:
-                if why := root.unify_table(table):
+                if why := unify_table(root, table):
                     log(f"WARNING {why}; pandas and pyarrow read that folder's columns from its first part, "
                         "DuckDB's read_parquet(..., union_by_name = true) reads every part's")
         return [outcome for _, outcome in sorted(zip(order, outcomes), key=lambda pair: pair[0])]

@@ -14,6 +14,7 @@ from benchmarks.records import read_records
 from jobs.store.layout import TABLES, flat_value, part_path, partition_keys
 from jobs.store.parquet_rows import REQUESTS_SCHEMA, parquet_bytes
 from jobs.store.run_root import RunRoot
+from jobs.store.unify import unify_table
 
 BENCHMARKS = ("rag_rewardbench", "my_pairs")  # a custom config of the same module: its rows name the module
 MODELS = ("org/judge-1", "tiny rm")  # a hub id and a name with a space: both encoded in their folders
@@ -129,7 +130,7 @@ def test_predictions_of_cells_with_other_columns_read_whole_once_the_table_is_on
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             before = set()
         assert before != columns
-    assert root.unify_table("predictions") is None
+    assert unify_table(root, "predictions") is None
     frame = reader(root.path("predictions"))
     assert set(frame.columns) == columns
     read = {(str(r.benchmark), str(r.model)): r for r in frame.itertuples()}
@@ -163,15 +164,15 @@ def test_requests_parts_of_engines_of_every_task_have_one_schema_as_written(tmp_
 
 def test_a_table_already_one_schema_is_not_rewritten_and_one_that_cannot_be_says_why(tmp_path):
     root = _cells_of_two_kinds(tmp_path)
-    assert root.unify_table("predictions") is None
+    assert unify_table(root, "predictions") is None
     parts = sorted(p for p in (tmp_path / "run" / "predictions").rglob("*.parquet"))
     written = [p.stat().st_mtime_ns for p in parts]
-    assert root.unify_table("predictions") is None
+    assert unify_table(root, "predictions") is None
     assert [p.stat().st_mtime_ns for p in parts] == written  # nothing to do: footers read, no part rewritten
     root.write_cell("bianbench", "judge", [{"item_id": "b", "subset": "s", "ranking": "first", "correct": 1.0,
                                             "error": None}], [])
     lone = next((tmp_path / "run" / "predictions" / "benchmark=bianbench").rglob("*.parquet"))
     kept = lone.read_bytes()
-    why = root.unify_table("predictions")
+    why = unify_table(root, "predictions")
     assert why is not None and "ranking" in why and why.startswith(root.uri("predictions"))
     assert lone.read_bytes() == kept and [p.stat().st_mtime_ns for p in parts] == written

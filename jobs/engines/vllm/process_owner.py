@@ -16,6 +16,8 @@ import os
 import signal
 import sys
 
+import psutil
+
 OWNER_VARIABLE = "RAGJUDGE_ENGINE_OWNER"  # "pid:start time" of the engine actor's process
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -24,8 +26,6 @@ _vllm_run_engine_core = None  # vLLM's own entry function, kept where it was wra
 
 def owner_tag(pid: int) -> str:
     """A process's identity that a reused pid cannot take: its pid and its start time (psutil's)."""
-    import psutil
-
     return f"{pid}:{psutil.Process(pid).create_time():.2f}"
 
 
@@ -66,8 +66,6 @@ def die_with_parent() -> None:
 def end_orphans() -> list[str]:
     """End this machine's processes that an engine actor of ours started and whose actor is gone; a line for
     each. Processes of other users, and those without OWNER_VARIABLE, are never touched."""
-    import psutil
-
     lines = []
     for process in psutil.process_iter(["pid", "name", "memory_info"]):
         try:
@@ -87,8 +85,6 @@ def end_orphans() -> list[str]:
 
 
 def _alive(owner: str) -> bool:
-    import psutil
-
     pid, _, started = owner.partition(":")
     try:
         return f"{psutil.Process(int(pid)).create_time():.2f}" == started

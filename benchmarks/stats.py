@@ -1,4 +1,4 @@
-"""Uncertainty for every reported accuracy (PROTOCOLS.md 5): percentile bootstrap over items, seeded."""
+"""Uncertainty for every reported accuracy (docs/protocols.md 5): percentile bootstrap over items, seeded."""
 from __future__ import annotations
 
 import hashlib

@@ -1,10 +1,10 @@
 """What judging both orders costs over one order: uncached prompt tokens and wall time, same pairs, same judge.
 
-RAG-RewardBench asks a generative judge each pair twice, responses swapped (PROTOCOLS.md 1). The two prompts
-share the system prompt and the RAG prompt, and each request's verdict part (after the prefilled "Choose ")
-shares its text part whole; our engines get them next to each other so vLLM's prefix cache serves the shared
-part once. This measures it through the pipeline's own engine path (jobs.engines.answer_requests: Ray Data,
-the sweep's long-lived engine, its ledger), each side on a fresh engine so no cache carries over, on
+RAG-RewardBench asks a generative judge each pair twice, responses swapped (docs/protocols.md 1). The two
+prompts share the system prompt and the RAG prompt, and each request's verdict part (after the prefilled
+"Choose ") shares its text part whole; our engines get them next to each other so vLLM's prefix cache serves
+the shared part once. This measures it through the pipeline's own engine path (jobs.engines.answer_requests:
+Ray Data, the sweep's long-lived engine, its ledger), each side on a fresh engine so no cache carries over, on
 Table-4-shaped synthetic pairs (perf/workload.py). Wall time counts from the first request to the last
 answer, without the engine's start.
 Usage: python perf/judge_orders.py [--scale 0.25 --max-pairs 2]

@@ -1,4 +1,5 @@
-"""Bi'anBench: RAG hallucination detection judged PASS / FAIL (seeds/bian_hallucination.txt, PROTOCOLS.md 2).
+"""Bi'anBench: RAG hallucination detection judged PASS / FAIL (seeds/bian_hallucination.txt,
+docs/protocols.md 2).
 
 The registry loads `BianBench`; the names below are what tests and users (e.g. the judge ensemble) need.
 `measures`, `group_key`, `row_key`, `summarize` and `table_text` are also here as functions so that callers

@@ -1,4 +1,4 @@
-"""Bi'anBench (seeds/bian_hallucination.txt; rules in PROTOCOLS.md 2) behind the benchmark contract.
+"""Bi'anBench (seeds/bian_hallucination.txt; rules in docs/protocols.md 2) behind the benchmark contract.
 
 RAG hallucination detection: a judge reads a context and an answer (QA, summary, data-to-text output or
 translation) and says PASS (faithful to the context) or FAIL. Three splits: EN (13,301 rows), ZH (7,757) and

@@ -1,4 +1,4 @@
-"""Reading a judge's verdict: parsed from its text (the paper's protocol, PROTOCOLS.md 2) or from the
+"""Reading a judge's verdict: parsed from its text (the paper's protocol, docs/protocols.md 2) or from the
 candidates' log-probs after the prefill (parse-free)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ _STANDALONE = re.compile(r"(?<!\w)(PASS|FAIL|通过|失败)(?!\w)")
 
 
 def parse_verdict(text: str | None) -> str:
-    """PASS, FAIL or ERROR from a judge's output (PROTOCOLS.md 2).
+    """PASS, FAIL or ERROR from a judge's output (docs/protocols.md 2).
 
     In order: the last JSON object (```json fences, single quotes and surrounding prose are fine) whose
     SCORE / 判断 (any case) holds PASS / FAIL / 通过 / 失败 (any case); else the last "SCORE": "<verdict>" pair

@@ -1,4 +1,4 @@
-"""RAG-RewardBench (seeds/rag_rewardbench.txt; rules in PROTOCOLS.md 1) against the benchmark protocol.
+"""RAG-RewardBench (seeds/rag_rewardbench.txt; rules in docs/protocols.md 1) against the benchmark protocol.
 
 1,485 preference pairs in 18 subsets. A reward model is right on a pair when it prefers `chosen` to `reject`.
 Three kinds of RM see a pair differently, so `expand` turns one pair into the requests its kind needs and

@@ -1,4 +1,5 @@
-"""What the reducer tracks per pair, and metrics.json in the Table 2 layout (micro-averages, PROTOCOLS.md 1)."""
+"""What the reducer tracks per pair, and metrics.json in the Table 2 layout (micro-averages,
+docs/protocols.md 1)."""
 from __future__ import annotations
 
 from array import array
@@ -51,7 +52,7 @@ def measures(row: Row) -> dict[str, float | None]:
 def summarize(groups: dict[str, dict[str, list[tuple[str, float]]]], resamples: int = 1000) -> dict[str, Any]:
     """metrics.json in the Table 2 layout from reduced groups: {measure: {subset: [(item_id, value), ...]}}.
 
-    Every average is a micro-average over pairs (PROTOCOLS.md 1): columns pool their subsets' pairs.
+    Every average is a micro-average over pairs (docs/protocols.md 1): columns pool their subsets' pairs.
     """
     def pooled(measure: str, subsets: Iterable[str]) -> array:
         return pooled_values(groups.get(measure, {}), subsets)

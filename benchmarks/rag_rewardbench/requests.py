@@ -1,4 +1,5 @@
-"""The requests each reward-model kind needs for one pair (PROTOCOLS.md 1), with the paper's Table 6 prompt."""
+"""The requests each reward-model kind needs for one pair (docs/protocols.md 1), with the paper's Table 6
+prompt."""
 from __future__ import annotations
 
 from benchmarks.row_types import Item, Request

@@ -1,5 +1,6 @@
-"""Utility judgments (seeds/utility_judgments.txt; PROTOCOLS.md 4 and 5): the benchmark class and the public
-names tests and users need. The protocol is described in benchmark.py; gtu.py covers the GTU answer round."""
+"""Utility judgments (seeds/utility_judgments.txt; docs/protocols.md 4 and 5): the benchmark class and the
+public names tests and users need. The protocol is described in benchmark.py; gtu.py covers the GTU answer
+round."""
 from benchmarks.utility.benchmark import UtilityJudgments
 from benchmarks.utility.load import item_id
 from benchmarks.utility.metrics import k_sampling_evidence, top_m

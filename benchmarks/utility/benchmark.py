@@ -1,4 +1,4 @@
-"""Utility judgments (seeds/utility_judgments.txt; rules in PROTOCOLS.md 4 and 5) as a Benchmark.
+"""Utility judgments (seeds/utility_judgments.txt; rules in docs/protocols.md 4 and 5) as a Benchmark.
 
 A judge sees a question and 10 candidate passages (GTI: ground-truth evidence among counterfactual and noisy
 passages) and picks the evidence with utility, in one of four forms: pointwise (yes/no per passage),

@@ -1,4 +1,4 @@
-"""Utility-judgment metrics (PROTOCOLS.md 4): evidence sets and rankings against ground-truth labels, the
+"""Utility-judgment metrics (docs/protocols.md 4): evidence sets and rankings against ground-truth labels, the
 k-sampling votes, and GTU answer metrics. Pure functions on passage indices and strings.
 
 Indices are positions in the item's ORIGINAL passage list; labels are 0/1 per passage (1 = ground truth).

@@ -1,5 +1,5 @@
-"""Reading a judge's verdict from its text (PROTOCOLS.md 4). Pure and tolerant of the decoration models add
-(markdown bold, quotes, brackets, "is" for ":"), strict about meaning: an answer that only echoes the
+"""Reading a judge's verdict from its text (docs/protocols.md 4). Pure and tolerant of the decoration models
+add (markdown bold, quotes, brackets, "is" for ":"), strict about meaning: an answer that only echoes the
 requested format, or says nothing parseable, is None, a counted outcome and never an exception.
 
 Ids are positions in the prompt (Passage-0 ... Passage-(n-1), [0] ... [n-1]); the caller maps them back.

@@ -105,7 +105,7 @@ def tie_order(item: Mapping[str, Any]) -> list[int]:
 
 def pairwise_position(judged: list[tuple[list[int], str | None]], verdicts: list[int | None]
                       ) -> dict[str, Any]:
-    """PROTOCOLS.md 5 for pairwise judges: how often the same passage wins both orders of a pair, and how
+    """docs/protocols.md 5 for pairwise judges: how often the same passage wins both orders of a pair, and how
     often the judge picks whichever passage is shown first."""
     winner = {tuple(p): p[v] for (p, _), v in zip(judged, verdicts) if v is not None}
     both = [(i, j) for i, j in winner if i < j and (j, i) in winner]

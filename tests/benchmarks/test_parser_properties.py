@@ -26,7 +26,7 @@ from benchmarks.rag_rewardbench import logprob_choice
 from benchmarks.rag_rewardbench import parse_choice as choose_1_or_2
 from benchmarks.utility.parsing import parse_choice, parse_judgment, parse_rank, parse_selection
 
-# Pieces of the outputs the prompts ask for (PROTOCOLS.md), and what models put around them.
+# Pieces of the outputs the prompts ask for (docs/protocols.md), and what models put around them.
 FRAGMENTS = (
     "Choose 1", "Choose 2", "choose", '"Choose ', "Response", "**", '"', "'", "`", "```json", "```", "\n",
     " ", "{", "}", "[", "]", ":", "：", ",", "SCORE", '"SCORE": ', "PASS", "FAIL", "pass", "通过", "失败", "判断",

@@ -56,6 +56,7 @@ def test_an_engine_in_a_package_of_its_own_runs_a_cell(tmp_path, monkeypatch):
     assert outcome.metrics["n"] == 6 and outcome.metrics["n_errors"] == 0
     predictions = root.read_rows("predictions", "rag_rewardbench", "toy")
     # Chosen first in one order (right) and second in the other (wrong): 1 and 0, so every pair scores 0.5
-    # (PROTOCOLS.md 1: the mean over the two orders), never consistent; an unread verdict would be 0.5 and 0.5.
+    # (docs/protocols.md 1: the mean over the two orders), never consistent; an unread verdict would be 0.5
+    # and 0.5.
     assert [(p["correct_cr"], p["correct_rc"], p["correct"], p["consistent"]) for p in predictions] == \
         [(1.0, 0.0, 0.5, False)] * 6

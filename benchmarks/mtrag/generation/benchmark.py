@@ -1,4 +1,4 @@
-"""mtRAG generation (seeds/mtrag.txt sections 6-8, Appendices D, F, I; rules in PROTOCOLS.md 3).
+"""mtRAG generation (seeds/mtrag.txt sections 6-8, Appendices D, F, I; rules in docs/protocols.md 3).
 
 A task is a conversation up to a user question, with reference passages and a reference answer. A generator
 answers it from the passages of a retrieval setting (Reference: the task's own passages, none when it is

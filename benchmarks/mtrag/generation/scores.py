@@ -1,9 +1,10 @@
-"""mtRAG generation scores on one response (seeds/mtrag.txt sections 6.3, 8 and Appendix F; PROTOCOLS.md 3).
+"""mtRAG generation scores on one response (seeds/mtrag.txt sections 6.3, 8 and Appendix F;
+docs/protocols.md 3).
 
 Pure functions: the judges' texts come in already answered, the BERTScore encoder runs elsewhere (an actor
 stage, actors.bertscore, rescaling through the bert-score package) and hands its numbers to `rb_alg`. Where
-the authors' script (IBM/mt-rag-benchmark, scripts/evaluation) and PROTOCOLS.md differ, PROTOCOLS.md wins
-and the difference is said in the docstring.
+the authors' script (IBM/mt-rag-benchmark, scripts/evaluation) and docs/protocols.md differ, docs/protocols.md
+wins and the difference is said in the docstring.
 """
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from typing import Any
 # authors' script treats CONVERSATIONAL turns like unanswerable ones (a good answer is not an answer).
 EXPECT_IDK = ("UNANSWERABLE", "CONVERSATIONAL")
 EXPECT_ANSWER = ("ANSWERABLE", "PARTIAL")
-UNDERSPECIFIED = "UNDERSPECIFIED"  # MTRAG-UN only: neither row; reported on its own (PROTOCOLS.md 3)
+UNDERSPECIFIED = "UNDERSPECIFIED"  # MTRAG-UN only: neither row; reported on its own (docs/protocols.md 3)
 ANSWERABILITY = EXPECT_ANSWER + EXPECT_IDK + (UNDERSPECIFIED,)
 
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
-# The three rating forms of PROTOCOLS.md 3, most specific first; the first form found decides.
+# The three rating forms of docs/protocols.md 3, most specific first; the first form found decides.
 _RATINGS = (
     re.compile(r"Rating:\s*\[\[\s*" + _NUMBER + r"\s*\]\]", re.IGNORECASE),
     re.compile(r"Rating:\s*" + _NUMBER, re.IGNORECASE),
@@ -84,8 +85,8 @@ def parse_rating(text: str | None) -> float:
     by 10; the last occurrence of the first form found counts (a judge rates at the end). Unparseable, or x
     outside (0, 10], gives 0.5, the protocol's neutral value.
 
-    The authors' script tries more forms ('[x]', 'Score: x', ...) and keeps the first occurrence; PROTOCOLS.md
-    names these three.
+    The authors' script tries more forms ('[x]', 'Score: x', ...) and keeps the first occurrence;
+    docs/protocols.md names these three.
     """
     cleaned = _ECHOED_EXAMPLE.sub("", text or "")
     for pattern in _RATINGS:
@@ -105,7 +106,7 @@ def median_rating(ratings: Iterable[float]) -> float | None:
 def parse_idk(text: str | None) -> float | None:
     """IDK judge label from the first word of its output: yes 1, no 0, partial 0.5; anything else None.
 
-    None (unknown) leaves metrics raw (PROTOCOLS.md 3). The authors' script reads any other word as 0.5.
+    None (unknown) leaves metrics raw (docs/protocols.md 3). The authors' script reads any other word as 0.5.
     """
     word = idk_word(text)
     return IDK_LABELS.get(word) if word else None
@@ -118,7 +119,7 @@ def idk_word(text: str | None) -> str:
 
 
 def condition_on_idk(value: float, answerability: str, idk: float | None) -> float:
-    """A metric conditioned on answerability and the IDK label (section 6.3.3, PROTOCOLS.md 3).
+    """A metric conditioned on answerability and the IDK label (section 6.3.3, docs/protocols.md 3).
 
     UNANSWERABLE, CONVERSATIONAL: 1 if IDK = yes, else 0. ANSWERABLE, PARTIAL: 0 if IDK = yes, else the raw
     value. IDK = partial (0.5) goes with "no", as in the paper's table (columns "no, partial" | "yes") and the

@@ -1,6 +1,7 @@
-"""mtRAG retrieval (seeds/mtrag.txt, PROTOCOLS.md 3): retrievers x query strategies, scored as the authors'
-script scores them (scoring.py). Pure Python: which files to read, which queries to ask, how to lay out the
-results; jobs.flow.ranked runs the retrievers (jobs/engines/bm25, jobs/engines/sentence_transformers) on a Ray cluster.
+"""mtRAG retrieval (seeds/mtrag.txt, docs/protocols.md 3): retrievers x query strategies, scored as the
+authors' script scores them (scoring.py). Pure Python: which files to read, which queries to ask, how to lay
+out the results; jobs.flow.ranked runs the retrievers (jobs/engines/bm25, jobs/engines/sentence_transformers)
+on a Ray cluster.
 
 A cell is (this benchmark, one retriever). For every strategy it writes a run in the official task format,
 per-query scores and a metrics.json with the script's collections/all layout plus the first/later-turn split;

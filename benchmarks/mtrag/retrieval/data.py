@@ -16,7 +16,7 @@ from benchmarks.decoding import quoted
 from benchmarks.mtrag.common import Loaded, domain, json_objects, numbered_lines, report, task_id
 
 BENCHMARK = "mtrag_retrieval"  # the benchmark's name in item ids and metrics
-STRATEGIES = ("lastturn", "rewrite", "questions")  # the released query files (PROTOCOLS.md 3)
+STRATEGIES = ("lastturn", "rewrite", "questions")  # the released query files (docs/protocols.md 3)
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 CORPUS_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zip")
 _SPEAKER_TAG = re.compile(r"\|(?:user|agent)\|:\s*")

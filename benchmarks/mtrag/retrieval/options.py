@@ -1,5 +1,6 @@
 """mtRAG retrieval options: which domains and query strategies a cell runs, how deep it ranks, when dense
-search turns approximate, and our own LLM rewrite (PROTOCOLS.md 3: "prompt of our own, few-shot, in config")."""
+search turns approximate, and our own LLM rewrite (docs/protocols.md 3: "prompt of our own, few-shot, in
+config")."""
 from __future__ import annotations
 
 from collections.abc import Mapping

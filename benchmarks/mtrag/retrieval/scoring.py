@@ -1,11 +1,11 @@
-"""mtRAG retrieval scores as the authors' script computes them (PROTOCOLS.md 3).
+"""mtRAG retrieval scores as the authors' script computes them (docs/protocols.md 3).
 
 The script (IBM/mt-rag-benchmark, scripts/evaluation/run_retrieval_eval.py) reads a run in the task format,
 keeps the last score of a document id repeated in one ranking, drops a document whose id equals the task id,
 scores each query with pytrec_eval (recall.k and ndcg_cut.k), averages per collection over the queries that
 pytrec_eval scores (those in both run and qrels; a query the run lacks is not a zero), rounds each mean to 5
 decimals, and weights the collection means by their number of run rows for the "all" row. We do the same
-through pytrec_eval itself, with two differences PROTOCOLS.md asks for: task ids and collection names are
+through pytrec_eval itself, with two differences docs/protocols.md asks for: task ids and collection names are
 normalised first (the script matches ids verbatim and knows only the long collection names), and one merged
 qrels table serves every collection (mtRAG task ids are unique across domains).
 

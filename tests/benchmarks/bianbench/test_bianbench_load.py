@@ -1,4 +1,5 @@
-"""Bi'anBench loading (PROTOCOLS.md 2, Table 10's schema): the bundled sample, bad rows, splits from file names."""
+"""Bi'anBench loading (docs/protocols.md 2, Table 10's schema): the bundled sample, bad rows, splits from file
+names."""
 import json
 from pathlib import Path
 

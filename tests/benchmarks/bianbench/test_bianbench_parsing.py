@@ -1,4 +1,5 @@
-"""Bi'anBench verdicts: parsed from the judge's text (PROTOCOLS.md 2) and read from the candidates' log-probs."""
+"""Bi'anBench verdicts: parsed from the judge's text (docs/protocols.md 2) and read from the candidates'
+log-probs."""
 import pytest
 
 from benchmarks.bianbench import logprob_verdict, parse_reasoning, parse_verdict

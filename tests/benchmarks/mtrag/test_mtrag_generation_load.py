@@ -1,4 +1,4 @@
-"""mtRAG generation tasks (PROTOCOLS.md 3): the loader on the two released task files and on bad rows.
+"""mtRAG generation tasks (docs/protocols.md 3): the loader on the two released task files and on bad rows.
 
 Real data, bundled: data/mtrag/generation (MTRAG-UN's 507 reference tasks; the authors' 10-response sample)."""
 from collections import Counter

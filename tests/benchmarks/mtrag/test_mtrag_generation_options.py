@@ -1,5 +1,5 @@
-"""mtRAG generation options (PROTOCOLS.md 3): every config file loads into the typed Options; what a type can
-say (unknown key, wrong type, a word outside its choices) fails when typed, naming the key; what it cannot
+"""mtRAG generation options (docs/protocols.md 3): every config file loads into the typed Options; what a type
+can say (unknown key, wrong type, a word outside its choices) fails when typed, naming the key; what it cannot
 (ranges, judge names, files, prompt placeholders) is a problem naming the key."""
 import pytest
 from bundled_data import REPO

@@ -1,4 +1,4 @@
-"""mtRAG generation's retrieval settings (PROTOCOLS.md 3): which passages the generator and judges see in
+"""mtRAG generation's retrieval settings (docs/protocols.md 3): which passages the generator and judges see in
 Reference, Reference+RAG and Full RAG, read from the task or from a run file, and what check_items reports
 before any engine starts."""
 import pytest

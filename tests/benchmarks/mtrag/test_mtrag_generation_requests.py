@@ -1,5 +1,6 @@
-"""mtRAG generation requests (PROTOCOLS.md 3): the Appendix D.2 prompt and the judges' Figures 6 and 8 word for
-word, then the rounds (generate, judge, verdicts) with hand-made answers, failures counted as outcomes.
+"""mtRAG generation requests (docs/protocols.md 3): the Appendix D.2 prompt and the judges' Figures 6 and 8
+word for word, then the rounds (generate, judge, verdicts) with hand-made answers, failures counted as
+outcomes.
 
 Real data, bundled: data/mtrag/generation and tests/data/mtrag_figures_6_8.txt (the paper's Figures 6 and 8)."""
 import math

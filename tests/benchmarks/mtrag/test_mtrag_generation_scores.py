@@ -1,5 +1,5 @@
-"""mtRAG generation scores on one response (PROTOCOLS.md 3): every formula and parse rule against hand-computed
-values."""
+"""mtRAG generation scores on one response (docs/protocols.md 3): every formula and parse rule against
+hand-computed values."""
 import math
 
 import pytest

@@ -1,4 +1,4 @@
-"""mtRAG generation's rows to metrics (PROTOCOLS.md 3): measures, the reducer's groups, Table 5 and the
+"""mtRAG generation's rows to metrics (docs/protocols.md 3): measures, the reducer's groups, Table 5 and the
 Appendix I breakdowns on hand-made rows, the encoder stage's scores written into rows, and the CLI."""
 import json
 import math

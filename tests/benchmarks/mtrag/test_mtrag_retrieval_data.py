@@ -1,4 +1,4 @@
-"""mtRAG retrieval data (PROTOCOLS.md 3): the loaders on the released files and on bad input, both file
+"""mtRAG retrieval data (docs/protocols.md 3): the loaders on the released files and on bad input, both file
 layouts, task ids and collection names, and runs in the official task format. Pure Python, seconds.
 
 Real data, bundled: data/mtrag (the released queries and qrels, a pooled corpus).

@@ -1,5 +1,5 @@
-"""mtRAG retrieval options (PROTOCOLS.md 3): every config file loads into the typed Options unchanged in meaning;
-what a type can say fails when typed, naming the key; what it cannot is a problem naming the key."""
+"""mtRAG retrieval options (docs/protocols.md 3): every config file loads into the typed Options unchanged in
+meaning; what a type can say fails when typed, naming the key; what it cannot is a problem naming the key."""
 import pytest
 from bundled_data import REPO
 from omegaconf import OmegaConf

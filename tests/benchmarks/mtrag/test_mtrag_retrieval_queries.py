@@ -1,6 +1,6 @@
-"""mtRAG retrieval queries, runs and Table 3 (PROTOCOLS.md 3): the data found in either layout, the released
-queries per strategy, our own LLM rewrite prompt and how its answer is read, a ranking through run row, score
-and prediction row, and the table on hand-made metrics."""
+"""mtRAG retrieval queries, runs and Table 3 (docs/protocols.md 3): the data found in either layout, the
+released queries per strategy, our own LLM rewrite prompt and how its answer is read, a ranking through run
+row, score and prediction row, and the table on hand-made metrics."""
 import pytest
 from bundled_data import CORPUS, RETRIEVAL
 

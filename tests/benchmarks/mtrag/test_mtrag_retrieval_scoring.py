@@ -1,5 +1,5 @@
-"""mtRAG retrieval scores (PROTOCOLS.md 3) with hand-computed expectations: trec_eval's ranking rule, one query
-by hand, the authors' per-collection means and weighting, and the `ragjudge aggregate` contract on the
+"""mtRAG retrieval scores (docs/protocols.md 3) with hand-computed expectations: trec_eval's ranking rule, one
+query by hand, the authors' per-collection means and weighting, and the `ragjudge aggregate` contract on the
 released qrels. Pure Python, seconds.
 """
 import json

@@ -1,4 +1,4 @@
-"""RAG-RewardBench rules (PROTOCOLS.md 1) with hand-computed expectations. Pure Python, milliseconds."""
+"""RAG-RewardBench rules (docs/protocols.md 1) with hand-computed expectations. Pure Python, milliseconds."""
 import json
 
 import pyarrow as pa

@@ -1,5 +1,5 @@
-"""Utility-judgment metrics (PROTOCOLS.md 4): evidence sets and rankings, the votes, the GTU answer metrics;
-hand-computed expectations."""
+"""Utility-judgment metrics (docs/protocols.md 4): evidence sets and rankings, the votes, the GTU answer
+metrics; hand-computed expectations."""
 import math
 
 import pytest

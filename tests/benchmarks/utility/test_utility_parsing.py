@@ -1,4 +1,4 @@
-"""Reading a utility judge's verdict from its text (PROTOCOLS.md 4)."""
+"""Reading a utility judge's verdict from its text (docs/protocols.md 4)."""
 import pytest
 
 from benchmarks.utility import parsing as up

@@ -59,6 +59,27 @@ def nodes_free() -> list[dict[str, float]]:
         return []
 
 
+def unplaced_demand() -> str | None:
+    """'Ray cannot place 3 tasks or actors yet (3 x 0.25 CPU); the cluster has 0 CPU free', from the demand Ray's
+    autoscaler sees (what Ray could not place yet); None when nothing waits or Ray cannot say."""
+    import ray
+    from ray.autoscaler.v2.sdk import get_cluster_status
+
+    try:
+        demand = get_cluster_status(ray.get_runtime_context().gcs_address).resource_demands
+    except Exception:  # noqa: BLE001 - the GCS busy: unknown this time, asked again at the next line
+        return None
+    shapes = [(request.bundle, request.count) for waiting in demand.ray_task_actor_demand
+              for request in waiting.bundles_by_count]
+    if not shapes:
+        return None
+    keys = [key for key in SHOWN if any(bundle.get(key) for bundle, _ in shapes)]
+    count = sum(n for _, n in shapes)
+    each = ", ".join(f"{n} x {amounts(bundle, [k for k in keys if bundle.get(k)])}" for bundle, n in shapes)
+    return (f"Ray cannot place {count} task{'s' if count > 1 else ''} or actor{'s' if count > 1 else ''} yet "
+            f"({each}); the cluster has {amounts(cluster_free(), keys)} free")
+
+
 def placed(handle: Any) -> bool | None:
     """Whether Ray has placed the actor (a worker process runs its constructor, or ran it); None where Ray's
     actor table cannot say. An actor waiting for room has no process yet (its table's Pid is 0)."""

@@ -24,6 +24,7 @@ from jobs.engines.host import EngineHost, Price, last_starts
 from jobs.engines.prefetch import ahead_of_engines
 from jobs.engines.preflight import largest_gpu_node, make_built_in_models, model_problems, unmade_problems
 from jobs.engines.vllm.process_owner import end_orphans
+from jobs.engines.waiting import unplaced_demand
 from jobs.engines.weights import weights_record
 from jobs.flow import flow_of
 from jobs.flow.text_pairs import encoders_used
@@ -55,7 +56,7 @@ def run_sweep(sweep: SweepConfig, log=print, include_held: bool = False,
     stop = stop or Stop()
     root = RunRoot.of(sweep.storage, before_write=before_write)
     manifest = Manifest(root, sweep)
-    progress = Progress(root, _one_line_at_a_time(log), ticking=True)
+    progress = Progress(root, _one_line_at_a_time(log), ticking=True, unplaced=unplaced_demand)
     log = progress.message
     held = {} if include_held else {name: reason for name, reason in held_models(root.read_json(VALIDATE)).items()
                                     if name in sweep.models}

@@ -20,10 +20,12 @@ from typing import TextIO, TypedDict
 
 from jobs.store import FAILED_ERRORS, RunRoot
 from jobs.store.layout import STATUS
+from jobs.sweep.cluster import NO_PROGRESS_S
 
 BAR = 20  # characters of a terminal progress bar
 RATE_WINDOW_S = 60.0  # requests per second over this recent window: a cell's pace now, not since its start
 SAMPLE_EVERY_S = 1.0  # a cell keeps its (time, answered) at most this often, for the window
+STALL_S = 60.0  # no running cell advanced this long: the console says what Ray could not place
 
 
 class CellStatus(TypedDict, total=False):
@@ -77,7 +79,7 @@ class Progress:
                  interactive: bool | None = None, stream: TextIO | None = None,
                  clock: Callable[[], float] = time.time,
                  write_every: float = 5.0, log_every: float = 30.0, redraw_every: float = 0.5,
-                 ticking: bool = False) -> None:
+                 ticking: bool = False, unplaced: Callable[[], str | None] | None = None) -> None:
         self.root, self.log, self.clock = root, log, clock
         self.stream = stream or sys.stderr
         self.interactive = self.stream.isatty() if interactive is None else interactive
@@ -90,6 +92,8 @@ class Progress:
         self._write_failed = False
         self._samples: dict[str, deque[tuple[float, int]]] = {}  # a running cell's (time, done), the last minute
         self._stopped = threading.Event()
+        # while no running cell advances for STALL_S, what Ray could not place (jobs.engines.waiting), each STALL_S
+        self.unplaced, self._advanced_at, self._stall_said = unplaced, clock(), float("-inf")
         self._ticker = threading.Thread(target=self._tick_until_closed, name="ragjudge-progress", daemon=True) \
             if ticking else None  # started with the first cell, which the pipeline's `finally` closes
 
@@ -119,6 +123,7 @@ class Progress:
             now = self.clock()
             cell = self._cell(key, now)
             cell["done"] += n
+            self._advanced_at = now
             self._rate(key, cell, now)
             self._show(now)
 
@@ -169,6 +174,19 @@ class Progress:
     def _tick_until_closed(self) -> None:
         while not self._stopped.wait(1.0):
             self.tick()
+            self._say_what_stalls()
+
+    def _say_what_stalls(self) -> None:
+        """A cell whose dataset Ray cannot place a task of moves nothing, with no line of Ray's on the console;
+        once no running cell has advanced for STALL_S, say what waits for room, every STALL_S."""
+        now = self.clock()
+        with self._lock:
+            quiet = any(True for _ in self._running()) and now - max(self._advanced_at, self._stall_said) >= STALL_S
+        if not quiet or self.unplaced is None or (waiting := self.unplaced()) is None:
+            return
+        self._stall_said = now
+        self.message(f"nothing answered for {now - self._advanced_at:.0f} s: {waiting}; a cell's dataset that "
+                     f"moves nothing for {NO_PROGRESS_S:.0f} s fails (Ray Data's limit)")
 
     # -- state ---------------------------------------------------------------------------------------------
     def _cell(self, key: str, now: float) -> CellStatus:

@@ -70,3 +70,31 @@ def test_a_cell_whose_engine_cannot_be_placed_fails_with_its_reason_and_the_othe
     assert outcomes["huge"].message.startswith(
         ": WaitTimeout: engine huge-score for huge did not start in 45 s (cluster.engine_start_s): Ray could not "
         "place it; needs 64 CPU"), outcomes["huge"].message
+
+
+@pytest.mark.integration
+def test_what_ray_cannot_place_is_named_with_each_shape_and_the_clusters_free_resources(ray_session):
+    """The progress line's words for a sweep that moves nothing (jobs.sweep.progress): the demand Ray's autoscaler
+    sees, by shape, against what is free; nothing once it is placed or gone."""
+    import re
+
+    import ray
+
+    from jobs.engines.waiting import unplaced_demand
+
+    too_big = ray.remote(num_cpus=64)(lambda: None)
+    refs = [too_big.remote(), too_big.remote()]
+    try:
+        deadline, said = time.time() + 60, None
+        while time.time() < deadline and said is None:  # the autoscaler's view lags the tasks by a second or so
+            said = unplaced_demand()
+            time.sleep(0.5)
+        assert said is not None and re.fullmatch(
+            r"Ray cannot place 2 tasks or actors yet \(2 x 64 CPU\); the cluster has \d+(\.\d+)? CPU free", said), said
+    finally:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and unplaced_demand() is not None:
+        time.sleep(0.5)
+    assert unplaced_demand() is None

@@ -220,3 +220,43 @@ def test_a_slow_cell_shows_requests_a_minute():
     cell = {"done": 8, "total": 44, "requests_per_s": 8 / 200, "eta_s": 36 * 25.0}
     assert cell_line("utility/judge", cell) == "utility/judge  8/44 (18%)  2.4 req/min  ETA 15m00s"
     assert cell_line("utility/judge", {**cell, "requests_per_s": 0.0, "eta_s": None}).endswith("0.0 req/s  ETA ?")
+
+
+def test_a_sweep_that_moves_nothing_says_what_ray_cannot_place_once_a_minute_and_not_before():
+    """Past STALL_S (60 s) with no running cell advancing, a line of what waits for room, then one a minute;
+    an answer starts the minute again; nothing is said where nothing waits (Ray placed it all: a slow model)."""
+    clock, log = Clock(), []
+    waiting: list[str | None] = ["Ray cannot place 3 tasks or actors yet (3 x 0.25 CPU); the cluster has 0 CPU free"]
+    progress = Progress(None, log.append, interactive=False, clock=clock, unplaced=lambda: waiting[0])
+    progress.cell_started("rag/m1", total_requests=10)
+
+    def stalls() -> list[str]:
+        return [line for line in log if line.startswith("nothing answered")]
+
+    clock.now += 59.9
+    progress._say_what_stalls()
+    assert stalls() == []  # the boundary: 59.9 s is not yet a minute
+    clock.now += 0.1
+    progress._say_what_stalls()
+    assert stalls() == [("nothing answered for 60 s: Ray cannot place 3 tasks or actors yet (3 x 0.25 CPU); the "
+                         "cluster has 0 CPU free; a cell's dataset that moves nothing for 3600 s fails (Ray Data's "
+                         "limit)")]
+    clock.now += 30
+    progress._say_what_stalls()
+    assert len(stalls()) == 1  # once a minute, not each tick
+    clock.now += 30
+    progress._say_what_stalls()
+    assert len(stalls()) == 2 and stalls()[1].startswith("nothing answered for 120 s: ")
+    progress.advanced("rag/m1")
+    clock.now += 59
+    progress._say_what_stalls()
+    assert len(stalls()) == 2  # an answer came 59 s ago
+    waiting[0] = None
+    clock.now += 120
+    progress._say_what_stalls()
+    assert len(stalls()) == 2
+    progress.cell_finished("rag/m1", "done")
+    waiting[0] = "Ray cannot place 1 task or actor yet (1 x 1 CPU); the cluster has 0 CPU free"
+    clock.now += 600
+    progress._say_what_stalls()
+    assert len(stalls()) == 2  # no running cell: nothing of ours waits

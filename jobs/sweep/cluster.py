@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -22,6 +24,8 @@ from jobs.engines.rows import LIGHT
 # on an engine still loading its weights, restarting on another node (actors.engine_calls waits RESTART_WAIT_S),
 # or busy with other cells' queues. A fresh-clone demo on a loaded machine lost its mtRAG cell that way.
 NO_PROGRESS_S = 2 * RESTART_WAIT_S
+HEAD_PROBE_S, HEAD_LINE_S = 5.0, 15.0  # a joined head: how often it is probed, how often its silence is said
+HEAD_RECONNECT_S = 60.0  # Ray's gcs_rpc_server_reconnect_timeout_s default, after which Ray ends a driver
 
 
 class ClusterUnreachable(Exception):
@@ -48,6 +52,8 @@ def connect_ray(sweep: SweepConfig) -> str:
         except Exception as e:  # Ray raises RuntimeError, ConnectionError or its own for a refusal
             raise join_failed(address, e) from e
         said = f"Ray: joined the cluster at {address}"
+        if address != "auto":
+            threading.Thread(target=say_while_head_is_gone, args=(address,), name="ragjudge-head", daemon=True).start()
     else:
         # "local", not None: None would join the cluster named in Ray's address file, dead or alive.
         try:
@@ -140,6 +146,28 @@ def check_answers(address: str, probe_s: float) -> None:
                 raise ClusterUnreachable(f"no Ray cluster answers at {address} (tried for {probe_s:.0f} s: "
                                          f"{e.strerror or e}); check cluster.address or RAY_ADDRESS") from None
             time.sleep(0.5)
+
+
+def say_while_head_is_gone(address: str, log: Callable[[str], None] = print,
+                           until: threading.Event | None = None) -> None:
+    """For the driver's life (or `until` is set): the joined cluster's head probed every HEAD_PROBE_S; while it
+    does not answer, a line every HEAD_LINE_S (Ray ends the driver once it has been gone for its GCS reconnect
+    timeout, with no line of its own on the console), and one when it answers again."""
+    gone_at, said, until = None, 0.0, until or threading.Event()
+    while not until.wait(HEAD_PROBE_S):
+        try:
+            check_answers(address, HEAD_PROBE_S / 2)
+        except ClusterUnreachable:
+            gone_at = gone_at or time.monotonic() - HEAD_PROBE_S
+            if time.monotonic() - said >= HEAD_LINE_S:
+                said = time.monotonic()
+                log(f"the Ray head at {address} has not answered for {said - gone_at:.0f} s; Ray ends this run "
+                    f"once it has been gone {HEAD_RECONNECT_S:.0f} s (its gcs_rpc_server_reconnect_timeout_s); what is "
+                    "stored stays, and the same command resumes once a head is up")
+            continue
+        if gone_at is not None:
+            log(f"the Ray head at {address} answers again after {time.monotonic() - gone_at:.0f} s")
+            gone_at, said = None, 0.0
 
 
 def host_port(address: str) -> tuple[str, int]:

@@ -124,3 +124,45 @@ def test_the_driver_takes_arrows_memory_from_the_system_allocator():
 
     configure_ray_data()
     assert pa.default_memory_pool().backend_name == "system"
+
+
+def test_a_joined_head_that_stops_answering_is_said_while_it_is_gone_and_when_it_is_back(monkeypatch):
+    """A loopback listener as the head's GCS port: closed, the driver says so every HEAD_LINE_S with Ray's
+    bound, not at each probe; listening again, one line that it is back; a head that answers says nothing."""
+    import threading
+    import time
+
+    from jobs.sweep import cluster
+
+    monkeypatch.setattr(cluster, "HEAD_PROBE_S", 0.05)
+    monkeypatch.setattr(cluster, "HEAD_LINE_S", 0.5)
+    head = socket.socket()
+    head.bind(("127.0.0.1", 0))
+    head.listen()
+    port = head.getsockname()[1]
+    said: list[str] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=cluster.say_while_head_is_gone, args=(f"127.0.0.1:{port}", said.append, stop))
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        assert said == []
+        head.close()
+        time.sleep(1.2)
+        gone = list(said)
+        assert 1 <= len(gone) <= 3, gone  # at 0 s, 0.5 s, 1 s: once per HEAD_LINE_S, not per probe (24 probes)
+        assert gone[0] == (f"the Ray head at 127.0.0.1:{port} has not answered for 0 s; Ray ends this run once it "
+                           "has been gone 60 s (its gcs_rpc_server_reconnect_timeout_s); what is stored stays, and "
+                           "the same command resumes once a head is up")
+        head = socket.socket()
+        head.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        head.bind(("127.0.0.1", port))
+        head.listen()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not said[-1].startswith(f"the Ray head at 127.0.0.1:{port} answers"):
+            time.sleep(0.05)
+        assert said[-1].startswith(f"the Ray head at 127.0.0.1:{port} answers again after ")
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+        head.close()

@@ -9,9 +9,9 @@ LOCK := requirements/cpu.lock
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
 
-# Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/test_chaos.py, their
-# own clusters in processes of their own) beside the others, which run one at a time (they share one Ray cluster
-# and the demo's engines). A serial run mostly waits (engines starting, leases timing out: 24% of 2 cores busy),
+# Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/test_chaos.py and the
+# shrink fault's test_chaos_shrink.py, their own clusters in processes of their own) beside the others, which run
+# one at a time (they share one Ray cluster and the demo's engines). A serial run mostly waits (engines starting, leases timing out: 24% of 2 cores busy),
 # so the seeds' 9 minutes run beside the rest instead of after it; their lines come as one block when they end.
 # `slow` tests stay out: `make test-slow`. `-rs` prints each skip's reason (`.ci/run` fails on a skip that
 # tests/allowed_skips.txt does not list); the slowest are named, and a test past pytest-timeout's limit
@@ -24,11 +24,11 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory -j 2 test-integration test-seeds
 
 test-integration: $(STAMP)
-	$(INTEGRATION) --ignore tests/jobs/test_chaos.py
+	$(INTEGRATION) --ignore tests/jobs/test_chaos.py --ignore tests/jobs/test_chaos_shrink.py
 
 test-seeds: $(STAMP)
 	mkdir -p results
-	$(INTEGRATION) tests/jobs/test_chaos.py > $(SEEDS_LOG) 2>&1; status=$$?; cat $(SEEDS_LOG); exit $$status
+	$(INTEGRATION) tests/jobs/test_chaos.py tests/jobs/test_chaos_shrink.py > $(SEEDS_LOG) 2>&1; status=$$?; cat $(SEEDS_LOG); exit $$status
 
 # What `make test` leaves out, each minutes of engine time on 2 CPU cores: Serve's replica autoscaling (a
 # library's behaviour) and a node joining mid-sweep (both nodes share the same cores, so it cannot be quicker

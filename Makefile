@@ -11,8 +11,9 @@ demo: $(STAMP)
 
 # Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/test_chaos.py and the
 # shrink fault's test_chaos_shrink.py, their own clusters in processes of their own) beside the others, which run
-# one at a time (they share one Ray cluster and the demo's engines). A serial run mostly waits (engines starting, leases timing out: 24% of 2 cores busy),
-# so the seeds' 9 minutes run beside the rest instead of after it; their lines come as one block when they end.
+# one at a time (they share one Ray cluster and the demo's engines). A serial run mostly waits (engines
+# starting, leases timing out), so the seeds run beside the rest instead of after it; their lines come as one
+# block when they end.
 # `slow` tests stay out: `make test-slow`. `-rs` prints each skip's reason (`.ci/run` fails on a skip that
 # tests/allowed_skips.txt does not list); the slowest are named, and a test past pytest-timeout's limit
 # (pyproject.toml) fails on its own.

@@ -2,7 +2,7 @@
 
 Asked shard by shard (jobs.flow.rounds), each shard of SHARD_ITEMS items is a Ray Data dataset of its own, and
 each pays the dataset's start and its tail, where the engine drains: at a million requests that left the cell
-at a quarter of Ray Data's own ceiling on this machine (docs/scale.md, "The framework's ceiling"). Here a read
+well below Ray Data's own ceiling (docs/scale.md, "The framework's ceiling"). Here a read
 task on the cluster reads the items, expands their first requests to the cell's own model and drops the ones
 answered before, and the whole round goes to the engine as one dataset; the driver gets the answers back in
 parts (as every round does, by size or time) and records each in the part of the shard its item is in, so the
@@ -116,7 +116,8 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Col
             found.append(_survey_shard(spec, good, kind, options, target, recorder.shard(shard), answerer,
                                        retry_errors, plan))
         # The shard's items freed before their pages are given back and before the next shard is read (a loop
-        # variable lives until it is bound again): at a million requests the survey's heap kept 22 MiB more.
+        # variable lives until it is bound again, and the heap kept them: docs/measurements.md, "Figures
+        # moved from the code's comments").
         del items, good
         give_back_freed()
     if found:
@@ -133,8 +134,8 @@ def _survey_shard(spec: Benchmark, good: list[Item], kind: str, options: Any, ta
 
     The shard's requests are expanded READ_ITEMS items at a time (`_own_chunks`) and never held together; where
     an answer store is asked, they are expanded twice (once for its lookup, once to count what it answered), so
-    that the shard's requests are not held for it either. At a million requests the survey left the driver at
-    248.1 MiB, against 252.2 with the shard's requests made at once (docs/scale.md)."""
+    that the shard's requests are not held for it either, which lowers the driver's floor (docs/scale.md,
+    "Where the stream's CPU goes, bigger blocks, and the walk's second copies")."""
     answered = newest_answers(shard_answers.stored_answers())
     settled = set(answered) - asked_again(answered, retry_errors)
     del answered
@@ -163,8 +164,8 @@ def _own_chunks(spec: Benchmark, items: Iterable[Item], kind: str, options: Any)
 def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The shards' parts of the plan as three arrays: the item digests sorted, each item's shard in that order,
     and the answered request ids' digests sorted and unique. `found` is emptied as it is read, and each array
-    made from the one before it is freed: at a million answered requests, made all at once (a `np.unique`
-    beside the shards' parts still held) they took the survey's driver 64 MiB over its floor for a moment."""
+    made from the one before it is freed: made all at once (a `np.unique` beside the shards' parts still held)
+    they were a resumed cell's peak (docs/scale.md, "What the survey kept, and a resumed cell")."""
     digests, shards, done = (list(parts) for parts in zip(*found, strict=True))
     found.clear()
     item_digests = np.concatenate(digests)
@@ -254,11 +255,9 @@ def block_rows(requests: int, batch: int) -> int:
     An engine's Ray Data task takes a block and sends its answers on when it is done, so a block holds answers
     back until its last batch is answered (a run stopped or killed part-way loses them: tests/jobs/test_resume.py)
     and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm.engine
-    `tasks_in_flight`). Each block is a task, though, and a task costs about 22 ms on 2 cores: the
-    framework's ceiling at 10k requests in batches of 16 went 449 -> 851 -> 1,108 -> 1,141 req/s at 1, 4,
-    16 and 64 batches a block, and its stream of a million requests took 187 s at 16, 165 s at 64
-    (docs/scale.md). So a block holds up to 64 batches, and only a stream of over 64 x 16 batches holds more
-    than 16."""
+    `tasks_in_flight`). Each block is a task, though, and tasks cost, so the framework's ceiling rose with
+    the batches a block holds (docs/scale.md, "Blocks of whole batches"). So a block holds up to 64 batches,
+    and only a stream of over 64 x 16 batches holds more than 16."""
     return batch * max(1, min(MAX_BATCHES, requests // (MIN_BLOCKS * batch)))
 
 
@@ -269,13 +268,13 @@ def _dataset(read: Callable[[], Iterator[Any]], rows: int) -> Dataset:
     tasks need to know where the other's items begin. The read is a `map_batches` stage over one seed row, not a
     datasource: Ray Data fuses a `map_batches` with the strict repartition behind it (`in_blocks_of`), so the
     read task cuts its own blocks, where a datasource's read cannot fuse and the repartition ran as tasks of
-    its own (a fifth of both cores at a million requests, docs/scale.md)."""
+    its own, taking CPU from the engine (docs/scale.md, "The read cuts its own blocks")."""
     import ray
 
     seed = ray.data.from_items([{"read": 0}])
     ds = seed.map_batches(partial(_read_blocks, read), batch_size=rows, batch_format="pyarrow", **LIGHT)
-    # The read's blocks go on to the repartition once they reach this size (Ray's default, 128 MiB, would hold
-    # the first request back until that much is read); this dataset's setting only, not the session's.
+    # The read's blocks go on to the repartition once they reach this size (Ray's much larger default would
+    # hold the first request back until that much is read); this dataset's setting only, not the session's.
     ds.context.target_max_block_size = STREAM_READ_BYTES
     return in_blocks_of(ds, rows)
 

@@ -33,11 +33,12 @@ from jobs.flow.text_pairs import encoder_settings, with_text_pair_scores
 from jobs.flow.walk import in_shards, item_rows, read_items
 from jobs.store.answers import AnswerStore
 
-# Items a judged cell holds at once: one shard's items, requests, answers and rows (about 20 KB a short pair,
-# 66 KB a full-length one: docs/scale.md, so about 330 MB of full-length pairs); its reduced state goes to
-# Ray's object store (jobs.flow.cell_metrics). Smaller shards cost a Ray Data dataset each (but for a streamed
-# first round) and an engine that drains at each shard's end. Fixed, not a setting: a shard's stored answers
-# are named by its number (jobs.flow.recorder), so a resumed cell must cut its items where the first attempt did.
+# Items a judged cell holds at once: one shard's items, requests, answers and rows, sized so that a shard of
+# full-length pairs stays small beside the driver (docs/measurements.md, "Figures moved from the code's
+# comments"); its reduced state goes to Ray's object store (jobs.flow.cell_metrics). Smaller shards cost a Ray
+# Data dataset each (but for a streamed first round) and an engine that drains at each shard's end. Fixed, not a
+# setting: a shard's stored answers are named by its number (jobs.flow.recorder), so a resumed cell must cut its
+# items where the first attempt did.
 SHARD_ITEMS = 5_000
 
 
@@ -222,8 +223,7 @@ class JudgedFlow(Flow):
     def _first_round(self, job: CellJob, options: Any, kind: str) -> bool:
         """Every item checked, and the first round asked as one stream where the answerer takes one; whether it
         did (one whose every request was answered before counts: it asked nothing). The plan lives only here, so
-        the walk does not hold its arrays: 12 bytes an item (5.7 MiB at half a million items) and 8 a request
-        answered before."""
+        the walk does not hold its arrays: 12 bytes an item and 8 a request answered before."""
         spec, bench = self.spec, job.bench
         plan, problems = survey(spec, bench.data, bench.limit, bench.columns, kind, options, SHARD_ITEMS, job.recorder,
                                 job.answerer, job.retry_errors)

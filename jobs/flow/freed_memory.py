@@ -2,11 +2,9 @@
 
 A shard's items, requests and answers are mostly long strings and large dicts, which CPython takes from the
 C allocator, and glibc's keeps what they free in its heaps for reuse. Shard after shard the heaps fragment and
-the driver's RSS grows although its live memory does not: at a million requests, 348 -> 383 MiB over the
-hundred shards of the walk with tracemalloc's live Python memory up 7 MiB (the id check's digests), and
-347 -> 356 MiB with glibc's `malloc_trim` after each shard (docs/scale.md, "The driver at a million
-requests"). Neither Python nor psutil exposes it, hence ctypes; a C library without it (musl, macOS) is left
-as it is.
+the driver's RSS grows although its live memory does not, and glibc's `malloc_trim` after each shard gives
+most of that back (docs/scale.md, "The driver at a million requests"). Neither Python nor psutil exposes it,
+hence ctypes; a C library without it (musl, macOS) is left as it is.
 """
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 
 def give_back_freed() -> None:
-    """Return the C allocator's free pages to the system: 27-42 ms on a heap of 250 MB, so once a shard."""
+    """Return the C allocator's free pages to the system; a call costs tens of milliseconds, so once a shard
+    (docs/scale.md, "The driver at a million requests")."""
     if (trim := _malloc_trim()) is not None:
         trim(0)

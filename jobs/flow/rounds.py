@@ -125,8 +125,9 @@ def _rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answere
         told.update(r["request_id"] for r in earlier)
         _ask_round(answerer, recorder, todo, answered, done, progress)
         told.update(r["request_id"] for r in todo)
-        # This round's requests freed before the next round's are made (each holds its item's texts): with
-        # answer_rounds' read-back making no rows, the 1M cell's driver ended its walk at 301 MiB, not 311.
+        # This round's requests freed before the next round's are made (each holds its item's texts), which
+        # lowers the walk's floor (docs/scale.md, "Where the stream's CPU goes, bigger blocks, and the walk's
+        # second copies").
         del requests, todo, earlier
         requests = followup_requests(spec, items, answered.values(), kind, options)
         if all(r["request_id"] in done for r in requests):

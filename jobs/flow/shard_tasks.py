@@ -3,8 +3,8 @@
 Once a cell's first round has been asked as one stream (jobs.flow.first_round) and its benchmark asks nothing
 more (no followup rounds, no judges, no encoder stage), what is left of each shard is reading: its items, its
 stored answers, its rows combined, recorded and reduced. Walked in the driver, that left the driver's memory
-rising with the cell (at a million requests its peak was 1.15x its peak at 10k: docs/scale.md, "What the walk's
-peak is made of"). Here one Ray task reads the items in file order, as the driver's walk does, and yields each
+rising with the cell (docs/scale.md, "What the walk's peak is made of, shard by shard"). Here one Ray task
+reads the items in file order, as the driver's walk does, and yields each
 shard's `ShardTally` and reducer state; a generator's returns are its caller's, so the states stay in the object
 store, owned by the driver, which keeps their references and adds up the tallies. A shard with anything left to
 ask (an answer missing, a retryable error under --retry-errors) or a stored part that does not read is handed

@@ -112,8 +112,8 @@ def cpu_engine_env(lib_dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
     vLLM's CPU build keeps one core per rank for its scheduler process unless VLLM_CPU_NUM_OF_RESERVED_CPU
     says otherwise (vllm/utils/ompmultiprocessing.py); on a 2-core machine that left one thread of model
     work. The scheduler mostly waits on the model, so we reserve none; "auto" binds one OpenMP thread per
-    physical core of the engine's CPU set. tcmalloc, where installed, is preloaded (scoring ran 1.18x as fast
-    with it on 2 AVX2 cores, vLLM's own LLM on 44 implicit requests; perf/tcmalloc_prefill.py measures it).
+    physical core of the engine's CPU set. tcmalloc, where installed, is preloaded, since vLLM scored faster
+    with it (docs/measurements.md, "tcmalloc"; perf/tcmalloc_prefill.py measures it).
     Intel OpenMP (the intel-openmp wheel) is not preloaded: it was slower there. Either vLLM variable, set in
     the driver's environment, is passed on as set: e.g. VLLM_CPU_OMP_THREADS_BIND=1 leaves core 0 to the
     driver and Ray (docs/scale.md measures that).

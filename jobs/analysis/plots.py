@@ -21,8 +21,9 @@ ROW_INCHES = 0.2  # height of one model's row: 45 models stay readable without s
 
 @functools.cache
 def _pyplot() -> Any:
-    """pyplot on the Agg backend, imported on the first figure: matplotlib takes about half a second to import,
-    and every `ragjudge` command and every sweep driver imports this package, most of them drawing nothing."""
+    """pyplot on the Agg backend, imported on the first figure: matplotlib is slow to import
+    (docs/measurements.md, "Figures moved from the code's comments"), and every `ragjudge` command and every
+    sweep driver imports this package, most of them drawing nothing."""
     import matplotlib
 
     matplotlib.use("Agg")  # before pyplot loads: the backend must be chosen first

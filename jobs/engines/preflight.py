@@ -20,7 +20,8 @@ from jobs.console.step_progress import elapsed_lines, stderr_to_log
 from jobs.engines.base import engine_of
 from jobs.engines.weights import cached, gated_problem, hub_weights_of, source_of, weight_specs
 
-# What making a built-in model takes, as the progress line says it (measured on a 2-core CPU machine).
+# What making a built-in model takes, as the progress line says it (docs/measurements.md, "Small costs the
+# reference text states").
 MAKING = {SMOLLM2: "SmolLM2-135M-Instruct from its GGUF: once per machine, ~35 s",
           TINY_CLASSIFIER: "the tiny random classifier from SmolLM2's tokenizer: once per machine, ~1 s"}
 

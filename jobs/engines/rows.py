@@ -35,8 +35,9 @@ def as_dataset(requests: Requests):
 def in_blocks_of(ds: Dataset, rows: int) -> Dataset:
     """`ds.repartition(target_num_rows_per_block=rows, strict=True)` in light tasks, so the next stage's tasks
     take `rows` each (Ray Data gives a task a whole block, however many batches it holds). Strict: blocks of
-    exactly `rows` but the last, where the input's blocks do not divide by it (1 MiB of full-length requests is
-    about 40: cut into 64s each left a block of 40, and the engine got batches of 40, 64 and 16).
+    exactly `rows` but the last, where the input's blocks do not divide by it (a read block of full-length
+    requests held about 40: cut into 64s each left a block of 40, and the engine got batches of 40, 64 and
+    16).
 
     Dataset.repartition takes no resources, and Ray gives its tasks a whole CPU each, which an engine holding
     part of the CPUs may never leave free (on a 1-CPU Ray with an actor holding a quarter, Ray's repartition

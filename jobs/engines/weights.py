@@ -326,13 +326,10 @@ def _content(path: Path, found: dict[str, list]) -> str:
 
 
 def _file_hash(path: Path) -> str:
-    """blake3 of the file's bytes, mapped into memory and hashed on every core (the GIL released): a 140 GB
-    folder is read once, at about disk speed. blake3, not hashlib's sha256, for its speed, measured on a 2 GB
-    file in page cache on the 2-core CI machine (AMD EPYC with SHA-NI; cores shared, load 2-4): blake3 3.2 GB/s
-    on one thread, 3.7 to 5.6 GB/s with max_threads=AUTO (it scales with a GPU node's cores), sha256 1.5 GB/s:
-        python -m timeit -n1 -r5 -s "from blake3 import blake3" "blake3(max_threads=blake3.AUTO).update_mmap(F)"
-        python -m timeit -n1 -r5 -s "import hashlib" "hashlib.file_digest(open(F, 'rb'), 'sha256')"
-    (one thread: blake3() without max_threads)."""
+    """blake3 of the file's bytes, mapped into memory and hashed on every core (the GIL released), so that a
+    large model's folder is read once, at about disk speed. blake3, not hashlib's sha256, for its speed:
+    faster even on one thread, and it scales with a GPU node's cores (docs/measurements.md, "Figures moved
+    from the code's comments")."""
     return blake3(max_threads=blake3.AUTO).update_mmap(path).hexdigest()
 
 

@@ -35,16 +35,15 @@ from jobs.sweep.pipeline import applies
 
 # MEASURED, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray placing
 # the actor, the worker process, imports, loading a model of up to 135M parameters; vLLM with enforce_eager),
-# the median over the engines of each kind (41 transformers, 4 vLLM) of `python perf/sweep_45_engines.py OUT.json`
-# (2026-11-26, 2-core AVX2 machine without AVX-512, load average 3 rising to 29 with other engineers' work;
-# docs/scale.md). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
+# the median over the engines of each kind (docs/scale.md, "45 engines in one sweep", with its command and
+# machine). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
 CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
 
 
-# MEASURED on one NVIDIA H100 80GB HBM3 (`python perf/gpu_prefill.py OUT.json`, PyTorch 2.11.0+cu130,
-# 2026-11-26, docs/scale.md): the share of the 989 TFLOP/s bf16 peak that a prefill reaches, counted as this
-# plan counts (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on decoder
-# layers of each size, 4 prompts of Table 4's mean 2,242 tokens a batch. By kind (an implicit RM adds the
+# MEASURED on one H100 (docs/scale.md, "The 45-RM plan for one node of 8 H100s, redone with what could be
+# measured", with its command and machine): the share of the GPU's bf16 peak that a prefill reaches, counted
+# as this plan counts (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on
+# decoder layers of each size, batches of Table 4's mean prompt length. By kind (an implicit RM adds the
 # vocabulary's log-softmax) and size (params_b), interpolated on log(size) between the sizes measured and flat
 # beyond them. Generative judges take the discriminative curve: their prompts are prefill, their 17 tokens a
 # request were not measured.
@@ -74,9 +73,10 @@ class GpuSpec:
     # from vLLM's own start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what was measured on CPU.
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
-    # MEASURED on the same H100 machine: an 8 GiB file read from its local disk with the page cache dropped
-    # (host to GPU ran at 55.1 GB/s pinned, 7.6 GB/s pageable, so the disk is the bound); a node's NVMe or an
-    # object store reads at its own rate (--load-gb-per-s).
+    # MEASURED on the same H100 machine: a file read from its local disk with the page cache dropped, since
+    # host to GPU copies ran far faster, so the disk is the bound (docs/scale.md, "The 45-RM plan for one node
+    # of 8 H100s, redone with what could be measured"); a node's NVMe or an object store reads at its own rate
+    # (--load-gb-per-s).
     load_gb_per_s: float = 1.38  # weights read from disk or object storage
     download_mb_per_s: float = 100.0  # weights fetched from the Hugging Face Hub into its cache (jobs.plan.downloads)
     node_gpus: int = 8  # GPUs per node; a tensor-parallel group stays on one node

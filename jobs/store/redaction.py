@@ -32,8 +32,9 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/@:]+:[^\s/@]*@
 # A credential header an endpoint echoes back (`Authorization: Basic ...`, `"x-api-key": "..."`): its value.
 _CREDENTIAL_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)([\"']?\s*[:=]\s*[\"']?)((?:basic|bearer)\s+)?[^\s\"',;}]+")
-# What every such header holds: a search for it is 4x faster than the substitution on text without one (every
-# prompt and response of a cell passes through here).
+# What every such header holds: a search for it is much cheaper than the substitution on text without one,
+# and every prompt and response of a cell passes through here (docs/measurements.md, "Figures moved from the
+# code's comments").
 _HEADER_HINT = re.compile(r"(?i)authorization|api-key")
 
 

@@ -1,9 +1,10 @@
 """Which Ray cluster a sweep runs on: the configured one, after checking that it answers, or a new local one.
 
 Ray's own `ray.init()` without an address joins whatever /tmp/ray/ray_current_cluster names, and a cluster that
-died without cleaning up leaves that file behind: the driver then spent 6 minutes reaching a dead GCS. So a run
-with no address asks for a new local cluster explicitly, and a configured address is probed over TCP first, so
-one that does not answer fails in seconds, naming it, instead of in Ray's reconnect loop.
+died without cleaning up leaves that file behind: the driver then spent minutes reaching a dead GCS
+(docs/measurements.md, "Figures moved from the code's comments"). So a run with no address asks for a new
+local cluster explicitly, and a configured address is probed over TCP first, so one that does not answer fails
+in seconds, naming it, instead of in Ray's reconnect loop.
 """
 from __future__ import annotations
 
@@ -104,9 +105,8 @@ def join_failed(address: str, error: BaseException) -> ClusterUnreachable:
 def idle_workers(num_cpus: int | None) -> int:
     """Worker processes a local cluster keeps when they are idle: as many as Ray Data's light tasks (the `ask`
     stage's) that fit its CPUs. With Ray's default, one a CPU, the others were killed a second after each
-    shard's dataset ended and started again for the next, each start about 1.5 CPU-seconds: on 2 cores a cell
-    of 40,000 requests with an engine that answers at once moved 685 requests a second, against 1,291 to
-    1,410 with its workers kept (perf/framework_ceiling.py, docs/scale.md). A joined cluster sets its own
+    shard's dataset ended and started again for the next, and those starts slowed a cell with a fast engine
+    (perf/framework_ceiling.py; docs/scale.md, "The framework's ceiling"). A joined cluster sets its own
     (RAY_num_workers_soft_limit where its nodes start)."""
     return math.ceil((num_cpus or os.cpu_count() or 1) / LIGHT["num_cpus"])
 
@@ -116,9 +116,9 @@ def configure_ray_data() -> None:
     no-progress limit above an engine's restart wait, and Arrow's memory from the system allocator.
 
     Arrow's default pool (mimalloc) keeps what it frees for reuse. The driver's Arrow work comes in bursts: a
-    cell's requests made into Ray Data blocks, its answers written as Parquet. Of a 1,469-pair cell, the
-    driver kept 44 MiB this way, against 21 MiB with the system allocator, which gives large buffers back
-    (docs/scale.md). Ray Data's workers keep their default."""
+    cell's requests made into Ray Data blocks, its answers written as Parquet. The system allocator gives
+    large buffers back, and the driver kept about half as much with it (docs/scale.md, "The real size on the
+    2-core AVX-512 machine: what grew, and what changed"). Ray Data's workers keep their default."""
     import ray
 
     context = ray.data.DataContext.get_current()

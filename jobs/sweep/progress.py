@@ -66,7 +66,7 @@ def cell_line(key: str, cell: CellStatus, bar: bool = False) -> str:
     share = done / total if total else 0.0
     rate = cell.get("requests_per_s")
     drawn = f"[{'#' * int(BAR * share):<{BAR}}] " if bar else ""
-    # A 135M judge on 2 cores answers a few requests a minute: "0.0 req/s" read as stuck in the demo.
+    # A slow judge answers a few requests a minute: "0.0 req/s" read as stuck in the demo.
     speed = "- req/s" if rate is None else f"{rate:.1f} req/s" if rate >= 0.1 or rate == 0 else f"{60 * rate:.1f} req/min"
     return (f"{key}  {drawn}{done}/{total} ({100 * share:.0f}%)  {speed}  "
             f"ETA {_duration(cell.get('eta_s'))}")

@@ -30,7 +30,8 @@ _RATINGS = (
     re.compile(r"Rating:\s*" + _NUMBER, re.IGNORECASE),
     # A number that starts right after a digit never begins a leftmost match (the match would start at that
     # digit), so such starts are refused at once: without the lookbehind a long run of digits costs a scan
-    # per digit, quadratic in its length (1.2 s for 5,000 digits); the matches found are the same.
+    # per digit, quadratic in its length (docs/measurements.md, "Figures moved from the code's comments"); the
+    # matches found are the same.
     re.compile(r"((?:[-+]|(?<!\d))\d+(?:\.\d+)?)\s*out of\s*10\b", re.IGNORECASE),
 )
 # A judge that repeats the prompt's format line ('for example: "Rating: [[5]]"') must not be read as a 5.

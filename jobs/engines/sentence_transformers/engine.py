@@ -23,7 +23,8 @@ def encode_passages(corpora: dict[str, dict[str, dict[str, str]]], model: ModelC
                     log: Log = print) -> dict[str, tuple[list[str], Any]]:
     """{domain: (ids, float32 matrix)}: every domain's passages encoded in one pass through one Ray Data pool of
     PassageEncoder actors, so the encoders (and their model loads) are started once, not once per domain; the
-    demo's 20,642 passages took 11 minutes on 2 cores, so it says how far it is."""
+    demo's passages take minutes on a small machine, so it says how far it is (docs/measurements.md, "Figures
+    moved from the code's comments")."""
     import ray
 
     ids = {domain: list(corpus) for domain, corpus in corpora.items()}

@@ -50,8 +50,9 @@ def engine_arguments() -> frozenset[str] | None:
     """The names vLLM's EngineArgs takes; None where this process has no vLLM (a cluster's driver may not), or
     its EngineArgs is not where it was: the engine then rejects an unknown name when it starts.
 
-    Read from the dataclass's source, not imported: importing vLLM imports torch, which put 520 MiB and 12 s
-    of CPU into the driver of a sweep whose model file sets engine_args (SmolLM2, 783 MiB against 263)."""
+    Read from the dataclass's source, not imported: importing vLLM imports torch, which made the driver of a
+    sweep whose model file sets engine_args several times larger (docs/scale.md, "SmolLM2-135M as an implicit
+    RM: 110 pairs at a quarter of Table 4's lengths")."""
     spec = importlib.util.find_spec("vllm")  # a top-level package's spec: vllm/__init__.py is not run
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -190,8 +191,8 @@ class Vllm(Engine):
 def tasks_in_flight(model: ModelConfig) -> int:
     """How many of a cell's Ray Data tasks may wait on its engine at once: the batches that fill what the
     engine runs at once (max_num_seqs), and one more, ready as one comes back. More only hold memory, each in a
-    Ray worker process of its own (about 200 MiB): uncapped, a cell of 1,469 pairs in batches of 64 kept 8 of
-    them on 2 CPU cores, one of 110 pairs 4 (docs/scale.md)."""
+    Ray worker process of its own, and an uncapped cell kept more of them than the engine could take
+    (docs/scale.md, "The real size on the 2-core AVX-512 machine: what grew, and what changed")."""
     seqs = int((model.engine_args or {}).get("max_num_seqs") or ENGINE_MAX_NUM_SEQS)
     return math.ceil(seqs / model.batch_size) + 1
 

@@ -1,11 +1,12 @@
 """One vLLM engine for a whole sweep: an async actor that loads a model once and answers every cell's batches.
 
 ray.data.llm's processors start their engine actors with a dataset and stop them with it; a sweep runs one
-dataset per cell and per round, so a 135M model paid ~70 s of start per cell and a 70B judge would pay
-minutes per benchmark. This actor outlives the datasets: cells' Ray Data tasks send it batches of request
-rows, which it prepares (jobs.engines.vllm.stage.prepare: our token ids with per-row sampling or pooling parameters)
-in a thread beside the engine, as vLLM's own AsyncLLM tokenizes in its front-end process; since it is async,
-the batches of every cell are in the engine at once and continuous batching mixes them.
+dataset per cell and per round, so every cell paid an engine start, which grows with the model
+(docs/measurements.md, "Figures moved from the code's comments"). This actor outlives the datasets: cells' Ray
+Data tasks send it batches of request rows, which it prepares (jobs.engines.vllm.stage.prepare: our token ids
+with per-row sampling or pooling parameters) in a thread beside the engine, as vLLM's own AsyncLLM tokenizes
+in its front-end process; since it is async, the batches of every cell are in the engine at once and
+continuous batching mixes them.
 It reads the engine's outputs with vllm_stage.read_answer, as the shared judge's path does, and returns
 answers, not engine rows. The task is the batch's own: model files that would build the same engine share it
 (jobs.engines.host.engine_name), so one generate engine answers an implicit RM's log-prob rows and a judge's

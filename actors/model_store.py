@@ -139,8 +139,8 @@ def _file_record(path: Path) -> JsonObject:
 
 @functools.cache
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    """The file's hash, once per process for a given size and mtime (the GGUF is 90 MB; models are resolved
-    once per engine and per cell)."""
+    """The file's hash, once per process for a given size and mtime (hashing reads the whole GGUF, and models
+    are resolved once per engine and per cell)."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

@@ -95,10 +95,11 @@ def id_digests(texts: Iterable[str]) -> np.ndarray:
 
 class SeenIds:
     """The item ids a walk over a benchmark's files has read, and where each was first read, in about 16 bytes
-    an id where a dict of the ids and places took about 250 (a million-item file is read in one driver,
-    jobs.flow.walk): an id's 64-bit BLAKE2b digest and its (file, row), sorted in numpy arrays, the newest in
-    a dict until it holds an eighth of them. Two ids share a digest with odds of about n^2 / 2^65 (3e-8 at a
-    million ids); the later would be reported as a duplicate of the earlier, naming both rows."""
+    an id where a dict of the ids and places took many times that (docs/measurements.md, "Figures moved from
+    the code's comments"; a million-item file is read in one driver, jobs.flow.walk): an id's 64-bit BLAKE2b
+    digest and its (file, row), sorted in numpy arrays, the newest in a dict until it holds an eighth of them.
+    Two ids share a digest with odds of about n^2 / 2^65 (3e-8 at a million ids); the later would be reported
+    as a duplicate of the earlier, naming both rows."""
 
     def __init__(self) -> None:
         self.sources: dict[str, int] = {}  # file -> its number in a place

@@ -30,7 +30,8 @@ from benchmarks.row_types import Row
 class GroupRows:
     """One group's rows as accumulated: each row's key once, and for each measure the row's value and whether it
     has one. A shard's keys become one Arrow string array once it is reduced (`compact`), so a row costs its
-    key's bytes, 4 more, and 9 bytes a measure (a Python str a key and a float a value took about 90 and 24)."""
+    key's bytes, 4 more, and 9 bytes a measure, where a Python str a key and a float a value took several
+    times that (docs/measurements.md, "Figures moved from the code's comments")."""
 
     __slots__ = ("chunks", "present", "recent", "rows", "values")
 

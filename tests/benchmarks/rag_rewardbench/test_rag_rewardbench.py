@@ -71,6 +71,8 @@ def test_generative_expansion_runs_both_orders_with_the_table6_prompt():
     assert user_rc.index(item["reject"]) < user_rc.index(item["chosen"])  # chosen is Response 2
     assert user_cr.startswith('Prompt: "## References') and user_cr.endswith('analyzes in the response.')
     assert cr["prefill"] == "Choose " and cr["candidates"] == ["1", "2"]
+    assert [list(m) for m in cr["messages"] + rc["messages"]] == [["role", "content"]] * 4
+    assert [m["role"] for m in cr["messages"] + rc["messages"]] == ["system", "user", "system", "user"]
 
 
 def test_scorer_expansion_is_a_closed_conversation_per_response():
@@ -79,6 +81,7 @@ def test_scorer_expansion_is_a_closed_conversation_per_response():
     assert chosen["messages"] == [{"role": "user", "content": item["prompt"]},
                                   {"role": "assistant", "content": item["chosen"]}]
     assert reject["messages"][-1] == {"role": "assistant", "content": item["reject"]}
+    assert "prefill" not in chosen and "candidates" not in reject  # only judges get a verdict prefill
     assert rb.expand(item, "implicit")[0]["messages"] == chosen["messages"]
     with pytest.raises(ValueError, match="unknown reward-model kind"):
         rb.expand(item, "oracle")

@@ -34,6 +34,8 @@ def test_summarize_by_hand_per_subset_column_and_unknown_subset():
                                   "harmless": None, "abstain": None, "conflict": None, "harmless_avg": None,
                                   "overall": 3 / 5}
     assert metrics["unknown_subsets"] == ["odd-c"] and "position" not in metrics
+    # resamples 0 reaches the columns' intervals too (the default 1,000 would give [0, 1]-like lists here)
+    assert metrics["columns_ci95"] == {column: None for column in metrics["columns"]}
     default, thousand = rb.summarize(groups), rb.summarize(groups, resamples=1000)
     assert default["columns_ci95"] == thousand["columns_ci95"] and default["subsets"] == thousand["subsets"]
     assert rb.summarize({}, resamples=0)["n"] == 0

@@ -126,3 +126,16 @@ def test_answer_prompt():
     assert "one or a few sentences" in answer_prompt("q", ["p"], factoid=False)[0]["content"]
     assert answer_prompt("q", [])[0]["content"].startswith("Answer the following question with a short answer")
 
+
+
+def test_judgment_messages_roles_and_an_empty_system_prompt():
+    """A hand-made prompts mapping: the system message only when its text is not blank; the roles pinned."""
+    from benchmarks.utility.prompts import judgment_messages
+    prompts = {"forms": {"pointwise": {"instructions": {"req": "Say {word}."}, "system": "S {word}",
+                                       "first": "{instruction} Q: {question} P: {passage}"}},
+               "wordings": {"w": {"word": "yes"}}}
+    assert judgment_messages(prompts, "pointwise", "w", "first", "req", "why?", ["p0"]) == [
+        {"role": "system", "content": "S yes"}, {"role": "user", "content": "Say yes. Q: why? P: p0"}]
+    prompts["forms"]["pointwise"]["system"] = "  "
+    assert judgment_messages(prompts, "pointwise", "w", "first", "req", "why?", ["p0"]) == [
+        {"role": "user", "content": "Say yes. Q: why? P: p0"}]

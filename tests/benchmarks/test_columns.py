@@ -108,3 +108,62 @@ def test_each_file_is_read_for_its_first_rows_only(tmp_path):
     assert unread_columns(FIELDS, str(tmp_path), rows=2) == {str(tmp_path / "b.jsonl"): ["early"]}
     assert unread_columns(FIELDS, str(tmp_path), rows=3) == {str(tmp_path / "a.jsonl"): ["late"],
                                                              str(tmp_path / "b.jsonl"): ["early"]}
+
+
+def _records(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path), list(read_records(str(path)))
+
+
+def test_a_blank_line_mid_jsonl_does_not_end_the_file(tmp_path):
+    source, records = _records(tmp_path, "a.jsonl", b'{"a": 1}\n\n{"a": 2}\n')
+    assert records == [Record(source, 1, {"a": 1}), Record(source, 3, {"a": 2})]
+
+
+def test_json_error_rows_name_their_file_line_and_problem(tmp_path):
+    """Every error row whole: its file, its line (the first bad byte's, JSON's lineno, or 1) and its message."""
+    source, records = _records(tmp_path, "bad.json", b'\n[1,\n"\xff",\n2]')  # the bad byte on line 3 of 4
+    assert records == [Record(source, 3, None, "not valid UTF-8 (byte 0xff): the whole file is unread")]
+    source, records = _records(tmp_path, "syntax.json", b'[\n1,\n}')
+    assert records == [Record(source, 3, None, "not valid JSON (Expecting value)")]
+    source, records = _records(tmp_path, "deep.json", b"[" * 100000)  # RecursionError: no lineno, line 1
+    assert records == [Record(source, 1, None, "not valid JSON (nested too deeply)")]
+    source, records = _records(tmp_path, "array.json", b'[{"a": 1}, {"a": 2}]')
+    assert records == [Record(source, 1, {"a": 1}), Record(source, 2, {"a": 2})]
+    source, records = _records(tmp_path, "one.json", b'{"a": 1}')  # one object: one row, not its keys
+    assert records == [Record(source, 1, {"a": 1})]
+    source, records = _records(tmp_path, "empty.json", b"")
+    assert records == [Record(source, 1, None, "no rows in this file")]
+
+
+def test_csv_error_rows_name_their_file_line_and_problem(tmp_path):
+    source, records = _records(tmp_path, "header.csv", b'"a,b\n')
+    assert records == [Record(source, 1, None, "the header is not a CSV row (unexpected end of data): "
+                                               "the whole file is unread")]
+    source, records = _records(tmp_path, "name.csv", b"a\xff,b\n1,2\n")
+    assert records == [Record(source, 1, None, "the header's column 'a\\udcff' is not valid UTF-8: "
+                                               "the whole file is unread")]
+    source, records = _records(tmp_path, "rows.csv", b'a,b\n1,2,3\n\xff,4\n5,6\n"7,8\n')
+    assert records == [Record(source, 1, None, "3 cells where the header has 2 (line 2 of the file)"),
+                       Record(source, 2, None, "field 'a' is not valid UTF-8"),
+                       Record(source, 3, {"a": "5", "b": "6"}),
+                       Record(source, 4, None, "line 5 of the file is not a CSV row (unexpected end of data): "
+                                               "the rest of the file is unread")]
+    # A byte-order mark is not part of the first column's name; a CRLF inside a quoted cell stays as written.
+    source, records = _records(tmp_path, "bom.csv", b'\xef\xbb\xbfa,b\r\n"x\r\ny",2\r\n')
+    assert records == [Record(source, 1, {"a": "x\r\ny", "b": "2"})]
+
+
+def test_an_unreadable_parquet_or_unopenable_file_is_one_error_row(tmp_path, monkeypatch):
+    source, records = _records(tmp_path, "bad.parquet", b"nope")
+    assert [(r.source, r.row, r.data) for r in records] == [(source, 1, None)]
+    assert records[0].problem.startswith("not a readable Parquet file (") and "4 bytes" in records[0].problem
+    import benchmarks.records as records_module
+
+    def refused(source):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(records_module, "open_data", refused)
+    path = tmp_path / "locked.json"
+    path.write_text("[]")
+    assert list(read_records(str(path))) == [Record(str(path), 1, None, "cannot be read (Permission denied)")]

@@ -182,3 +182,21 @@ def test_unusable_run_rows_are_reported_and_skipped(tmp_path):
     assert loaded.problems[4].endswith("field 'contexts[0].document_id' missing or not text")
 
 
+
+
+def test_qrels_rows_after_a_blank_unreadable_or_bad_line_are_still_read(tmp_path):
+    """A blank line, a line of tabs only, a line not UTF-8, one past csv's field size limit and one with an empty
+    corpus-id each end only their own line: the judgements after them are read, each bad line named."""
+    import csv
+    path = tmp_path / "q.tsv"
+    path.write_bytes(b"query-id\tcorpus-id\tscore\nq1\tp1\t1\n\nq1\tp2\t\xff\n\t\n\t\t\n"
+                     + b"q9\t" + b"x" * 200 + b"\t1\nq2\t\t1\nq1\tp3\t2\nq3\tp9\t1\n")
+    old = csv.field_size_limit(100)
+    try:
+        loaded = r.load_qrels(str(path))
+    finally:
+        csv.field_size_limit(old)
+    assert loaded.data == {"q1": {"p1": 1, "p3": 2}, "q3": {"p9": 1}}
+    assert loaded.problems == [f"{path}:4: not valid UTF-8 (byte 0xff at column 7)",
+                               f"{path}:7: not a TSV line (field larger than field limit (100))",
+                               f"{path}:8: empty corpus-id"]

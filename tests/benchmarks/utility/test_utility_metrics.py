@@ -108,3 +108,13 @@ def test_bleu_sentence_and_corpus():
     assert c1 == pytest.approx(7 / 8)  # pooled unigrams: 5 of 6 + 2 of 2
     assert c2 == pytest.approx(math.sqrt(7 / 8 * 4 / 6))  # pooled bigrams: 3 of 5 + 1 of 1
 
+
+
+def test_the_answer_metrics_settings_are_pinned_by_inputs_where_they_differ():
+    """No stemming: 'running' and 'runs' share no token (a stemmer makes both 'run', ROUGE-L 1). Lower-cased:
+    'The Cat sat' is 'the cat sat' exactly, BLEU 1 (cased, only 'sat' matches). Effective order: a 3-token
+    sentence has no 4-gram, and BLEU-4 stays 1 (without it, 0)."""
+    assert um.rouge_l("running", ["runs"]) == 0.0
+    assert um.rouge_l("the cats running", ["the cat runs"]) == pytest.approx(1 / 3)  # only 'the': P = R = 1/3
+    assert um.bleu("The Cat sat", ["the cat sat"]) == pytest.approx([1.0, 1.0, 1.0, 1.0])
+    assert um.corpus_bleu(["The Cat sat on the mat"], [["the cat sat on the mat"]]) == pytest.approx([1.0] * 4)

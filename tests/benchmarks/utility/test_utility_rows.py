@@ -96,3 +96,15 @@ def test_combine_reads_verdicts_from_the_text_whatever_verdict_is_asked():
     rows = BENCH.combine(ITEM, answers, "generative", OPTIONS)
     assert rows == BENCH.combine(ITEM, answers, "generative", OPTIONS, verdict="logprob")
     assert rows == BENCH.combine(ITEM, answers, "generative", OPTIONS, verdict="text")
+
+
+def test_mrr_and_ndcg_at_5_give_nothing_for_a_relevant_passage_at_rank_6():
+    """Seven passages, the only relevant one ranked sixth: MRR@5, nDCG@5 and nDCG@1 are 0 (at k = 6 MRR would
+    be 1/6)."""
+    from benchmarks.utility.options import Condition
+    from benchmarks.utility.rows import score
+    item = {"item_id": "utility/seven", "labels": [0, 0, 0, 0, 0, 1, 0]}
+    out = score(item, Condition("listwise_rank", "w", "o", "r"),
+                [([0, 1, 2, 3, 4, 5, 6], "My rank: [0]>[1]>[2]>[3]>[4]>[5]>[6]")])
+    assert out == {"ranking": [0, 1, 2, 3, 4, 5, 6], "shuffle_scores": [0.0], "shuffle_gt_positions": [5],
+                   "parse_failures": 0, "ndcg_1": 0.0, "ndcg_5": 0.0, "mrr_5": 0.0}

@@ -31,3 +31,12 @@ def test_each_benchmarks_table_is_titled_with_a_custom_configs_name(module):
     assert table([{**metrics, "config": module}]).startswith(default)
     paper = default.split(":")[0].split(".")[0]
     assert table([{**metrics, "config": "my_cfg"}]).startswith(f"my_cfg ({paper})")
+
+
+def test_aligned_pads_labels_left_and_numbers_right():
+    from benchmarks.tables import aligned
+    rows = [["name", "n", "acc"], ["a", "10", "0.5"], ["longer", "2", "1.25"]]
+    assert aligned(rows) == "name     n   acc\na       10   0.5\nlonger   2  1.25"
+    assert aligned(rows, left=2) == "name    n    acc\na       10   0.5\nlonger  2   1.25"  # "n " padded left
+    assert aligned([["1"], ["22"]], left=0) == " 1\n22"  # a right-aligned first column keeps its padding
+    assert aligned([["x", "1"], ["yy", "1"]], left=2) == "x   1\nyy  1"  # trailing padding cut

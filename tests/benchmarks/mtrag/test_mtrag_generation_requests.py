@@ -229,3 +229,24 @@ def test_mini_config_generates_for_two_tasks_of_each_class(reference_items):
     requests = [r for i in reference_items for r in g.expand(i, "generative", options)]
     assert [r["variant"] for r in requests] == ["generation"] * 8 and {r["max_tokens"] for r in requests} == {256}
 
+
+
+def test_response_of_marks_truncated_only_what_the_engine_said_was_cut():
+    """Each way to no response, and a response, with its reason and truncated flag pinned whole."""
+    from types import SimpleNamespace
+
+    from benchmarks.mtrag.generation.requests import response_of
+    given, generated = SimpleNamespace(responses="given"), SimpleNamespace(responses="generated")
+    item = {"item_id": "mtrag/t1", "prediction": " the given answer \n"}
+    assert response_of(item, {}, given) == ("the given answer", None, False)
+    assert response_of({"item_id": "mtrag/t1"}, {}, given) == (
+        None, "responses: given, but the task has no predictions[0].text", False)
+    assert response_of(item, {}, generated) == (None, "the generation request has no answer", False)
+    rid = "mtrag/t1#generation"
+    assert response_of(item, {rid: {"text": " made \n"}}, generated) == ("made", None, False)
+    assert response_of(item, {rid: {"text": "cut", "truncated": True}}, generated) == ("cut", None, True)
+    assert response_of(item, {rid: {"text": None}}, generated) == (None, "generation failed: no text", False)
+    assert response_of(item, {rid: {"error": "api: timeout", "truncated": True}}, generated) == (
+        None, "generation failed: api: timeout", True)
+    assert response_of(item, {rid: {"text": "half", "error": "engine: stopped"}}, generated) == (
+        None, "generation failed: engine: stopped", False)  # an error row's text is no response

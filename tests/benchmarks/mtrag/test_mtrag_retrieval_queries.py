@@ -93,3 +93,6 @@ def test_a_ranking_becomes_a_run_row_a_score_and_a_prediction_row():
                                 "correct")} == {
         "item_id": query["item_id"], "subset": "govt", "turn": 2, "turn_group": "later", "query": "q",
         "document_ids": ["p1", "p2"], "recall_3": 1.0, "correct": None}
+    assert {k: row[k] for k in ("benchmark", "strategy", "task_id", "scores", "error")} == {
+        "benchmark": "mtrag_retrieval", "strategy": "rewrite", "task_id": "t<::>2", "scores": [2.0, 1.0],
+        "error": None}

@@ -83,6 +83,7 @@ def test_missing_queries_rows_outside_qrels_and_the_all_weighting():
     assert metrics["all"]["recall_1"] == pytest.approx(4 / 6)
     assert (metrics["all"]["count"], metrics["all"]["scored"], metrics["n"]) == (6, 5, 5)
     assert metrics["missing_from_run"] == 1  # absent<::>3, not counted as zero
+    assert metrics["benchmark"] == "mtrag_retrieval"
     assert metrics["duplicate_task_ids"] == 1
     assert [q["retriever_scores"].get("recall_1") for q in per_query] == [1.0, 0.0, 1.0, None, 1.0, 1.0, 0.0]
     assert per_query[3]["retriever_scores"] == {}  # as the official script writes a task the qrels lack
@@ -196,3 +197,9 @@ def test_cli_needs_qrels_for_mtrag_retrieval(tmp_path, capsys):
     assert main(["aggregate", "--benchmark", "mtrag_retrieval", "--predictions", run, "--qrels",
                  str(tmp_path / "none.tsv")]) == 2
     assert "none.tsv: no such file" in capsys.readouterr().err
+
+
+def test_no_rows_score_none_not_a_division_by_zero():
+    per_query, metrics = m.evaluate([], {})
+    assert per_query == [] and metrics["benchmark"] == "mtrag_retrieval" and metrics["n"] == 0
+    assert metrics["all"] == {**dict.fromkeys(m.MEASURES), "count": 0, "scored": 0}

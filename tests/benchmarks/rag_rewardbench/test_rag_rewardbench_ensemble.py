@@ -63,3 +63,20 @@ def test_a_judge_cannot_join_an_average_and_unknown_rules_are_named():
         benchmark("bianbench").ensemble({}, "mean")
     with pytest.raises(ValueError, match="utility has no ensemble rule 'majority'"):
         benchmark("utility").ensemble({}, "majority")
+
+
+def test_error_rows_and_half_scored_rows_give_no_score_or_vote_beside_good_ones():
+    from benchmarks.rag_rewardbench.ensemble import _votes, member_scores
+    rows = [{"item_id": "a", "score_chosen": 2.0, "score_reject": 1.0},
+            {"item_id": "b", "score_chosen": 3.0, "score_reject": 0.0, "error": "api: timeout"},
+            {"item_id": "c", "score_chosen": None, "score_reject": 1.0},  # a rejected score only
+            {"item_id": "d", "score_chosen": 1.0, "score_reject": None}]
+    assert member_scores("m", rows) == {"a": (2.0, 1.0)}
+    # a member whose only scores are rejected ones has no chosen score column: no scores to average
+    with pytest.raises(ValueError, match=r"member 'r' has no scores to average \(score_chosen/score_reject or "
+                                         r"reward_chosen/reward_reject\): a judge can join a majority ensemble only$"):
+        member_scores("r", [{"item_id": "c", "score_chosen": None, "score_reject": 1.0}])
+    votes = [{"item_id": "a", "correct": 1.0}, {"item_id": "b", "correct": 0.0},
+             {"item_id": "c", "correct": 0.5}, {"item_id": "e", "correct": 1.0, "error": "parse: no verdict"},
+             {"item_id": "f", "correct": None}]
+    assert _votes(votes) == {"a": 1, "b": -1, "c": 0}

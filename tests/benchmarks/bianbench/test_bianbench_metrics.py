@@ -174,3 +174,43 @@ def test_cli_aggregate_contract_with_only_the_minimal_columns(tmp_path, capsys):
     assert en["subsets"]["S1"]["n"] == 2 and len(en["subsets"]["S1"]["ci95"]) == 2
     assert zh["avg"] == 0.75 and zh["avg_std"] == pytest.approx(math.sqrt(0.125))  # runs 1.0 and 0.5
     assert en["error_rate"] is None and en["logprob_accuracy"] is None
+
+
+def test_a_split_by_language_task_and_subset_hand_computed_whole():
+    """One run of split cf: subset A in English (1 of 2 right) and in Chinese (1 of 1), B Chinese only (1 of 2);
+    one failed row of 5. A name two languages share is told apart by its language and task."""
+    from benchmarks.bianbench.metrics import summarize
+    groups = {"correct": {"cf|en|qa|A": [("a1#0", 1.0), ("a2#0", 0.0)], "cf|zh|qa|A": [("b1#0", 1.0)],
+                          "cf|zh|summarization|B": [("c1#0", 0.0), ("c2#0", 1.0)]},
+              "failed": {"cf|en|qa|A": [("a1#0", 0.0), ("a2#0", 1.0)], "cf|zh|qa|A": [("b1#0", 0.0)],
+                         "cf|zh|summarization|B": [("c1#0", 0.0), ("c2#0", 0.0)]}}
+    rates = {"pass_recall": None, "fail_recall": None, "error_rate": None, "text_accuracy": None,
+             "logprob_accuracy": None}
+
+    def subset(task, language, accuracy, n, failed):
+        return {"task": task, "language": language, "accuracy": accuracy, "std": None,
+                "by_run": {"run0": accuracy}, "n": n, "n_rows": n, "ci95": None, **rates, "failed_rate": failed}
+    assert summarize(groups, resamples=0)["splits"] == {"cf": {
+        "avg": pytest.approx(2 / 3), "avg_std": None, "avg_by_run": {"run0": pytest.approx(2 / 3)},  # (.5+1+.5)/3
+        "tasks": {"qa": 0.75, "summarization": 0.5}, "tasks_std": {"qa": None, "summarization": None},
+        "languages": {"en": {"avg": 0.5, "std": None}, "zh": {"avg": 0.75, "std": None}},
+        "subsets": {"A (en qa)": subset("qa", "en", 0.5, 2, 0.5), "A (zh qa)": subset("qa", "zh", 1.0, 1, 0.0),
+                    "B": subset("summarization", "zh", 0.5, 2, 0.0)},
+        **rates, "failed_rate": pytest.approx(1 / 6), "n": 5, "n_errors": 1}}
+
+
+def test_a_subset_with_no_language_or_only_failed_rows_is_still_counted():
+    """Subset C has no language (named '?') and no failed column; D only failed rows (no accuracy, n 0)."""
+    from benchmarks.bianbench.metrics import summarize
+    cf = summarize({"correct": {"cf||qa|C": [("d1#0", 1.0)]}, "failed": {"cf|en|qa|D": [("e1#0", 1.0)]}},
+                   resamples=0)["splits"]["cf"]
+    assert cf["languages"] == {"en": {"avg": None, "std": None}, "?": {"avg": 1.0, "std": None}}
+    assert (cf["avg"], cf["n"], cf["n_errors"], cf["failed_rate"]) == (1.0, 1, 1, 1.0)
+    assert {name: (s["language"], s["accuracy"], s["n"], s["n_rows"], s["failed_rate"])
+            for name, s in cf["subsets"].items()} == {"C": ("", 1.0, 1, 1, None), "D": ("en", None, 0, 0, 1.0)}
+    # no failed column at all, or no correct one: counted as none, not an error
+    only_correct = summarize({"correct": {"cf|en|qa|A": [("a#0", 1.0)]}}, resamples=0)["splits"]["cf"]
+    assert (only_correct["avg"], only_correct["n"], only_correct["n_errors"]) == (1.0, 1, 0)
+    only_failed = summarize({"failed": {"cf|en|qa|A": [("a#0", 1.0)]}}, resamples=0)["splits"]["cf"]
+    assert (only_failed["avg"], only_failed["n"], only_failed["n_errors"], only_failed["failed_rate"]) == (
+        None, 0, 1, 1.0)

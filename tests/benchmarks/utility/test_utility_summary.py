@@ -87,3 +87,65 @@ def test_cli_aggregate(tmp_path, capsys):
     assert m["n"] == 6 and m["n_errors"] == 1
     assert m["conditions"]["listwise_set/utility/q_first/none"]["subsets"]["NQ"]["f1"] == 0.75
     assert json.loads(capsys.readouterr().out) == m
+
+
+# Issue 64: the whole text, laid out by hand, of two models' metrics (one without a name, under a custom config):
+# the set block (conditions sorted, a missing cell "-", intervals only where there are), the rank block, the
+# positions in numeric order (10 after 2), Table 4, and the note lines.
+TABLE_INPUT = [
+    {"model": "judge-a", "kind": "generative", "n_errors": 2, "note": "first run", "conditions": {
+        "pointwise/utility/q_first/none": {
+            "form": "pointwise", "metric": "f1", "all": {"n": 3, "parse_failure_rate": 0.0},
+            "subsets": {"NQ": {"precision": 0.5, "precision_ci95": [0.25, 0.75], "recall": 1.0, "f1": 0.6667,
+                               "f1_ci95": [0.5, 0.8]}, "HQ": {"precision": 0.0, "recall": None, "f1": 0.0}}},
+        "listwise_set/utility/q_first/none": {
+            "form": "listwise_set", "metric": "f1", "all": {"n": 2},
+            "subsets": {"NQ": {"f1": 0.5, "by_gt_position": {"0": {"value": 0.5}, "10": {"value": 1.0},
+                                                              "2": {"value": None}}}}},
+        "pairwise/utility/q_first/none": {
+            "form": "pairwise", "metric": "ndcg_5", "all": {"n": 4, "parse_failure_rate": 0.25},
+            "subsets": {"NQ": {"ndcg_1": 0.25, "ndcg_5": 0.5, "ndcg_5_ci95": [0.4, 0.6], "mrr_5": 0.75}}}}},
+    {"kind": "api", "config": "my_util", "note": "", "n_errors": 0, "conditions": {
+        "listwise_rank/utility/q_first/none": {
+            "form": "listwise_rank", "metric": "ndcg_5", "all": {"n": 1, "parse_failure_rate": None},
+            "subsets": {"HQ": {"ndcg_5": 1.0, "by_gt_position": {"1": {"value": 0.125}}}}}},
+     "qa": {"dense": {"subsets": {"NQ": {"em": 0.5, "em_ci95": [0.0, 1.0], "f1": 0.75, "evidence_size": 5.0}}}}},
+]
+
+TABLE_EXPECTED = """\
+my_util, utility (Utility judgments): Evidence sets (pointwise, listwise-set), % macro over questions [95% CI]
+Model    Condition                          HQ P  HQ R  HQ F1               NQ P   NQ R              NQ F1  n  \
+parse fail
+judge-a  listwise_set/utility/q_first/none     -     -      -                  -      -               50.0  2  \
+         -
+judge-a  pointwise/utility/q_first/none      0.0     -    0.0  50.0 [25.0, 75.0]  100.0  66.7 [50.0, 80.0]  3  \
+       0.0
+
+my_util, utility (Utility judgments): Evidence rankings (pairwise, listwise-rank), % macro over questions [95% CI]
+Model    Condition                           HQ NDCG@1  HQ NDCG@5  HQ MRR@5  NQ NDCG@1          NQ NDCG@5  \
+NQ MRR@5  n  parse fail
+judge-a  pairwise/utility/q_first/none               -          -         -       25.0  50.0 [40.0, 60.0]  \
+    75.0  4        25.0
+?        listwise_rank/utility/q_first/none          -      100.0         -          -                  -  \
+       -  1           -
+
+Score by position of the ground-truth passage in the listwise input (Figure 5), %
+Model    Condition                           Dataset  Metric    @0    @1  @2    @10
+judge-a  listwise_set/utility/q_first/none   NQ       F1      50.0     -   -  100.0
+?        listwise_rank/utility/q_first/none  HQ       NDCG@5     -  12.5   -      -
+
+GTU answers on each evidence source (Table 4), % macro over questions [95% CI]; passages: mean number handed over
+Model  Evidence              NQ EM  NQ F1  NQ passages
+?      dense     50.0 [0.0, 100.0]   75.0          5.0
+
+Notes:
+  judge-a: 2 condition rows not scored (failed requests); see errors/
+  judge-a: first run"""
+
+
+def test_the_whole_table_text_of_two_models_matches_the_hand_laid_out_text():
+    assert BENCH.table_text(TABLE_INPUT) == TABLE_EXPECTED
+
+
+def test_a_model_without_conditions_qa_or_notes_prints_no_block():
+    assert BENCH.table_text([{"model": "m", "conditions": {}}]) == ""

@@ -96,3 +96,29 @@ def test_a_ranking_becomes_a_run_row_a_score_and_a_prediction_row():
     assert {k: row[k] for k in ("benchmark", "strategy", "task_id", "scores", "error")} == {
         "benchmark": "mtrag_retrieval", "strategy": "rewrite", "task_id": "t<::>2", "scores": [2.0, 1.0],
         "error": None}
+
+
+def test_the_whole_table_3_text_orders_strategies_as_the_paper_and_ties_as_given():
+    # Issue 64, laid out by hand: the paper's strategies in its order, ours after them, an unknown one last;
+    # two "Last Turn" rows in the cells' order; a missing number, a missing "all" and a missing model as "-"/"?".
+    metrics = [{"model": "bm25", "config": "my_ret", "strategies": {
+                    "hyde": {"all": {m: 0.5 for m in MEASURES}},
+                    "questions": {"all": {m: i / 8 for i, m in enumerate(MEASURES)}},
+                    "lastturn": {"all": {"recall_1": 0.1234, "ndcg_cut_10": 1.0}}}},
+               {"strategies": {"llm_rewrite": {"all": None}, "rewrite": {"all": {m: 0.25 for m in MEASURES}},
+                               "lastturn": {}}},
+               {"model": "none", "strategies": None}]
+    assert b.table_text(metrics) == "\n".join([
+        "mtrag_retrieval, my_ret (mtRAG retrieval): Table 3 layout; all domains, weighted as the authors' script",
+        "Strategy           | Retriever |   R@1 |   R@3 |   R@5 |  R@10 | nDCG@1 | nDCG@3 | nDCG@5 | nDCG@10",
+        "-------------------+-----------+-------+-------+-------+-------+--------+--------+--------+--------",
+        "Last Turn          | bm25      | 0.123 |     - |     - |     - |      - |      - |      - |   1.000",
+        "Last Turn          | ?         |     - |     - |     - |     - |      - |      - |      - |       -",
+        "Query Rewrite      | ?         | 0.250 | 0.250 | 0.250 | 0.250 |  0.250 |  0.250 |  0.250 |   0.250",
+        "Questions          | bm25      | 0.000 | 0.125 | 0.250 | 0.375 |  0.500 |  0.625 |  0.750 |   0.875",
+        "LLM Rewrite (ours) | ?         |     - |     - |     - |     - |      - |      - |      - |       -",
+        "hyde               | bm25      | 0.500 | 0.500 | 0.500 | 0.500 |  0.500 |  0.500 |  0.500 |   0.500"])
+    assert b.table_text([{"model": "x", "config": "mtrag_retrieval", "strategies": {}}]) == "\n".join([
+        "mtRAG retrieval: Table 3 layout; all domains, weighted as the authors' script",
+        "Strategy | Retriever | R@1 | R@3 | R@5 | R@10 | nDCG@1 | nDCG@3 | nDCG@5 | nDCG@10",
+        "---------+-----------+-----+-----+-----+------+--------+--------+--------+--------"])

@@ -158,3 +158,142 @@ def test_combined_rows_store_as_parquet_and_aggregate_through_the_cli(tmp_path, 
     overall = metrics["settings"]["reference"]["overall"]
     assert (metrics["n"], metrics["n_errors"], overall["rl_f_nan"], overall["rb_llm"]["mean"]) == (1, 1, 1, 0.9)
     capsys.readouterr()
+
+
+def _mean(value):
+    return {"mean": value}
+
+
+# Issue 64: the whole text, laid out by hand, of two models under two configs (so each name carries its config;
+# one without a name): settings in the paper's order (Reference before Full RAG), one it lacks ("custom") last;
+# each breakdown's groups in the paper's order (ANSWERABLE before UNANSWERABLE, first before later, govt before
+# an unknown domain); a missing number as "-", in the tables and in the counts.
+TABLE_INPUT = [
+    {"model": "judge-a", "config": "sample", "settings": {
+        "full_rag": {"overall": {"answerability_acc": _mean(0.5), "rb_llm_idk": _mean(0.25), "rl_f_idk": _mean(1.0),
+                                 "rb_llm": _mean(0.125), "rl_f": {"mean": None}, "rouge_l": _mean(0.333),
+                                 "n": 4, "n_errors": 1, "rl_f_nan": 0, "idk_unknown": 2},
+                     "by_answerability": {"UNANSWERABLE": {"rl_f_idk": _mean(0.0)},
+                                          "ANSWERABLE": {"rb_llm_idk": _mean(1.0)}},
+                     "by_turn": {"later": {"rb_llm_idk": _mean(0.5)}, "first": {"rl_f_idk": _mean(0.75)}},
+                     "by_domain": {"zzz": {"rb_alg_idk": _mean(0.1)}, "govt": {"rb_llm_idk": _mean(0.2)}}},
+        "reference": {"overall": {"answerability_acc": _mean(1.0), "rb_alg_idk": _mean(0.6), "n": 2,
+                                  "judge_failed": 1},
+                      "by_question_type": {"Factoid": {"rl_f_idk": _mean(0.9)}}}}},
+    {"config": "mini", "settings": {
+        "custom": {"overall": {"rl_f_idk": _mean(0.05), "n": 1},
+                   "by_multi_turn": {"Follow-up": {"rb_llm_idk": _mean(0.0)}}}}},
+]
+
+TABLE_EXPECTED = """\
+mini, sample (mtRAG generation). IDK-conditioned metrics (section 6.3.3) over ANSWERABLE, PARTIAL and UN\
+ANSWERABLE tasks; UNDERSPECIFIED and CONVERSATIONAL tasks appear only in the answerability breakdown.
+
+Table 5
+Model             Ans. Acc. Reference  Ans. Acc. Full RAG  Ans. Acc. custom  RB_alg Reference  RB_alg Fu\
+ll RAG  RB_alg custom  RB_llm Reference  RB_llm Full RAG  RB_llm custom  RL_F Reference  RL_F Full RAG  \
+RL_F custom
+judge-a (sample)                 1.00                0.50                 -              0.60           \
+     -              -                 -             0.25              -               -           1.00  \
+          -
+? (mini)                            -                   -                 -                 -           \
+     -              -                 -                -              -               -              -  \
+       0.05
+
+Table 5, raw (not conditioned on IDK)
+Model             RB_alg raw Reference  RB_alg raw Full RAG  RB_alg raw custom  RB_llm raw Reference  RB\
+_llm raw Full RAG  RB_llm raw custom  RL_F raw Reference  RL_F raw Full RAG  RL_F raw custom  RougeL Ref\
+erence  RougeL Full RAG  RougeL custom
+judge-a (sample)                     -                    -                  -                     -    \
+             0.12                  -                   -                  -                -            \
+     -             0.33              -
+? (mini)                             -                    -                  -                     -    \
+                -                  -                   -                  -                -            \
+     -                -              -
+
+Appendix I, Table 16(a): by answerability
+Model [setting]               ANSWERABLE RB_alg  ANSWERABLE RB_llm  ANSWERABLE RL_F  UNANSWERABLE RB_alg\
+  UNANSWERABLE RB_llm  UNANSWERABLE RL_F
+judge-a (sample) [Reference]                  -                  -                -                    -\
+                    -                  -
+judge-a (sample) [Full RAG]                   -               1.00                -                    -\
+                    -               0.00
+? (mini) [custom]                             -                  -                -                    -\
+                    -                  -
+
+Appendix I, Table 16(b) / Figure 3(b): first turn vs later turns
+Model [setting]               first RB_alg  first RB_llm  first RL_F  later RB_alg  later RB_llm  later \
+RL_F
+judge-a (sample) [Reference]             -             -           -             -             -        \
+   -
+judge-a (sample) [Full RAG]              -             -        0.75             -          0.50        \
+   -
+? (mini) [custom]                        -             -           -             -             -        \
+   -
+
+Appendix I, Table 16(c) / Figure 3(c): by domain
+Model [setting]               govt RB_alg  govt RB_llm  govt RL_F  zzz RB_alg  zzz RB_llm  zzz RL_F
+judge-a (sample) [Reference]            -            -          -           -           -         -
+judge-a (sample) [Full RAG]             -         0.20          -        0.10           -         -
+? (mini) [custom]                       -            -          -           -           -         -
+
+Appendix I.2: by question type (a task counts under each of its types)
+Model [setting]               Factoid RB_alg  Factoid RB_llm  Factoid RL_F
+judge-a (sample) [Reference]               -               -          0.90
+judge-a (sample) [Full RAG]                -               -             -
+? (mini) [custom]                          -               -             -
+
+Appendix I.2: by multi-turn type
+Model [setting]               Follow-up RB_alg  Follow-up RB_llm  Follow-up RL_F
+judge-a (sample) [Reference]                 -                 -               -
+judge-a (sample) [Full RAG]                  -                 -               -
+? (mini) [custom]                            -              0.00               -
+
+Counts over the paper's classes
+Model [setting]               tasks  errors  RL_F NaN  IDK unknown  judge failed
+judge-a (sample) [Reference]      2       -         -            -             1
+judge-a (sample) [Full RAG]       4       1         0            2             -
+? (mini) [custom]                 1       -         -            -             -"""
+
+
+def test_the_whole_table_text_of_two_configs_matches_the_hand_laid_out_text():
+    assert g.table_text(TABLE_INPUT) == TABLE_EXPECTED
+
+
+def test_one_config_names_no_config_and_a_breakdown_without_groups_keeps_its_rows():
+    metrics = [{"model": "solo", "config": "mtrag_generation", "settings": {"reference": {"overall": {"n": 0}}}}]
+    assert g.table_text(metrics) == """\
+mtRAG generation. IDK-conditioned metrics (section 6.3.3) over ANSWERABLE, PARTIAL and UNANSWERABLE task\
+s; UNDERSPECIFIED and CONVERSATIONAL tasks appear only in the answerability breakdown.
+
+Table 5
+Model  Ans. Acc. Reference  RB_alg Reference  RB_llm Reference  RL_F Reference
+solo                     -                 -                 -               -
+
+Table 5, raw (not conditioned on IDK)
+Model  RB_alg raw Reference  RB_llm raw Reference  RL_F raw Reference  RougeL Reference
+solo                      -                     -                   -                 -
+
+Appendix I, Table 16(a): by answerability
+Model [setting]
+solo [Reference]
+
+Appendix I, Table 16(b) / Figure 3(b): first turn vs later turns
+Model [setting]
+solo [Reference]
+
+Appendix I, Table 16(c) / Figure 3(c): by domain
+Model [setting]
+solo [Reference]
+
+Appendix I.2: by question type (a task counts under each of its types)
+Model [setting]
+solo [Reference]
+
+Appendix I.2: by multi-turn type
+Model [setting]
+solo [Reference]
+
+Counts over the paper's classes
+Model [setting]   tasks  errors  RL_F NaN  IDK unknown  judge failed
+solo [Reference]      0       -         -            -             -"""

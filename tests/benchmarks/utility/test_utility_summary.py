@@ -149,3 +149,17 @@ def test_the_whole_table_text_of_two_models_matches_the_hand_laid_out_text():
 
 def test_a_model_without_conditions_qa_or_notes_prints_no_block():
     assert BENCH.table_text([{"model": "m", "conditions": {}}]) == ""
+
+
+def test_rankings_alone_still_print_their_block_and_a_nameless_models_errors_are_under_question_mark():
+    metrics = [{"kind": "api", "n_errors": 3, "conditions": {"pairwise/utility/q_first/none": {
+                   "form": "pairwise", "metric": "ndcg_5", "all": {"n": 2, "parse_failure_rate": 0.5},
+                   "subsets": {"NQ": {"ndcg_1": 1.0, "ndcg_5": 0.5, "mrr_5": 0.25}}}}},
+               {"model": "no-conditions"}]
+    assert BENCH.table_text(metrics) == """\
+Utility judgments: Evidence rankings (pairwise, listwise-rank), % macro over questions [95% CI]
+Model  Condition                      NQ NDCG@1  NQ NDCG@5  NQ MRR@5  n  parse fail
+?      pairwise/utility/q_first/none      100.0       50.0      25.0  2        50.0
+
+Notes:
+  ?: 3 condition rows not scored (failed requests); see errors/"""

@@ -167,7 +167,8 @@ def _mean(value):
 # Issue 64: the whole text, laid out by hand, of two models under two configs (so each name carries its config;
 # one without a name): settings in the paper's order (Reference before Full RAG), one it lacks ("custom") last;
 # each breakdown's groups in the paper's order (ANSWERABLE before UNANSWERABLE, first before later, govt before
-# an unknown domain); a missing number as "-", in the tables and in the counts.
+# cloud, not alphabetically), an unknown domain after them; a model without settings in Table 5 only; a missing
+# number as "-", in the tables and in the counts.
 TABLE_INPUT = [
     {"model": "judge-a", "config": "sample", "settings": {
         "full_rag": {"overall": {"answerability_acc": _mean(0.5), "rb_llm_idk": _mean(0.25), "rl_f_idk": _mean(1.0),
@@ -176,13 +177,15 @@ TABLE_INPUT = [
                      "by_answerability": {"UNANSWERABLE": {"rl_f_idk": _mean(0.0)},
                                           "ANSWERABLE": {"rb_llm_idk": _mean(1.0)}},
                      "by_turn": {"later": {"rb_llm_idk": _mean(0.5)}, "first": {"rl_f_idk": _mean(0.75)}},
-                     "by_domain": {"zzz": {"rb_alg_idk": _mean(0.1)}, "govt": {"rb_llm_idk": _mean(0.2)}}},
+                     "by_domain": {"zzz": {"rb_alg_idk": _mean(0.1)}, "govt": {"rb_llm_idk": _mean(0.2)},
+                                   "cloud": {"rl_f_idk": _mean(0.3)}}},
         "reference": {"overall": {"answerability_acc": _mean(1.0), "rb_alg_idk": _mean(0.6), "n": 2,
                                   "judge_failed": 1},
                       "by_question_type": {"Factoid": {"rl_f_idk": _mean(0.9)}}}}},
     {"config": "mini", "settings": {
         "custom": {"overall": {"rl_f_idk": _mean(0.05), "n": 1},
                    "by_multi_turn": {"Follow-up": {"rb_llm_idk": _mean(0.0)}}}}},
+    {"model": "no-settings", "config": "mini"},
 ]
 
 TABLE_EXPECTED = """\
@@ -190,26 +193,32 @@ mini, sample (mtRAG generation). IDK-conditioned metrics (section 6.3.3) over AN
 ANSWERABLE tasks; UNDERSPECIFIED and CONVERSATIONAL tasks appear only in the answerability breakdown.
 
 Table 5
-Model             Ans. Acc. Reference  Ans. Acc. Full RAG  Ans. Acc. custom  RB_alg Reference  RB_alg Fu\
-ll RAG  RB_alg custom  RB_llm Reference  RB_llm Full RAG  RB_llm custom  RL_F Reference  RL_F Full RAG  \
-RL_F custom
-judge-a (sample)                 1.00                0.50                 -              0.60           \
-     -              -                 -             0.25              -               -           1.00  \
-          -
-? (mini)                            -                   -                 -                 -           \
-     -              -                 -                -              -               -              -  \
-       0.05
+Model               Ans. Acc. Reference  Ans. Acc. Full RAG  Ans. Acc. custom  RB_alg Reference  RB_alg \
+Full RAG  RB_alg custom  RB_llm Reference  RB_llm Full RAG  RB_llm custom  RL_F Reference  RL_F Full RAG\
+  RL_F custom
+judge-a (sample)                   1.00                0.50                 -              0.60         \
+       -              -                 -             0.25              -               -           1.00\
+            -
+? (mini)                              -                   -                 -                 -         \
+       -              -                 -                -              -               -              -\
+         0.05
+no-settings (mini)                    -                   -                 -                 -         \
+       -              -                 -                -              -               -              -\
+            -
 
 Table 5, raw (not conditioned on IDK)
-Model             RB_alg raw Reference  RB_alg raw Full RAG  RB_alg raw custom  RB_llm raw Reference  RB\
-_llm raw Full RAG  RB_llm raw custom  RL_F raw Reference  RL_F raw Full RAG  RL_F raw custom  RougeL Ref\
-erence  RougeL Full RAG  RougeL custom
-judge-a (sample)                     -                    -                  -                     -    \
-             0.12                  -                   -                  -                -            \
-     -             0.33              -
-? (mini)                             -                    -                  -                     -    \
-                -                  -                   -                  -                -            \
-     -                -              -
+Model               RB_alg raw Reference  RB_alg raw Full RAG  RB_alg raw custom  RB_llm raw Reference  \
+RB_llm raw Full RAG  RB_llm raw custom  RL_F raw Reference  RL_F raw Full RAG  RL_F raw custom  RougeL R\
+eference  RougeL Full RAG  RougeL custom
+judge-a (sample)                       -                    -                  -                     -  \
+               0.12                  -                   -                  -                -          \
+       -             0.33              -
+? (mini)                               -                    -                  -                     -  \
+                  -                  -                   -                  -                -          \
+       -                -              -
+no-settings (mini)                     -                    -                  -                     -  \
+                  -                  -                   -                  -                -          \
+       -                -              -
 
 Appendix I, Table 16(a): by answerability
 Model [setting]               ANSWERABLE RB_alg  ANSWERABLE RB_llm  ANSWERABLE RL_F  UNANSWERABLE RB_alg\
@@ -232,10 +241,14 @@ judge-a (sample) [Full RAG]              -             -        0.75            
    -
 
 Appendix I, Table 16(c) / Figure 3(c): by domain
-Model [setting]               govt RB_alg  govt RB_llm  govt RL_F  zzz RB_alg  zzz RB_llm  zzz RL_F
-judge-a (sample) [Reference]            -            -          -           -           -         -
-judge-a (sample) [Full RAG]             -         0.20          -        0.10           -         -
-? (mini) [custom]                       -            -          -           -           -         -
+Model [setting]               govt RB_alg  govt RB_llm  govt RL_F  cloud RB_alg  cloud RB_llm  cloud RL_\
+F  zzz RB_alg  zzz RB_llm  zzz RL_F
+judge-a (sample) [Reference]            -            -          -             -             -           \
+-           -           -         -
+judge-a (sample) [Full RAG]             -         0.20          -             -             -        0.3\
+0        0.10           -         -
+? (mini) [custom]                       -            -          -             -             -           \
+-           -           -         -
 
 Appendix I.2: by question type (a task counts under each of its types)
 Model [setting]               Factoid RB_alg  Factoid RB_llm  Factoid RL_F

@@ -30,6 +30,7 @@ from jobs.engines.prefetch import Prefetch
 from jobs.engines.waiting import WaitTimeout, actor_state, cluster_free, nodes_free, placed, shortfall
 
 RESTART_POLL_S = 1.0  # how often an engine's state is read while it runs
+WATCHERS_JOIN_S = 15.0  # close(): the engine watchers' last Ray calls (an actor table read, a 10 s wait) end
 RESTARTS = 3  # engine deaths survived per engine; each costs a model load, counted as a start
 SHUTDOWN_S = 60.0  # a vLLM engine's own shutdown (it stops its engine-core process) before the actor is killed
 # (model path, prompt tokens, generated tokens) -> dollars at list price, None where no price is known
@@ -56,6 +57,9 @@ class EngineHost:
         self.start_s, self.every = start_s, EVERY_S  # an engine's start bound; seconds between its wait's lines
         self._started: dict[str, threading.Event] = {}  # actor name -> set once its start wait is over
         self._unstarted: dict[str, str] = {}  # actor name -> why it did not start in start_s (the cells' error)
+        # the threads that watch each engine's start and restarts; ended and joined by close(), before the
+        # driver's Ray is shut down (a thread asking Ray after that ends the process)
+        self._closed, self._watchers = threading.Event(), []
 
     @property
     def ledger(self) -> str:
@@ -95,8 +99,10 @@ class EngineHost:
                 self.log(f"engine {name.removeprefix(self.prefix + '-')}: starting for {model.name}")
                 need = {key: value * engine.ranks(model) for key, value in engine.rank_demand(model).items()}
                 last = self.last_starts.get((engine.name, model.name))
-                threading.Thread(target=self._say_when_ready, args=(name, handle, last, need, model.name),
-                                 name="ragjudge-engine-start", daemon=True).start()
+                watcher = threading.Thread(target=self._say_when_ready, args=(name, handle, last, need, model.name),
+                                           name="ragjudge-engine-start", daemon=True)
+                self._watchers.append(watcher)
+                watcher.start()
             started = self._started[name]
         started.wait()
         if name in self._unstarted:
@@ -118,6 +124,8 @@ class EngineHost:
         try:
             while not ray.wait([ready], timeout=max(0.0, min(self.every, self.start_s - (time.monotonic() - start)))
                                )[0]:
+                if self._closed.is_set():
+                    return
                 waited, where = time.monotonic() - start, placed(handle)
                 room = "" if where else f"; {shortfall(need, cluster_free(), nodes_free())}"
                 if waited >= self.start_s:
@@ -137,7 +145,8 @@ class EngineHost:
             self.log(f"engine {short}: ready in {time.monotonic() - start:.0f} s")
         finally:
             self._started[name].set()
-        self._say_while_restarting(name, handle, need, model)
+        if not self._closed.is_set():
+            self._say_while_restarting(name, handle, need, model)
 
     def _say_while_restarting(self, name: str, handle: Any, need: Mapping[str, float], model: str) -> None:
         """Until the engine is released: while Ray restarts it (its process or node lost), a line every `every`
@@ -145,8 +154,7 @@ class EngineHost:
         (actors.engine_calls). Restarting past `start_s`, it is given up as an engine that never started is.
         Ray's actor table is read every second, so a restart shorter than `every` still has its line."""
         short, since, said = name.removeprefix(self.prefix + "-"), None, 0.0
-        while True:
-            time.sleep(RESTART_POLL_S)
+        while not self._closed.wait(RESTART_POLL_S):
             with self._lock:
                 if self._servers.get(name, (None,))[0] is not handle:
                     return
@@ -269,6 +277,10 @@ class EngineHost:
         """Release every engine; the accounting, with every release time. A closed host accounts for nothing."""
         import ray
 
+        self._closed.set()
+        deadline = time.monotonic() + WATCHERS_JOIN_S
+        for watcher in self._watchers:
+            watcher.join(timeout=max(0.0, deadline - time.monotonic()))
         for name in list(self._servers):
             self._stop(name)
         entries = self.accounting()

@@ -167,6 +167,8 @@ class Progress:
     def close(self) -> None:
         """Final status.json and the terminal's progress lines cleared."""
         self._stopped.set()
+        if self._ticker is not None and self._ticker.is_alive() and self._ticker is not threading.current_thread():
+            self._ticker.join(timeout=15)  # its stall line asks Ray, which the driver shuts down after this
         with self._lock:
             self._clear()
             self._write(self.clock())

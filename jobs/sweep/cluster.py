@@ -79,11 +79,16 @@ def local_start_failed(error: Exception, num_cpus: int | None) -> ClusterUnreach
     if not isinstance(error, (TimeoutError, ConnectionError, RuntimeError)) and not (
             type(error) is Exception and "timed out" in str(error)):
         return None
-    said = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    said = first_line(error)
     cpus = f"cluster.num_cpus (now {num_cpus})" if num_cpus else "cluster.num_cpus (now all of this machine's)"
     return ClusterUnreachable(
         f"the local Ray cluster did not start: {said[:200]}; try again once the machine is less busy, with a "
         f"smaller {cpus}, or start one first (`ray start --head`) and give its address in cluster.address")
+
+
+def first_line(error: BaseException) -> str:
+    """The error's first non-blank line (Ray's messages run to pages), or its type's name."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
 
 
 def join_failed(address: str, error: BaseException) -> ClusterUnreachable:
@@ -93,7 +98,7 @@ def join_failed(address: str, error: BaseException) -> ClusterUnreachable:
     while cause is not None and len(chain) < 8:
         chain.append(cause)
         cause = cause.__cause__ or cause.__context__
-    first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    first = first_line(error)
     if any("AuthToken" in str(e) or "Unauthenticated" in str(e) for e in chain):
         return ClusterUnreachable(
             f"cannot join the Ray cluster at {address}: its head wants a token (Ray's token authentication); set "

@@ -116,8 +116,8 @@ def cpu_engine_env(lib_dirs: Sequence[str] = LIB_DIRS) -> dict[str, str]:
     with it (docs/measurements.md, "tcmalloc"; perf/tcmalloc_prefill.py measures it).
     Intel OpenMP (the intel-openmp wheel) is not preloaded: it was slower there. Either vLLM variable, set in
     the driver's environment, is passed on as set: e.g. VLLM_CPU_OMP_THREADS_BIND=1 leaves core 0 to the
-    driver and Ray (docs/scale.md, "Where the tiny classifier's time goes against the offline `LLM`", measures
-    that).
+    driver and Ray (docs/measurements.md, "Where the tiny classifier's time goes against the offline `LLM`",
+    measures that).
     """
     env = {name: os.environ.get(name, default) for name, default in
            (("VLLM_CPU_NUM_OF_RESERVED_CPU", "0"), ("VLLM_CPU_OMP_THREADS_BIND", "auto"))}

@@ -35,13 +35,13 @@ from jobs.sweep.pipeline import applies
 
 # MEASURED, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray placing
 # the actor, the worker process, imports, loading a model of up to 135M parameters; vLLM with enforce_eager),
-# the median over the engines of each kind (docs/scale.md, "45 engines in one sweep", with its command and
-# machine). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
+# the median over the engines of each kind (docs/measurements.md, "45 engines in one sweep", with its command
+# and machine). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
 CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
 
 
-# MEASURED on one H100 (docs/scale.md, "The 45-RM plan for one node of 8 H100s, redone with what could be
-# measured", with its command and machine): the share of the GPU's bf16 peak that a prefill reaches, counted
+# MEASURED on one H100 (docs/measurements.md, "The 45-RM plan for one node of 8 H100s, redone with what could
+# be measured", with its command and machine): the share of the GPU's bf16 peak that a prefill reaches, counted
 # as this plan counts (2 x params x tokens), with PyTorch's own kernels (vLLM could not be installed there) on
 # decoder layers of each size, batches of Table 4's mean prompt length. By kind (an implicit RM adds the
 # vocabulary's log-softmax) and size (params_b), interpolated on log(size) between the sizes measured and flat
@@ -74,8 +74,8 @@ class GpuSpec:
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
     compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
     # MEASURED on the same H100 machine: a file read from its local disk with the page cache dropped, since
-    # host to GPU copies ran far faster, so the disk is the bound (docs/scale.md, "The 45-RM plan for one node
-    # of 8 H100s, redone with what could be measured"); a node's NVMe or an object store reads at its own rate
+    # host to GPU copies ran far faster, so the disk is the bound (docs/measurements.md, "The 45-RM plan for
+    # one node of 8 H100s, redone with what could be measured"); a node's NVMe or an object store reads at its own rate
     # (--load-gb-per-s).
     load_gb_per_s: float = 1.38  # weights read from disk or object storage
     download_mb_per_s: float = 100.0  # weights fetched from the Hugging Face Hub into its cache (jobs.plan.downloads)

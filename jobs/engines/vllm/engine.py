@@ -51,8 +51,8 @@ def engine_arguments() -> frozenset[str] | None:
     its EngineArgs is not where it was: the engine then rejects an unknown name when it starts.
 
     Read from the dataclass's source, not imported: importing vLLM imports torch, which made the driver of a
-    sweep whose model file sets engine_args several times larger (docs/scale.md, "SmolLM2-135M as an implicit
-    RM: 110 pairs at a quarter of Table 4's lengths")."""
+    sweep whose model file sets engine_args several times larger (docs/measurements.md, "SmolLM2-135M as an
+    implicit RM: 110 pairs at a quarter of Table 4's lengths")."""
     spec = importlib.util.find_spec("vllm")  # a top-level package's spec: vllm/__init__.py is not run
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -192,7 +192,7 @@ def tasks_in_flight(model: ModelConfig) -> int:
     """How many of a cell's Ray Data tasks may wait on its engine at once: the batches that fill what the
     engine runs at once (max_num_seqs), and one more, ready as one comes back. More only hold memory, each in a
     Ray worker process of its own, and an uncapped cell kept more of them than the engine could take
-    (docs/scale.md, "The real size on the 2-core AVX-512 machine: what grew, and what changed")."""
+    (docs/measurements.md, "The real size on the 2-core AVX-512 machine: what grew, and what changed")."""
     seqs = int((model.engine_args or {}).get("max_num_seqs") or ENGINE_MAX_NUM_SEQS)
     return math.ceil(seqs / model.batch_size) + 1
 

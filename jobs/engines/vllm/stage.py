@@ -170,8 +170,8 @@ def ask(batch, model: WorkerModel, path: str, task: str, server: str, prefix: st
     (jobs.engines.vllm.server) that holds the engine of (model, path, task) for the sweep, perhaps shared with other
     model files and tasks. The rows go as they are: the engine's process templates, tokenizes and reads them.
     Templated here, every Ray Data worker process loaded transformers and the tokenizer for itself, taking the
-    CPU the engine's start needed (docs/scale.md, "The real size on the AVX2 machine: 1,485 pairs at Table 4's
-    lengths (the tiny classifier)")."""
+    CPU the engine's start needed (docs/measurements.md, "The real size on the AVX2 machine: 1,485 pairs at
+    Table 4's lengths (the tiny classifier)")."""
     answers = call_engine(server, "answer", batch.to_pylist(), task, model, path, columns, prefix, keep_messages)
     # Not Table.from_pylist: it takes the columns of the first row only, and a judge's text and verdict parts
     # answer in different columns.

@@ -9,7 +9,7 @@ LOCK := requirements/cpu.lock
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
 
-# Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/test_chaos.py and the
+# Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/sweep/test_chaos.py and the
 # shrink fault's test_chaos_shrink.py, their own clusters in processes of their own) beside the others, which run
 # one at a time (they share one Ray cluster and the demo's engines). A serial run mostly waits (engines
 # starting, leases timing out), so the seeds run beside the rest instead of after it; their lines come as one
@@ -25,11 +25,11 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory -j 2 test-integration test-seeds
 
 test-integration: $(STAMP)
-	$(INTEGRATION) --ignore tests/jobs/test_chaos.py --ignore tests/jobs/test_chaos_shrink.py
+	$(INTEGRATION) --ignore tests/jobs/sweep/test_chaos.py --ignore tests/jobs/sweep/test_chaos_shrink.py
 
 test-seeds: $(STAMP)
 	mkdir -p results
-	$(INTEGRATION) tests/jobs/test_chaos.py tests/jobs/test_chaos_shrink.py > $(SEEDS_LOG) 2>&1; status=$$?; cat $(SEEDS_LOG); exit $$status
+	$(INTEGRATION) tests/jobs/sweep/test_chaos.py tests/jobs/sweep/test_chaos_shrink.py > $(SEEDS_LOG) 2>&1; status=$$?; cat $(SEEDS_LOG); exit $$status
 
 # What `make test` leaves out, each minutes of engine time on 2 CPU cores: Serve's replica autoscaling (a
 # library's behaviour) and a node joining mid-sweep (both nodes share the same cores, so it cannot be quicker
@@ -46,7 +46,7 @@ check: $(STAMP)
 # x 3 benchmarks on a head and two worker nodes, the run root on S3 behind a gate), each with 3 to 6 faults
 # drawn from the seed; every seed's invariants checked, the chaos table printed, results/chaos.json written.
 # 95 to 306 s a seed on a quiet 2-core machine (a vLLM engine start takes ~1 minute here and every driver fault
-# starts it again), seeds 27-50 in 53 min: about 2 hours, with the clean run made once. `make test` runs 3 seeds of the quick sweep (tests/jobs/test_chaos.py).
+# starts it again), seeds 27-50 in 53 min: about 2 hours, with the clean run made once. `make test` runs 3 seeds of the quick sweep (tests/jobs/sweep/test_chaos.py).
 chaos: $(STAMP)
 	$(VENV)/bin/python scripts/chaos.py results/chaos.json --seeds 50
 

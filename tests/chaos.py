@@ -9,7 +9,7 @@ injected at random times while the sweep runs; then the invariants every seed mu
 A seed's run writes OUT.json: its schedule, each fault as injected (when, what it hit, its recovery time), the
 drivers started and how each ended, duplicates, every invariant problem (one line each) and the wall time. The
 clean run (no faults) writes each cell's metrics, which every seed's are compared with; `run_seed` makes it
-once in the output folder where it is missing. scripts/chaos.py runs many seeds; tests/jobs/test_chaos.py 3.
+once in the output folder where it is missing. scripts/chaos.py runs many seeds; tests/jobs/sweep/test_chaos.py 3.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """GTU answer generation (utility benchmark, Section 5 / Table 4): the evidence each source hands the
 generator, the answer requests of the second round, QA rows and their Table 4 summary, with hand-computed
-expectations. The two rounds through the pipeline are in tests/jobs/test_gtu_rounds.py."""
+expectations. The two rounds through the pipeline are in tests/jobs/flow/test_gtu_rounds.py."""
 import re
 
 import pytest

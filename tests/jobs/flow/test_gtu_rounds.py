@@ -10,7 +10,7 @@ from stand_in import run, stand_in_engine
 from benchmarks.utility import metrics as um
 from jobs.config import BenchmarkConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "data" / "utility_gtu.jsonl"
 CONDITIONS = {"pointwise": "pointwise/utility/q_first/reasoning", "pairwise": "pairwise/utility/q_first/none",
               "listwise_set": "listwise_set/utility/q_first/answer_first",

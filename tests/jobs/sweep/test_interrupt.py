@@ -83,7 +83,7 @@ with interrupt.stop_on_signals(0.5, lambda: print("lease given back", flush=True
 def test_past_the_grace_period_the_hooks_run_bounded_then_the_lease_is_given_back():
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", GIVE_UP], check=False, capture_output=True, text=True, timeout=50,
-                         cwd=Path(__file__).resolve().parents[2])
+                         cwd=Path(__file__).resolve().parents[3])
     assert out.returncode == 143, out.stderr
     assert out.stdout.splitlines() == ["engines recorded", "lease given back"], (out.stdout, out.stderr)
     assert "hangs still running after 1 s; left" in out.stderr

@@ -11,7 +11,7 @@ import pytest
 from jobs.config import ConfigError
 from jobs.loading import PROJECT_CONF, load_sweep
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _write(path: Path, text: str) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sweeps import write_sweep
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # A line of Python's logging as Ray formats it: '2026-11-28 22:34:00,964\tINFO worker.py:2038 -- ...'
 RAY_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(INFO|WARNING|ERROR|DEBUG)\s", re.MULTILINE)
 

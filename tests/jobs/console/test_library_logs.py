@@ -79,7 +79,7 @@ def test_what_native_code_writes_to_stderr_goes_to_the_file_and_ours_still_reach
     secret = "sk-live-0a1b2c3d4e5f"
     env = {**os.environ, "JUDGE_API_KEY": secret, DECLARED: "JUDGE_API_KEY"}
     done = subprocess.run([sys.executable, "-c", NATIVE_SCRIPT, str(tmp_path)], capture_output=True, text=True,
-                          env=env, cwd=Path(__file__).parents[2], timeout=120, check=False)
+                          env=env, cwd=Path(__file__).parents[3], timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ragjudge's own line\n"
     assert done.stderr == "ragjudge: a line of ours on stderr\nfd 2 is the console again\n"

@@ -18,7 +18,7 @@ from jobs.engines.weights import cached_commit, hub_weights, hub_weights_of
 from jobs.loading import load_sweep
 from jobs.plan import plan_downloads
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _files(repo: str, sizes: dict[str, int]) -> dict[str, bytes]:

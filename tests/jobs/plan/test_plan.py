@@ -14,7 +14,7 @@ from jobs.cli import main
 from jobs.loading import load_sweep
 from jobs.plan.estimate import CPU_START_S, GpuSpec, format_plan, plan_schedule, plan_sweep
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _sweep(folder: Path, data: str, extra: str = "") -> Path:
@@ -89,7 +89,7 @@ def test_missing_data_without_a_plan_sample_takes_table4_lengths_from_synthetic_
 
 def test_a_cell_without_data_or_plan_sample_is_reported_not_raised(tmp_path):
     # Bi'anBench has no synthetic shape of its own (plan_items is None), so it needs `size` and `plan_sample`;
-    # without `size` the missing path is refused when the sweep loads (tests/jobs/test_load_checks.py).
+    # without `size` the missing path is refused when the sweep loads (tests/jobs/loading/test_load_checks.py).
     path = tmp_path / "conf" / "sweeps" / "plan.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(f"""name: plan

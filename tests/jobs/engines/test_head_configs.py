@@ -9,7 +9,7 @@ import pytest
 from jobs.config import ConfigError, ModelConfig, to_dict
 from jobs.loading import list_models, load_model
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 # The ten RAG-RewardBench Table 2 reward models whose card defines their score, and the head each one names.
 CARD_HEADS = {"internlm2_1_8b_reward": "internlm2", "internlm2_7b_reward": "internlm2",
               "internlm2_20b_reward": "internlm2", "urm_llama_3_1_8b": "classifier", "eurus_rm_7b": "eurus",

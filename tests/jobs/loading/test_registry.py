@@ -13,7 +13,7 @@ import pytest
 from jobs.config import ConfigError, to_dict
 from jobs.loading import format_models, list_models, load_sweep
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CONF = ROOT / "conf"
 SWEEP = CONF / "sweeps" / "rag_rewardbench_45.yaml"
 DEMO = {"smollm2_judge", "smollm2_implicit", "tiny_classifier"}

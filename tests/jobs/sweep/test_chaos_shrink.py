@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.integration
-HARNESS = Path(__file__).resolve().parents[1] / "chaos_shrink.py"
+HARNESS = Path(__file__).resolve().parents[2] / "chaos_shrink.py"
 
 
 @pytest.mark.timeout(1200)

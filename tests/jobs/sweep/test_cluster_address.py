@@ -116,8 +116,8 @@ def test_no_address_starts_a_new_local_cluster_despite_a_dead_clusters_address_f
 
 
 def test_the_driver_takes_arrows_memory_from_the_system_allocator():
-    """Arrow's default pool kept a cell's freed blocks in the driver (docs/scale.md); a sweep's driver gives
-    them back."""
+    """Arrow's default pool kept a cell's freed blocks in the driver (docs/measurements.md, "The real size on
+    the 2-core AVX-512 machine: what grew, and what changed"); a sweep's driver gives them back."""
     import pyarrow as pa
 
     from jobs.sweep.cluster import configure_ray_data

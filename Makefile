@@ -48,7 +48,7 @@ check: $(STAMP)
 # 95 to 306 s a seed on a quiet 2-core machine (a vLLM engine start takes ~1 minute here and every driver fault
 # starts it again), seeds 27-50 in 53 min: about 2 hours, with the clean run made once. `make test` runs 3 seeds of the quick sweep (tests/jobs/sweep/test_chaos.py).
 chaos: $(STAMP)
-	$(VENV)/bin/python scripts/chaos.py results/chaos.json --seeds 50
+	$(VENV)/bin/python tests/chaos_seeds.py results/chaos.json --seeds 50
 
 # The shrink fault (issue 64, tests/chaos_shrink.py): the cluster shrunk below a waiting engine's needs, grown
 # back inside cluster.engine_start_s (60 s here) or not; 10 seeds, 54 to 139 s each on 2 cores, one cluster for all.

@@ -1,5 +1,5 @@
 """docs/report.png: a screenshot of `ragjudge report` on a SYNTHETIC run (made-up models and predictions from
-tests/synthetic_run.py; no number on it is a result), taken with headless Chromium (Debian: apt-get install
+scripts/synthetic_run.py; no number on it is a result), taken with headless Chromium (Debian: apt-get install
 chromium). Usage: python docs/report_screenshot.py [--out docs/report.png]
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))  # this checkout, not an installed copy
 
-from synthetic_run import build_run  # after the path: tests/ holds it
+from scripts.synthetic_run import build_run
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))  # this checkout, not an installed copy
 
-from browser import headless, missing, wait_for  # after the path: tests/ holds it
+from scripts.browser import headless, missing, wait_for
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
     python perf/node_join.py
 
-The sweep of tests/jobs/sweep/test_multinode.py's join test (tests/multinode.py `join_sweep`): two tiny classifiers
+The sweep of tests/jobs/sweep/test_multinode.py's join test (scripts/multinode.py `join_sweep`): two tiny classifiers
 whose engines take 2 CPUs each. Baseline: a head with no CPUs and one worker of 3, so the second cell waits for
 the first engine's release. Joined: the same, and a worker of 3 CPUs added once the first engine has started,
 where the second engine is placed. Every local "node" shares this machine's cores, so the ratio says what the
@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))  # this checkout, not an installed copy
 
-from multinode import join_sweep, run  # after the path: tests/ holds it
+from scripts.multinode import join_sweep, run
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """How long `ragjudge report` takes, and how large its page and leaderboard are, on a SYNTHETIC 45-model run.
 
 The run root holds made-up predictions for 1,485 RAG-RewardBench items x 45 models (every third a both-order
-generative judge, the rest scorers; tests/synthetic_run.py), written with the RunRoot calls the pipeline uses.
+generative judge, the rest scorers; scripts/synthetic_run.py), written with the RunRoot calls the pipeline uses.
 No number in it is a model's result. The report then runs as the CLI does, in a fresh interpreter (imports
 included), and once more in-process to split the time between reading + tests and drawing the page.
 
@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))  # this checkout, not an installed copy
 
-from synthetic_run import build_run  # after the path: tests/ holds it
+from scripts.synthetic_run import build_run
 
 
 def child(run_path: str) -> None:

@@ -2,7 +2,7 @@
 
 The pairs are benchmarks/rag_rewardbench/synthetic.py's (Table 4's subsets and mean lengths, text from the
 bundled mtRAG corpora, every one labelled synthetic); the run root holds made-up predictions of 45 models on
-them (every third a both-order generative judge with its raw texts, the rest scorers; tests/synthetic_run.py).
+them (every third a both-order generative judge with its raw texts, the rest scorers; scripts/synthetic_run.py).
 No number in it is a model's result. `ragjudge report` writes the page and report/viewer/; then headless
 Chromium (Debian's chromium + chromium-driver, driven by Selenium) opens report/index.html over file:// `--loads`
 times, and each time the page's own script says when the viewer is ready (its list drawn: body
@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from browser import headless, missing, wait_for  # after the path: tests/ holds them
-from synthetic_run import build_run
+sys.path.insert(0, str(ROOT))  # this checkout, not an installed copy
 
 from benchmarks.rag_rewardbench.synthetic import generate
 from jobs.analysis import write_report
 from jobs.store import RunRoot
+from scripts.browser import headless, missing, wait_for
+from scripts.synthetic_run import build_run
 
 
 def _sizes(report: Path) -> dict[str, float]:

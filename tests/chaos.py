@@ -9,7 +9,7 @@ injected at random times while the sweep runs; then the invariants every seed mu
 A seed's run writes OUT.json: its schedule, each fault as injected (when, what it hit, its recovery time), the
 drivers started and how each ended, duplicates, every invariant problem (one line each) and the wall time. The
 clean run (no faults) writes each cell's metrics, which every seed's are compared with; `run_seed` makes it
-once in the output folder where it is missing. scripts/chaos.py runs many seeds; tests/jobs/sweep/test_chaos.py 3.
+once in the output folder where it is missing. tests/chaos_seeds.py runs many seeds; tests/jobs/sweep/test_chaos.py 3.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ PLAIN_RERUNS = 3  # after the schedule: plain reruns of the driver until one exi
 DRIVER_TIMEOUT_S = 600.0  # one driver's run, at most
 POLL_S = 0.25
 STALL_S = 240.0  # a run with no new answer and no stored part for this long is stuck: a problem, stopped
-SEED_TIMEOUT_S = 1500  # a seed's whole process, at most (scripts/chaos.py, the test)
+SEED_TIMEOUT_S = 1500  # a seed's whole process, at most (tests/chaos_seeds.py, the test)
 
 
 @dataclass

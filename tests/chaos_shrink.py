@@ -29,8 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tests")) if p not in sys.path]
 
-from multinode import OBJECT_STORE, TINY, start_cluster, stored_request_ids
 from sweeps import write_sweep
+
+from scripts.multinode import OBJECT_STORE, TINY, start_cluster, stored_request_ids
 
 CLASSES = ("back", "never", "too_small")
 BIG_CPUS, SMALL_CPUS = 3, 2

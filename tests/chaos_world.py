@@ -25,8 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [p for p in (str(ROOT), str(ROOT / "tests")) if p not in sys.path]
 
-import multinode
 from loopback import ScriptedApi
+
+from scripts import multinode
 
 BUCKET = "chaos"
 RUN = "chaos"
@@ -270,7 +271,7 @@ def start_api() -> ScriptedApi:
 
 
 def start_cluster() -> Any:
-    """The chaos cluster: LAYOUT's head and workers, as tests/multinode.py starts its own."""
+    """The chaos cluster: LAYOUT's head and workers, as scripts/multinode.py starts its own."""
     return multinode.start_cluster(list(LAYOUT))
 
 

@@ -3,16 +3,17 @@ rounds through jobs.sweep.cell.run_cell, as a sweep runs it, without Ray or a mo
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
 from jobs.engines.base import engines
+from jobs.engines.host import EngineHost
 from jobs.engines.http import engine as http
 from jobs.engines.rows import merge_parts
-from jobs.engines.stand_in.engine import stand_in_reply
+from jobs.engines.stand_in.engine import Reply, stand_in_reply
 from jobs.store.answers import AnswerStore
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
@@ -29,18 +30,19 @@ def pick(request: dict[str, Any], model: ModelConfig) -> str:
     return ["Choose 1", "Choose 2", "no idea"][hashlib.sha256(request["request_id"].encode()).digest()[0] % 3]
 
 
-def stand_in_engine(monkeypatch: pytest.MonkeyPatch,
-                    reply: Callable[[dict[str, Any], ModelConfig], str] = echo) -> list[list[str]]:
-    """Answers each request with reply(request, model); returns the request ids of each engine call."""
+def stand_in_engine(monkeypatch: pytest.MonkeyPatch, reply: Reply = echo) -> list[list[str]]:
+    """Answers each request with reply(request, model), through the engine's own answer (its `reply` hook);
+    returns the request ids of each engine call."""
     calls: list[list[str]] = []
+    engine = engines()["stand_in"]
+    answer = type(engine).answer  # the class's own, whatever an earlier call of this put on the instance
 
-    def answer(requests, model, log=print, host=None):
+    def counted(requests, model, log=print, host=None):
         calls.append([r["request_id"] for r in requests])
-        for r in requests:
-            yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
-                   "variant": r["variant"], "text": reply(r, model), "error": None}
+        yield from answer(engine, requests, model, log, host)
 
-    monkeypatch.setattr(engines()["stand_in"], "answer", answer)
+    monkeypatch.setattr(engine, "reply", reply)
+    monkeypatch.setattr(engine, "answer", counted)
     return calls
 
 
@@ -50,15 +52,16 @@ def stand_in_model(name: str = "judge") -> ModelConfig:
 
 def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_name: str = "run",
         judges: dict[str, ModelConfig] | None = None, cache: bool = False, retry_errors: bool = False,
-        **storage: Any) -> tuple[RunRoot, CellOutcome]:
+        host: EngineHost | None = None, **storage: Any) -> tuple[RunRoot, CellOutcome]:
     """One cell through jobs.sweep.cell.run_cell (answers stored two at a time), as a sweep runs it, as `ragjudge
     run --retry-errors` does with `retry_errors`; `storage` are more of the sweep's storage settings
-    (endpoint_url, retry_s); `cache`: with the root's answer store."""
+    (endpoint_url, retry_s); `cache`: with the root's answer store; `host`: the sweep's engine host, as on the
+    sweep's cluster (the first round then streams where the engine takes a dataset)."""
     settings = StorageConfig(run=run_name, root=str(tmp_path), **storage)
     root = RunRoot.of(settings)
     manifest = Manifest(root, SweepConfig(name="test", storage=settings))
     cell = Cell(root, manifest, bench, model or stand_in_model(), flush_every=2, judges=judges or {},
-                answer_store=AnswerStore(root) if cache else None, retry_errors=retry_errors)
+                engines=host, answer_store=AnswerStore(root) if cache else None, retry_errors=retry_errors)
     return root, run_cell(cell)
 
 

@@ -30,7 +30,7 @@ def test_duplicates_beyond_the_faults_bound_are_a_problem():
 
 
 def test_a_sweep_written_under_a_relative_folder_names_data_that_exists(tmp_path, monkeypatch):
-    # `scripts/chaos.py results/chaos.json` (a relative path, as `make chaos` gives it): every run's driver
+    # `tests/chaos_seeds.py results/chaos.json` (a relative path, as `make chaos` gives it): every run's driver
     # stopped at once on "rr_synthetic.data: .../work/results/.../work/synthetic.jsonl does not exist".
     import chaos_world as world
     from omegaconf import OmegaConf

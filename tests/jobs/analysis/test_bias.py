@@ -7,7 +7,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from synthetic_run import build_run
 from test_leaderboard import CONTRACT
 
 from benchmarks.rag_rewardbench import load_items
@@ -21,6 +20,7 @@ from jobs.cli import main
 from jobs.config import ConfigError
 from jobs.loading.families import family_of, load_families, model_names
 from jobs.loading.files import PROJECT_CONF
+from scripts.synthetic_run import build_run
 
 # item -> (subset, chosen, reject, chosen_model, reject_model); chars: i1 4>2, i2 1<3, i3 2=2 (tie), i4 5>1,
 # i5 3<6, i6 6>2

@@ -3,12 +3,12 @@ import json
 import shutil
 
 import pytest
-from synthetic_run import build_run
 
 from jobs.analysis.compare import compare_runs
 from jobs.analysis.significance import mcnemar_exact
 from jobs.cli import main
 from jobs.store.run_root import RunRoot
+from scripts.synthetic_run import build_run
 
 SCORER = "synthetic-rm-00"  # discriminative: 0/1 outcomes
 

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from synthetic_run import build_run
 from test_leaderboard import CONTRACT
 
 from benchmarks.protocol import benchmark
@@ -15,6 +14,7 @@ from jobs.cli import main
 from jobs.config import ConfigError
 from jobs.loading import load_sweep
 from jobs.store.run_root import RunRoot
+from scripts.synthetic_run import build_run
 
 
 def scorer(pairs):

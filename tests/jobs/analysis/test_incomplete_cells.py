@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
-from synthetic_run import build_run
 
 from jobs.cli import main
+from scripts.synthetic_run import build_run
 
 MODEL = "synthetic-rm-01"
 

@@ -4,12 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic_run import build_run
 
 from jobs.analysis.items import format_items, item_rows, items_summary, top_third
 from jobs.analysis.items_page import _runs, heatmap, outcome_class
 from jobs.analysis.report import write_report
 from jobs.cli import main
+from scripts.synthetic_run import build_run
 
 RANKING = ["A", "B", "C", "D", "E", "F"]  # best first: the top third is A, B
 OUTCOMES = {

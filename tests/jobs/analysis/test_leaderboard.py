@@ -3,7 +3,6 @@ import json
 
 import jsonschema
 import pytest
-from synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 from benchmarks.protocol import benchmark
 from jobs.analysis.board import leaderboard_from_rows, leaderboard_of
@@ -14,6 +13,7 @@ from jobs.analysis.report_view import BenchmarkView, PaperTable, Report
 from jobs.analysis.significance import holm, mcnemar_exact
 from jobs.cli import main
 from jobs.flow.reducers import aggregate
+from scripts.synthetic_run import bianbench_rows, rag_rewardbench_rows
 
 NUMBER = {"type": "number"}
 INTEGER = {"type": "integer"}

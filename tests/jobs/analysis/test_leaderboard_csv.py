@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic_run import build_run
 
 from benchmarks import protocol
 from jobs.analysis.board import CSV_COLUMNS, leaderboard_csv, leaderboard_of
 from jobs.analysis.report import write_report
 from jobs.analysis.report_view import BenchmarkView
+from scripts.synthetic_run import build_run
 
 
 def _outcomes(right: int, items: int = 20) -> dict[str, float]:

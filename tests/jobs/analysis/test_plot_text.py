@@ -5,10 +5,10 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
-from synthetic_run import build_run
 
 from jobs.analysis import plots
 from jobs.cli import main
+from scripts.synthetic_run import build_run
 
 MODEL, SUBSET, LABEL = "tiny$x^$", r"helpful-$\nosuch$", "price $5 and $6"
 

@@ -2,13 +2,12 @@
 cell lists the attempts that wrote it, and a cell written under two sets of versions is named."""
 from __future__ import annotations
 
-from synthetic_run import build_run
-
 from jobs.analysis import write_report
 from jobs.analysis.provenance import mixed_versions, model_provenance
 from jobs.config import StorageConfig, SweepConfig
 from jobs.store.manifest import Manifest
 from jobs.store.run_root import RunRoot
+from scripts.synthetic_run import build_run
 
 
 def test_each_attempt_is_recorded_and_a_cell_lists_the_attempts_that_wrote_it(tmp_path, monkeypatch):

@@ -9,7 +9,6 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-from synthetic_run import build_run
 from test_leaderboard import CONTRACT
 
 from benchmarks import protocol
@@ -17,6 +16,7 @@ from jobs.analysis.report import report_text, write_report
 from jobs.analysis.report_view import BenchmarkView, subset_matrix
 from jobs.cli import main
 from jobs.store.run_root import RunRoot
+from scripts.synthetic_run import build_run
 
 
 class PaperStub:

@@ -5,13 +5,13 @@ import json
 from pathlib import Path
 
 import pytest
-from browser import headless, missing, wait_for
-from synthetic_run import build_run
 
 from jobs.analysis import ENSEMBLES
 from jobs.analysis.item_viewer import CHUNK_BYTES, benchmark_data, item_entry, row_entry, text_columns
 from jobs.analysis.report import write_report
 from jobs.analysis.report_view import BenchmarkView
+from scripts.browser import headless, missing, wait_for
+from scripts.synthetic_run import build_run
 
 SUBSETS = ("helpful-alpha", "reason-beta", "citation-gamma")
 

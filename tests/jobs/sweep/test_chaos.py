@@ -1,13 +1,12 @@
 """The chaos harness (issue 44, tests/chaos.py) on 3 fixed seeds of the quick sweep (3 models x 3 benchmarks on
 a head and two worker nodes, the run root on S3 behind a gate): every fault a seed draws is injected while the
 sweep runs, and every invariant of tests/chaos_checks.py holds at the end. `make chaos` runs 50 seeds of the full
-sweep (with a vLLM engine) through scripts/chaos.py. Each seed prints its line."""
+sweep (with a vLLM engine) through tests/chaos_seeds.py. Each seed prints its line."""
 from __future__ import annotations
 
 import pytest
 from chaos import run_seed
-
-from scripts.chaos import seed_line
+from chaos_seeds import seed_line
 
 # `make test` runs this file beside the other integration tests (Makefile: test-seeds): the seeds start their
 # own clusters and share nothing with the session's Ray.

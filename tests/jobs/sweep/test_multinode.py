@@ -1,5 +1,5 @@
 """A sweep on several Ray nodes (issue 28, items 1 and 2): a head with no CPUs and two workers, each its own raylet
-and object store (ray.cluster_utils.Cluster, through tests/multinode.py in a process of its own); the node under
+and object store (ray.cluster_utils.Cluster, through scripts/multinode.py in a process of its own); the node under
 the running engine is removed after the engine's first answered batch. The cell finishes with every request
 stored once, the engine's two starts and the dead node are in manifest.json, and the metrics equal those of the
 same sweep on one node."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from multinode import TINY, join_sweep, run
 from sweeps import write_sweep
 
 from benchmarks.rag_rewardbench import synthetic
+from scripts.multinode import TINY, join_sweep, run
 from scripts.same_metrics import run_differences
 
 

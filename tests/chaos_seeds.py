@@ -1,7 +1,7 @@
 """Run chaos seeds one after another (tests/chaos.py: a sweep on a multi-node Ray cluster with its run root on
 S3, faults drawn from each seed) and print the chaos table of docs/reliability.md:
 
-    python scripts/chaos.py OUT.json --seeds 50 [--first 1] [--sweep full|quick]
+    python tests/chaos_seeds.py OUT.json --seeds 50 [--first 1] [--sweep full|quick]
 
 OUT.json gets every seed's result as it finishes (schedule, faults injected by class, invariant problems,
 recovery times, duplicates, wall time), so a stopped sweep keeps the seeds it ran; the clean run each seed is

@@ -1,6 +1,7 @@
-"""A SYNTHETIC run root for report tests and perf/report_45_models.py: made-up models with made-up skills and
-made-up predictions, in the columns the benchmarks' combine() writes, stored through the same RunRoot calls
-the pipeline makes (write_rows, write_json of metrics.json and manifest.json). No number here is a result."""
+"""A SYNTHETIC run root for the report's tests, perf/report_45_models.py, perf/report_viewer_load.py and
+docs/report_screenshot.py: made-up models with made-up skills and made-up answers, RAG-RewardBench's rows made
+from them by its own combine(), stored through the same RunRoot calls the pipeline makes (write_rows,
+write_json of metrics.json and manifest.json). No number here is a result."""
 from __future__ import annotations
 
 import random
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.protocol import benchmark
+from benchmarks.rag_rewardbench.requests import ORDERS
 from jobs.flow.reducers import aggregate
 from jobs.store.run_root import RunRoot
 
@@ -25,10 +27,32 @@ def _pick(rng: random.Random, skill: float, chosen_position: int, bias: float) -
     return chosen_position if rng.random() < skill else 3 - chosen_position
 
 
+def _scorer_answers(right: bool) -> dict[str, dict[str, Any]]:
+    """A scorer's answers to a pair, by variant: 1 for the response it prefers, 0 for the other (as a score, and
+    as an implicit RM's mean log-prob)."""
+    scores = {"chosen": 1.0 if right else 0.0, "reject": 0.0 if right else 1.0}
+    return {side: {"score": score, "logp_mean": score} for side, score in scores.items()}
+
+
+def _judge_answers(rng: random.Random, p: float) -> dict[str, dict[str, Any]]:
+    """A judge's answers to both orders, by variant: its pick as next-token log-probs (none: no verdict), and its
+    text, which says the pick unless the judge wrote no readable verdict."""
+    logprobs = {1: [-0.1, -3.0], 2: [-3.0, -0.1], None: [None, None]}
+    answers = {}
+    for order, position in ORDERS.items():
+        pick = _pick(rng, p, position, 0.15)
+        text_pick = pick if rng.random() > 0.05 else None
+        answers[order] = {"candidate_logprobs": logprobs[pick],
+                          "text": f"The answer is \"Choose {text_pick}\". " + "x" * 300}
+    return answers
+
+
 def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: int,
                          pairs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Item rows in rag_rewardbench's combine() columns: a scorer's 0/1, a judge's both-order 0/0.5/1; `pairs`:
-    the loaded items the rows are of (id, subset, responses and their authors), else made-up ones."""
+    """Item rows of a made-up model, made by rag_rewardbench's own combine() from made-up answers: a scorer's
+    0/1, a judge's both-order 0/0.5/1; `pairs`: the loaded items the rows are of (id, subset, responses and their
+    authors), else made-up ones."""
+    spec = benchmark("rag_rewardbench")
     rng = random.Random(seed)
     rows = []
     for i in range(items):
@@ -36,31 +60,19 @@ def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: 
             "item_id": f"rag_rewardbench/{i:05d}", "subset": f"{RRB_CATEGORIES[i % 6]}-s{(i // 6) % 3}",
             "chosen": "c" * (100 + i * 37 % 300), "reject": "r" * (100 + i * 53 % 300),
             "chosen_model": AUTHORS[i % 4], "reject_model": AUTHORS[(i + 1) % 4]}
-        row: dict[str, Any] = {"item_id": pair["item_id"], "benchmark": "rag_rewardbench",
-                               "subset": pair["subset"], "truncated": rng.random() < 0.01, "n_tokens": 900,
-                               "error": None, **{k: pair[k] for k in ("chosen", "reject", "chosen_model",
-                                                                       "reject_model")}}
+        variants = list(ORDERS) if kind == "generative" else ["chosen", "reject"]
+        said: dict[str, dict[str, Any]] = {v: {} for v in variants}
+        said[variants[0]]["truncated"] = rng.random() < 0.01
         if rng.random() < 0.005:
-            rows.append({**row, "error": "cr: synthetic engine error", "correct": None})
-            continue
-        easy = (i * 7919) % 100 / 100  # items share a difficulty across models, as real pairs do
-        p = min(0.98, max(0.02, skill + 0.3 * (easy - 0.5)))
-        if kind == "generative":
-            for order, position in (("cr", 1), ("rc", 2)):
-                row[f"pick_{order}"] = _pick(rng, p, position, 0.15)
-                row[f"text_pick_{order}"] = row[f"pick_{order}"] if rng.random() > 0.05 else None
-                row[f"text_{order}"] = f"The answer is \"Choose {row[f'pick_{order}']}\". " + "x" * 300
-                pick = row[f"pick_{order}"]
-                row[f"correct_{order}"] = 0.5 if pick is None else float(pick == position)
-            row["correct"] = (row["correct_cr"] + row["correct_rc"]) / 2
-            row["correct_alt"] = row["correct"]
-            picks = (row["pick_cr"], row["pick_rc"])
-            row["consistent"] = None if None in picks else picks[0] != picks[1]
+            said[variants[0]]["error"] = "synthetic engine error"
         else:
-            right = rng.random() < p
-            row["score_chosen"], row["score_reject"] = (1.0, 0.0) if right else (0.0, 1.0)
-            row["correct"] = float(right)
-        rows.append(row)
+            easy = (i * 7919) % 100 / 100  # items share a difficulty across models, as real pairs do
+            p = min(0.98, max(0.02, skill + 0.3 * (easy - 0.5)))
+            said = {v: {**said[v], **answer} for v, answer in (
+                _judge_answers(rng, p) if kind == "generative" else _scorer_answers(rng.random() < p)).items()}
+        answers = [{"request_id": f"{pair['item_id']}#{v}", "item_id": pair["item_id"], "subset": pair["subset"],
+                    "variant": v, "n_tokens": 900, "error": None, **said[v]} for v in variants]
+        rows.append(spec.combine(pair, answers, kind, spec.Options()))
     return rows
 
 

@@ -1,6 +1,6 @@
-"""Headless Chromium driven by Selenium, for the report viewer's browser test and perf/report_viewer_load.py:
-Debian's `chromium` and `chromium-driver` (apt), Selenium from PyPI. Both binaries are named to Selenium, so its
-Selenium Manager never looks for (or downloads) a browser."""
+"""Headless Chromium driven by Selenium, for the report viewer's browser test, perf/report_viewer_load.py and
+docs/viewer_screenshot.py: Debian's `chromium` and `chromium-driver` (apt), Selenium from PyPI. Both binaries
+are named to Selenium, so its Selenium Manager never looks for (or downloads) a browser."""
 from __future__ import annotations
 
 import importlib.util

@@ -1,7 +1,7 @@
 """A sweep on a real multi-node Ray cluster on this machine (ray.cluster_utils.Cluster: a raylet and an object
 store per node), run as a script so its cluster is the process's only one (the test session has its own).
 
-    python tests/multinode.py OUT.json --sweep SWEEP.yaml --layout 0,2,2 [--lose-engine-node | --join CPUS]
+    python scripts/multinode.py OUT.json --sweep SWEEP.yaml --layout 0,2,2 [--lose-engine-node | --join CPUS]
         [key=value ...]
 
 `--layout` gives each node's CPUs, the head first (0: nothing of the sweep runs on the head). With
@@ -41,16 +41,21 @@ def run(folder: Path, sweep: Path, name: str, layout: str, *flags: str) -> dict[
 
 def join_sweep(folder: Path) -> Path:
     """Two models whose engines take 2 CPUs each, over 132 synthetic pairs (6 of each Table 4 subset): on one
-    worker of 3 CPUs the second cell waits for room until a node joins."""
-    from sweeps import write_sweep
-
+    worker of 3 CPUs the second cell waits for room until a node joins. The sweep file is written into
+    FOLDER/conf/sweeps/, where load_sweep looks for it."""
     from benchmarks.rag_rewardbench import synthetic
 
     data = folder / "pairs.jsonl"
     data.write_text("".join(json.dumps(p) + "\n" for p in synthetic.generate(scale=0.25, max_pairs=6)))
     models = [TINY.replace("tiny_tf", name).replace("batch_size: 4", "batch_size: 4, num_cpus: 2")
               for name in ("tiny_a", "tiny_b")]
-    return write_sweep(folder, "join", models, f'root: "{folder / "results"}"', data=data)
+    path = folder / "conf" / "sweeps" / "join.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(["name: join", "benchmarks:",
+                               f'  - {{name: rag_rewardbench, module: rag_rewardbench, data: ["{data}"]}}',
+                               "models:", *(f"  - {model}" for model in models),
+                               f'storage: {{run: join, root: "{folder / "results"}"}}']) + "\n")
+    return path
 
 
 def start_cluster(cpus: list[int]) -> Any:
@@ -170,5 +175,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path[0] = str(ROOT)  # the checkout, not tests/ (it has a benchmarks/ too)
+    sys.path[0] = str(ROOT)  # the checkout, whose packages this script imports
     main()

@@ -38,6 +38,9 @@ def stand_in_engine(monkeypatch: pytest.MonkeyPatch, reply: Reply = echo) -> lis
     answer = type(engine).answer  # the class's own, whatever an earlier call of this put on the instance
 
     def counted(requests, model, log=print, host=None):
+        if not isinstance(requests, list):  # a Ray dataset: read here, so the test's reply runs in this process
+            requests = [r for block in requests.iter_batches(batch_size=None, batch_format="pyarrow")
+                        for r in block.to_pylist()]
         calls.append([r["request_id"] for r in requests])
         yield from answer(engine, requests, model, log, host)
 

@@ -13,6 +13,7 @@ many it lacks (`missing`), and its pairs are tested on the shared items only (ea
 """
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -32,11 +33,15 @@ def item_outcomes(rows: Iterable[Mapping[str, Any]]) -> tuple[Outcomes, dict[str
     """(item id -> mean of the item's non-null `correct`, item id -> subset) for one model's rows."""
     sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     subsets: dict[str, str] = {}
+    names: dict[str, str] = {}  # one string per subset, and item ids interned: a report keeps them per item
     for row in rows:
         item = row.get("item_id")
         if item is None:
             continue
-        subsets.setdefault(item, str(row.get("subset") or ""))
+        item = sys.intern(item) if isinstance(item, str) else item
+        if item not in subsets:
+            subset = str(row.get("subset") or "")
+            subsets[item] = names.setdefault(subset, subset)
         if row.get("correct") is not None:
             entry = sums[item]
             entry[0] += float(row["correct"])

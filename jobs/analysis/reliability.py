@@ -22,7 +22,7 @@ column they stop writing simply disappears from the report):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 COLUMNS: dict[str, str] = {  # report column -> what it says, for the page's legend
@@ -52,21 +52,24 @@ def _orders(names: set[str], prefix: str) -> list[str]:
     return sorted(n for n in names if n.startswith(prefix))
 
 
-def _parse_failure_rate(rows: list[Mapping[str, Any]], names: set[str]) -> float | None:
-    ok = [r for r in rows if not r.get("error")]
+def _parse_failure_rate(rows: Collection[Mapping[str, Any]], names: set[str]) -> float | None:
+    ok = (r for r in rows if not r.get("error"))  # one pass, whichever rule applies: no list of the rows
     text_picks = _orders(names, "text_pick_")
     if text_picks:
         return _mean([float(r.get(c) is None) for r in ok for c in text_picks])
     if "prediction" in names:
         return _mean([float(r["prediction"] == "ERROR") for r in ok if r.get("prediction") is not None])
     if "parse_failures" in names and "n_requests" in names:
-        counted = [r for r in ok if r.get("n_requests")]
-        total = sum(int(r["n_requests"]) for r in counted)
-        return sum(int(r.get("parse_failures") or 0) for r in counted) / total if total else None
+        total = failures = 0
+        for r in ok:
+            if r.get("n_requests"):
+                total += int(r["n_requests"])
+                failures += int(r.get("parse_failures") or 0)
+        return failures / total if total else None
     return None
 
 
-def _run_agreement(rows: list[Mapping[str, Any]]) -> float | None:
+def _run_agreement(rows: Collection[Mapping[str, Any]]) -> float | None:
     runs: dict[str, list[Any]] = defaultdict(list)
     for r in rows:
         if not r.get("error") and r.get("prediction") is not None:
@@ -75,9 +78,13 @@ def _run_agreement(rows: list[Mapping[str, Any]]) -> float | None:
 
 
 def reliability(rows: Iterable[Mapping[str, Any]]) -> dict[str, float | None]:
-    """The reliability columns the rows have data for (see the module docstring), each a rate in [0, 1]."""
-    rows = list(rows)
-    names = set().union(*(r.keys() for r in rows)) if rows else set()
+    """The reliability columns the rows have data for (see the module docstring), each a rate in [0, 1]. Rows
+    that are a Collection are iterated once per column, not copied (jobs.analysis.cell_rows.PartRows makes
+    them a batch at a time)."""
+    rows = rows if isinstance(rows, Collection) else list(rows)
+    names: set[str] = set()
+    for r in rows:  # a row at a time: unpacking every row's keys at once would hold every row
+        names.update(r)
     out: dict[str, float | None] = {}
     if "consistent" in names or "consistency" in names:
         both_orders = [float(r["consistent"]) for r in rows if r.get("consistent") is not None]

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks import protocol
-from benchmarks.boundary_types import ArrowRow, JsonObject
+from benchmarks.boundary_types import JsonObject
 from benchmarks.tables import aligned
 from jobs.analysis.board import leaderboard_csv, leaderboard_of
-from jobs.analysis.cell_rows import add_rows, read_column
+from jobs.analysis.cell_rows import PartRows, add_rows, merge, read_column
 from jobs.analysis.ensembles import add_ensembles, run_ensembles
 from jobs.analysis.item_viewer import write_viewer
 from jobs.analysis.items import board_items, items_jsonl
@@ -31,7 +31,7 @@ from jobs.analysis.report_view import (
     error_notes,
     incomplete_notes,
 )
-from jobs.analysis.response_pairs import TEXTS, ResponsePair, response_pairs
+from jobs.analysis.response_pairs import MEASURES, ResponsePair, measured, measured_pairs
 from jobs.analysis.tokens import token_counter
 from jobs.analysis.viewer_page import viewer_section
 from jobs.store import SCORED, RunRoot, UnreadableFile, implicit_scores, predictions_stored
@@ -60,24 +60,29 @@ def report_text(metrics: list[JsonObject]) -> str:
     return "\n\n".join(t.text or f"{name}: paper table unavailable ({t.problem})" for name, t in tables)
 
 
-def _cell_rows(root: RunRoot, benchmark: str, model: str, entry: JsonObject,
-               count_tokens: Callable[[str], int] | None
-               ) -> tuple[list[ArrowRow], dict[str, ResponsePair], str | None]:
-    """A cell's rows without the response texts, its items' response pairs (read from those texts), and why its
-    rows cannot be trusted (a part missing, unreadable or short of the rows its manifest.json `entry` records),
-    else None."""
+def _cell_view(root: RunRoot, benchmark: str, model: str, entry: JsonObject,
+               count_tokens: Callable[[str], int] | None) -> tuple[BenchmarkView, dict[str, ResponsePair], str | None]:
+    """A cell's rows folded into a view of its own (add_rows), its items' response pairs (their texts measured
+    part by part, never held), and why its rows cannot be trusted (a part missing, unreadable or short of the
+    rows its manifest.json `entry` records), else None. The rows stay Arrow parts (PartRows) and only the
+    fold leaves the reading thread."""
+    view = BenchmarkView(benchmark, benchmark)
     try:
-        rows = root.read_rows("predictions", benchmark, model, columns=read_column)
+        parts = root.read_folder_parts(root.partition("predictions", benchmark, model), read_column,
+                                       transform=measured(count_tokens))
     except UnreadableFile as e:
-        return [], {}, str(e)
+        return view, {}, str(e)
+    rows = PartRows(parts)
     expected = predictions_stored(entry)
     if len(rows) < expected:
         where = root.uri(root.partition("predictions", benchmark, model))
-        return [], {}, (f"{where} holds {len(rows)} rows; manifest.json says the cell is {entry.get('status')} "
-                        f"with {expected}" if rows else f"{where}: no part; manifest.json says the cell is "
-                        f"{entry.get('status')} with {expected} rows")
-    pairs = response_pairs(rows, count_tokens)
-    return [{k: v for k, v in row.items() if k not in TEXTS} for row in rows], pairs, None
+        return view, {}, (f"{where} holds {len(rows)} rows; manifest.json says the cell is {entry.get('status')} "
+                          f"with {expected}" if rows else f"{where}: no part; manifest.json says the cell is "
+                          f"{entry.get('status')} with {expected} rows")
+    pairs = measured_pairs(rows)
+    add_rows(view, model, PartRows([part.drop_columns([n for n in MEASURES if n in part.column_names])
+                                    for part in parts]))
+    return view, pairs, None
 
 
 def _cell_metrics(root: RunRoot, benchmark: str, model: str) -> tuple[JsonObject | None, str | None]:
@@ -110,15 +115,15 @@ def load_report(root: RunRoot, tokenizer: str | None = None) -> Report | None:
     with ThreadPoolExecutor(READERS) as pool:
         metrics = list(pool.map(lambda cell: _cell_metrics(root, *cell), done))
         count_tokens = token_counter(tokenizer) if tokenizer else None
-        rows = list(pool.map(lambda cell: _cell_rows(root, *cell, cells["/".join(cell)], count_tokens), done))
-    for (benchmark, model), (cell_metrics, unread), (cell_rows, pairs, short) in zip(done, metrics, rows):
+        folded = list(pool.map(lambda cell: _cell_view(root, *cell, cells["/".join(cell)], count_tokens), done))
+    for (benchmark, model), (cell_metrics, unread), (cell_view, pairs, short) in zip(done, metrics, folded):
         view = views[benchmark]
         if cell_metrics is not None:
             view.metrics.append(cell_metrics)
         if short or unread:  # marked in every view of the report, and the command exits non-zero
             view.incomplete[model] = short or unread
             continue
-        add_rows(view, model, cell_rows)
+        merge(view, model, cell_view)
         for item, pair in pairs.items():
             view.pairs.setdefault(item, pair)
         view.kinds[model] = str((model_config.get(model) or {}).get("kind") or "")
@@ -198,6 +203,7 @@ def write_report(root: RunRoot, out: Callable[[str], None] = print, tokenizer: s
     root.write_text(REPORT_LEADERBOARD_CSV, leaderboard_csv(report.leaderboard))
     root.write_text(REPORT_ITEMS, "".join(items_jsonl(board_items(view, boards.get(view.name)))
                                                   for view in report.views))
-    viewer = viewer_section() if write_viewer(root, report) else ""  # report/viewer/: the items, beside the page
+    notes = write_viewer(root, report)  # report/viewer/: the items, beside the page
+    viewer = "" if notes is None else viewer_section(notes)
     root.write_text(REPORT_PAGE, render_page(report, tables, viewer))
     return report

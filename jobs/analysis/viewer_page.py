@@ -13,6 +13,9 @@ id of the item drawn) with data-viewer-open-ms (from the click to the drawn item
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from html import escape
+
 from jobs.analysis.item_viewer import FOLDER, INDEX
 
 PAGE = 100
@@ -119,8 +122,9 @@ readHash();build();draw();if(st.item>=0)open(st.item);
 body.viewerReadyMs=performance.now().toFixed(1);body.viewerReady='yes'})();"""
 
 
-def viewer_section() -> str:
-    """The viewer's section of index.html: its heading, where the script draws it, and the two scripts."""
+def viewer_section(notes: Sequence[str] = ()) -> str:
+    """The viewer's section of index.html: its heading, `notes` (which benchmarks it holds only some items of),
+    where the script draws it, and the two scripts."""
     folder = FOLDER.split("/", 1)[1]  # relative to report/index.html
     script = (JS.replace("%PAGE%", str(PAGE)).replace("%FOLDER_REL%", folder)
               .replace("%FOLDER%", FOLDER).replace("%INDEX%", INDEX))
@@ -128,5 +132,6 @@ def viewer_section() -> str:
             "filter by benchmark, subset, model and whether the models disagree; click an item to see its "
             "texts (read from the benchmark's data when the report was written), every model's outcome and "
             "row, and the texts the models wrote. The pairs tables link here with the items on which two "
-            f"models differ.</p><style>{CSS}</style><div id='viewer'></div>"
+            "models differ.</p>" + "".join(f"<p class='note'>{escape(note)}</p>" for note in notes)
+            + f"<style>{CSS}</style><div id='viewer'></div>"
             f"<script src='{folder}/{INDEX}'></script><script>{script}</script>")

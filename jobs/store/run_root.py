@@ -287,34 +287,44 @@ class RunRoot:
         """The part names stored in a partition, sorted (the `<part>` of part-<part>.parquet)."""
         return [name for name, _ in self._part_files(table, benchmark, model)]
 
-    def read_rows(self, table: Table, benchmark: str, model: str,
-                  columns: Callable[[str], bool] | None = None) -> list[ArrowRow]:
+    def read_rows(self, table: Table, benchmark: str, model: str, columns: Callable[[str], bool] | None = None,
+                  transform: Callable[[pa.Table], pa.Table] | None = None) -> list[ArrowRow]:
         """All rows of a partition, part by part in part-name order, with the cell's `benchmark` and `model`
         (where `columns` takes them); [] if it has none (read_folder_rows)."""
-        return self.read_folder_rows(self.partition(table, benchmark, model), columns, _keys(benchmark, model))
+        return self.read_folder_rows(self.partition(table, benchmark, model), columns, _keys(benchmark, model),
+                                     transform)
 
     def read_folder_rows(self, relpath: str, columns: Callable[[str], bool] | None = None,
-                         constants: ArrowRow | None = None) -> list[ArrowRow]:
+                         constants: ArrowRow | None = None,
+                         transform: Callable[[pa.Table], pa.Table] | None = None) -> list[ArrowRow]:
         """All rows of the parts in a folder, part by part in part-name order, each with the `constants` columns
         its part lacks (those `columns` takes); [] if it has none.
 
         Parts are read one at a time, so parts whose column types differ (a column all None in one part,
         float in another) still read back; a column that only some parts have is None in the others' rows.
         `columns`, when given, picks the columns to decode by name (a report skips the judges' long texts);
-        each part is still fetched whole, one retried GET (parts hold `flush_every` rows).
+        each part is still fetched whole, one retried GET (parts hold `flush_every` rows). `transform`, when
+        given, is applied to each part before its rows are made (it keeps some rows, or measures texts).
         """
+        return joined_rows(self.read_folder_parts(relpath, columns, constants, transform))
+
+    def read_folder_parts(self, relpath: str, columns: Callable[[str], bool] | None = None,
+                          constants: ArrowRow | None = None,
+                          transform: Callable[[pa.Table], pa.Table] | None = None) -> list[pa.Table]:
+        """The parts read_folder_rows makes its rows of, as tables: a reader that keeps them so holds no rows."""
         parts = []
         for path, data in self._folder_bytes(relpath):
             try:
                 names = None if columns is None else [n for n in pq.read_schema(pa.BufferReader(data)).names
                                                       if columns(n)]
                 part = as_written(pq.read_table(pa.BufferReader(data), columns=names))
+                part = part if transform is None else transform(part)
             except (pa.ArrowException, OSError) as e:  # decoding bytes in memory: the part itself is bad
                 raise UnreadableFile(f"{self.backend.uri_prefix}{path} cannot be read: {type(e).__name__}: "
                                      f"{e}") from None
             parts.append(with_columns(part, {k: v for k, v in (constants or {}).items()
                                              if columns is None or columns(k)}))
-        return joined_rows(parts)
+        return parts
 
     def folders(self, relpath: str = "") -> list[str]:
         """The names of the folders directly in a folder of the run, [] if there is none."""

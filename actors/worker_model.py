@@ -1,7 +1,8 @@
 """What an engine's workers read of a model file, as one frozen record.
 
-The driver builds it once from the model's config (jobs.engines.base.worker_model), with its weights as local
-folders where this cluster loads them, and hands it to the engine's actors and Ray Data stages; a worker reads
+The driver builds it once from the model's config (jobs.engines.base.worker_model), from its flat view (the
+common keys and each engine section's keys under their flat names, jobs.config.flat_settings: a worker reads
+`kv_cache_gib`, not `vllm.kv_cache_gib`), with its weights as local folders where this cluster loads them, and hands it to the engine's actors and Ray Data stages; a worker reads
 attributes, never keys, so a setting it needs but the record lacks fails where the record is written, not in a
 worker an hour into a sweep. Where the driver swaps a hub spec for its downloaded snapshot it makes a changed
 copy (dataclasses.replace).

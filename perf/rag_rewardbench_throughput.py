@@ -32,9 +32,9 @@ BATCH = 8  # the loop's fixed batch (discriminative) and the pipeline's batch_si
 def model_entry(kind: str, path: str, max_model_len: int = 4096) -> dict:
     """The pipeline's model, which the `LLM` baseline's engine settings also come from."""
     entry = {"name": f"perf_{kind}", "path": path, "kind": kind, "engine": "vllm", "max_model_len": max_model_len,
-             "batch_size": BATCH, "enforce_eager": True}
+             "batch_size": BATCH, "vllm": {"enforce_eager": True}}
     if kind == "implicit":  # as conf/models/smollm2_implicit.yaml: small prefix-cache blocks
-        entry["engine_args"] = {"block_size": 32}
+        entry["vllm"]["engine_args"] = {"block_size": 32}
     return entry
 
 
@@ -97,11 +97,11 @@ def loop(data: Path, kind: str, path: str) -> dict:
 def offline_llm(data: Path, kind: str, path: str, max_model_len: int = 4096) -> dict:
     """vLLM's offline `LLM` in this process, with the engine settings and environment our engines get."""
     from actors.worker_model import WorkerModel
-    from jobs.config import to_dict
+    from jobs.config import flat_settings
     from jobs.engines.vllm.stage import engine_settings
     from jobs.loading import load_model
 
-    settings = WorkerModel.of(to_dict(load_model(model_entry(kind, path, max_model_len), "perf")))
+    settings = WorkerModel.of(flat_settings(load_model(model_entry(kind, path, max_model_len), "perf")))
     task = "logprobs" if kind == "implicit" else "classify"
     engine_kwargs, runtime_env, _ = engine_settings(settings, path, task)
     os.environ.update((runtime_env or {}).get("env_vars", {}))

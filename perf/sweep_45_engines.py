@@ -50,8 +50,8 @@ def model_files(conf: Path, vllm_classifiers: int) -> list[str]:
         path = "builtin:tiny-random-classifier" + (f"-seed{seed}" if seed else "")
         files[f"tiny_{engine}_seed{seed:02d}"] = {**tiny, "path": path, "engine": engine}
     for name, entry in files.items():
-        if entry["engine"] == "transformers":  # vLLM-only keys
-            entry = {k: v for k, v in entry.items() if k not in ("enforce_eager", "engine_args")}
+        if entry["engine"] == "transformers":  # vLLM's own section
+            entry = {k: v for k, v in entry.items() if k != "vllm"}
         (conf / "models" / f"{name}.yaml").write_text(yaml.safe_dump({**entry, "name": name}, sort_keys=False))
     return list(files)
 

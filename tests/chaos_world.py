@@ -54,9 +54,9 @@ BURST_MAX = 4
 # second transformers classifier (another batch size: an engine of its own) in the vLLM one's place.
 TINY_TF = ('{name: NAME, path: "builtin:tiny-random-classifier", kind: discriminative, engine: transformers, '
            "batch_size: BATCH}")
-API_JUDGE = ("{name: api_judge, path: scripted, kind: api, engine: http, api_base_env: RAGJUDGE_CHAOS_API_BASE, "
-             "api_key_env: RAGJUDGE_CHAOS_API_KEY, max_concurrency: 2, max_new_tokens: 4, batch_size: 4, "
-             f"num_cpus: 0.25, max_retries: {MAX_RETRIES}, timeout_s: 10}}")
+API_JUDGE = ("{name: api_judge, path: scripted, kind: api, engine: http, api: {base_env: RAGJUDGE_CHAOS_API_BASE, "
+             "key_env: RAGJUDGE_CHAOS_API_KEY, max_concurrency: 2, "
+             f"max_retries: {MAX_RETRIES}, timeout_s: 10}}, max_new_tokens: 4, batch_size: 4, num_cpus: 0.25}}")
 SWEEPS = {
     "full": {"tiny_classifier": "tiny_classifier", "tiny_tf": TINY_TF.replace("NAME", "tiny_tf").replace("BATCH", "4"),
              "api_judge": API_JUDGE},

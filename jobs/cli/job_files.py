@@ -247,7 +247,7 @@ def _check_rayjob(text: str, entrypoint: str) -> None:
 def refuse_secrets(text: str, what: str) -> str:
     if redact(text) != text:
         raise SubmitError(f"{what} would contain the value of a secret environment variable; pass secrets by "
-                          "name (api_key_env, a Kubernetes Secret, the job's environment), never as values")
+                          "name (api.key_env, a Kubernetes Secret, the job's environment), never as values")
     return text
 
 

@@ -34,7 +34,7 @@ def add(commands: Any) -> None:
                         help="share of peak reached (default: measured on an H100, by model kind and size)")
     parser.add_argument("--start-s", type=float, help="engine start besides compilation and weights (default 50 s)")
     parser.add_argument("--compile-s", type=float,
-                        help="vLLM's torch.compile and CUDA graph capture, skipped with enforce_eager (default 40 s)")
+                        help="vLLM's torch.compile and CUDA graph capture, skipped with vllm.enforce_eager (default 40 s)")
     parser.add_argument("--load-gb-per-s", type=float, help="rate weights load at (default 1.38 GB/s, measured)")
     parser.add_argument("--download-mb-per-s", type=float,
                         help="rate hub weights download at into the Hugging Face cache (default 100 MB/s)")

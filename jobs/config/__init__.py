@@ -6,9 +6,11 @@ from jobs.config.schema import (
     ENSEMBLE_RULES,
     KINDS,
     METRIC_SETTINGS,
+    MOVED,
     PLAN_SETTINGS,
     RETRY_S,
     RUN_SETTINGS,
+    SECTIONS,
     BenchmarkConfig,
     ClusterConfig,
     ConfigError,
@@ -19,10 +21,13 @@ from jobs.config.schema import (
     credential_variables,
     engine_task,
     ensemble_name,
+    flat_settings,
     protocol_kind,
+    setting,
     to_dict,
 )
 
-__all__ = ["CREDENTIAL_FIELDS", "ENGINE_START_S", "ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "PLAN_SETTINGS", "RETRY_S", "RUN_SETTINGS", "BenchmarkConfig",
-           "ClusterConfig", "ConfigError", "EnsembleConfig", "ModelConfig", "StorageConfig", "SweepConfig",
-           "credential_variables", "engine_task", "ensemble_name", "protocol_kind", "to_dict"]
+__all__ = ["CREDENTIAL_FIELDS", "ENGINE_START_S", "ENSEMBLE_RULES", "KINDS", "METRIC_SETTINGS", "MOVED", "PLAN_SETTINGS",
+           "RETRY_S", "RUN_SETTINGS", "SECTIONS", "BenchmarkConfig", "ClusterConfig", "ConfigError", "EnsembleConfig",
+           "ModelConfig", "StorageConfig", "SweepConfig", "credential_variables", "engine_task", "ensemble_name",
+           "flat_settings", "protocol_kind", "setting", "to_dict"]

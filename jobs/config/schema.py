@@ -7,12 +7,15 @@ is safe by default: changing it asks again rather than reusing answers it may ha
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import Any
 
 from omegaconf import MISSING, OmegaConf
 
 from benchmarks.boundary_types import JsonObject, Kwargs
+from jobs.engines.http.settings import ApiSettings, BatchSettings
+from jobs.engines.transformers.settings import TransformersSettings
+from jobs.engines.vllm.settings import ServeSettings, VllmSettings
 
 RUN = {"changes": "run"}  # how fast or where it runs: stored answers are kept
 METRICS = {"changes": "metrics"}  # how stored answers are aggregated: metrics are made again, answers kept
@@ -56,7 +59,8 @@ class ConfigError(ValueError):
 
 @dataclass
 class ModelConfig:
-    """One reward model or judge, and how to run it."""
+    """One reward model or judge, and how to run it: the keys every engine (or the planner, the weights' code,
+    the report) reads, flat; each engine's own keys in its section, declared beside the engine's code."""
 
     name: str = MISSING
     path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
@@ -74,74 +78,85 @@ class ModelConfig:
     # CPU computes it natively, float32 elsewhere: actors.hardware)
     dtype: str = "float32"
     max_model_len: int = 2048
+    # The devices one replica's weights span: vLLM's tensor-parallel ranks, the transformers engine's layers in
+    # turn over that many GPUs. Flat, not in `vllm:`: both engines, the planner and preflight read it as a
+    # resource, like num_gpus.
     tensor_parallel_size: int = field(default=1, metadata=RUN)
-    kv_cache_gib: int = field(default=1, metadata=RUN)  # vLLM on CPU: KV cache size
-    # vLLM: skip graph compilation, which dominates an engine's start on CPU (docs/measurements.md, "Figures
-    # moved from the code's comments")
-    enforce_eager: bool = field(default=False, metadata=RUN)
-    # vLLM: further engine arguments, passed as written after ours (the GPU prefill settings: enable_chunked_prefill,
-    # enable_prefix_caching, max_num_batched_tokens, gpu_memory_utilization...); preflight checks the names
-    engine_args: Kwargs = field(default_factory=dict)
     batch_size: int = field(default=16, metadata=RUN)
     min_actors: int = field(default=1, metadata=RUN)
     max_actors: int = field(default=1, metadata=RUN)
     num_cpus: float = field(default=1.0, metadata=RUN)
     num_gpus: float = field(default=0.0, metadata=RUN)
-    max_new_tokens: int = 16  # generative: length of the text verdict
+    max_new_tokens: int = 16  # generative: length of the text verdict (every engine that generates reads it)
     # generative: which reading of the verdict scores (the other is still recorded): logprob | text; unset, the
     # benchmark's own, as its paper reads it (e.g. RAG-RewardBench: logprob after "Choose ")
     verdict: str | None = None
-    chat_template: str | None = None  # overrides the tokenizer's template
-    # discriminative on transformers: how the model's outputs become the score its card defines (a name in
-    # jobs.engines.transformers.heads.HEADS: internlm2, eurus, starling, athene, inf_orm, nemotron, gpm, ...);
-    # unset, a stock sequence classifier's raw logit
-    head: str | None = None
+    # overrides the tokenizer's template; flat: vLLM, transformers and `ragjudge validate` template with it
+    chat_template: str | None = None
     # let transformers (and vLLM) run code the model's repository ships: its tokenizer, its model class. Per
     # model on purpose: it executes that repository's Python on every worker that loads the model
     trust_remote_code: bool = False
-    tokenizer: str | None = None  # transformers: the tokenizer's hub id or folder when the weights ship none
+    # the tokenizer's hub id or folder when the weights ship none. Only the transformers engine loads it
+    # (Engine.separate_tokenizer), but it names weights like path and reference, which the weights' record,
+    # fetch, prefetch and validate read for every engine, so it stays beside them.
+    tokenizer: str | None = None
     # shown beside the model in reports (e.g. "smoke test: random weights")
     note: str = field(default="", metadata=RUN)
-    # kind api: name of the environment variable holding the base URL
-    api_base_env: str | None = field(default=None, metadata=RUN)
-    # kind api: name of the environment variable holding the key (never the key)
-    api_key_env: str | None = field(default=None, metadata=RUN)
-    max_concurrency: int = field(default=8, metadata=RUN)  # kind api: requests in flight per actor
-    # kind api: retries of a 408/409/429/5xx answer, a timeout or a broken connection, with exponential backoff
-    max_retries: int = field(default=5, metadata=RUN)
-    # kind api: seconds to wait for a connection or for the reply's next bytes before a try is given up and
-    # retried
-    timeout_s: float = field(default=120.0, metadata=RUN)
-    # kind api: request parameters this endpoint names otherwise (our name -> its name) or rejects (-> null);
-    # o1-style reasoning models: {max_tokens: max_completion_tokens, temperature: null, top_p: null}
-    api_params: dict[str, str | None] = field(default_factory=dict)
-    # engines openai_batch and anthropic_batch: seconds between polls of a submitted batch, and how long one run
-    # waits for it before the cell fails; the batch goes on at the provider, manifest.json keeps its id and a
-    # rerun polls it (25 h: the providers' 24 h window, and an hour for the results to be written)
-    batch_poll_s: float = field(default=60.0, metadata=RUN)
-    batch_max_wait_s: float = field(default=90000.0, metadata=RUN)
-    # generative on vLLM: one Ray Serve deployment serves every cell of the sweep
-    shared: bool = field(default=False, metadata=RUN)
-    min_replicas: int = field(default=1, metadata=RUN)  # shared: replicas kept while idle
-    max_replicas: int = field(default=1, metadata=RUN)  # shared: replicas under load
-    # shared: requests in flight per replica before Serve adds one
-    target_ongoing_requests: int = field(default=16, metadata=RUN)
-    # shared: idle time before Serve removes a replica
-    downscale_delay_s: float = field(default=60.0, metadata=RUN)
+    # Each engine's own settings (the engine names the sections it reads: jobs.engines Engine.sections; one set
+    # on a model of another engine is a config error).
+    vllm: VllmSettings = field(default_factory=VllmSettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
+    api: ApiSettings = field(default_factory=ApiSettings)
+    batch: BatchSettings = field(default_factory=BatchSettings)
+    transformers: TransformersSettings = field(default_factory=TransformersSettings)
     # kind retriever: the engine's own settings (its folder's index.py: BM25 k1, b, method, stopwords; dense
-    # query/passage prefixes, normalize, max_seq_length); they change the index and the rankings.
+    # query/passage prefixes, normalize, max_seq_length); they change the index and the rankings. Untyped: each
+    # retriever's index reads its own, and the flat view keeps it whole under this name.
     retriever: Kwargs = field(default_factory=dict)
+
+
+# The typed engine sections of ModelConfig. In the flat view (flat_settings) their keys sit beside the common
+# ones under the names a model file once wrote flat, which are unique across sections; the answers hash, the
+# answer store's identity and the workers' WorkerModel are built from that view, so a setting that only moved
+# hashes as before.
+SECTIONS: dict[str, type] = {"vllm": VllmSettings, "serve": ServeSettings, "api": ApiSettings,
+                             "batch": BatchSettings, "transformers": TransformersSettings}
+
+
+def flat_name(section_field: Field[Any]) -> str:
+    """A section key's name in the flat view: its own, or the `flat` its metadata gives."""
+    return section_field.metadata.get("flat", section_field.name)
+
+
+# old flat key -> its place now (a model file or override that writes the old key fails naming the new one)
+MOVED = {flat_name(f): f"{section}.{f.name}" for section, schema in SECTIONS.items() for f in fields(schema)}
+
+
+def flat_settings(model: ModelConfig) -> JsonObject:
+    """The model's settings as one flat mapping: the common keys, and each section's keys under their flat
+    names (MOVED's keys), in place of the sections."""
+    settings = to_dict(model)
+    for section, schema in SECTIONS.items():
+        values = settings.pop(section)
+        settings.update({flat_name(f): values[f.name] for f in fields(schema)})
+    return settings
 
 
 # The settings that name environment variables holding a model's credentials: the key, and the base URL, which
 # may hold a user:password. Their values are secrets wherever a run stores or prints text (jobs.store.redaction),
 # and their names are pasted into job scripts (jobs.cli.submit), so they are checked to be names (jobs.loading).
-CREDENTIAL_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name.endswith("_env"))
+CREDENTIAL_FIELDS = tuple(f"api.{f.name}" for f in fields(ApiSettings) if f.name.endswith("_env"))
+
+
+def setting(model: ModelConfig, key: str) -> Any:
+    """The model's setting at `key`, a common key or `section.key`."""
+    section, _, name = key.rpartition(".")
+    return getattr(getattr(model, section) if section else model, name)
 
 
 def credential_variables(model: ModelConfig) -> list[str]:
     """The environment variables the model names for its credentials (CREDENTIAL_FIELDS)."""
-    return [value for key in CREDENTIAL_FIELDS if (value := getattr(model, key))]
+    return [value for key in CREDENTIAL_FIELDS if (value := setting(model, key))]
 
 
 @dataclass
@@ -253,8 +268,13 @@ def to_dict(obj: Any) -> JsonObject:
 
 
 def settings_that_change(schema: type, what: str) -> frozenset[str]:
-    """The schema's settings marked `what` ("run", "metrics", "plan"; unmarked ones change "answers")."""
-    return frozenset(f.name for f in fields(schema) if f.metadata.get("changes", "answers") == what)
+    """The schema's settings marked `what` ("run", "metrics", "plan"; unmarked ones change "answers"); a
+    model's section keys by their names in its flat view (flat_settings)."""
+    own = frozenset(f.name for f in fields(schema) if f.metadata.get("changes", "answers") == what)
+    if schema is not ModelConfig:
+        return own
+    return own | {flat_name(f) for section in SECTIONS.values() for f in fields(section)
+                  if f.metadata.get("changes", "answers") == what}
 
 
 RUN_SETTINGS = settings_that_change(ModelConfig, "run")  # left out of answers_hash: stored answers are kept

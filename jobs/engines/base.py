@@ -22,7 +22,7 @@ from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer, Request
 from benchmarks.row_types import REQUEST_KEYS, answer_keys
-from jobs.config import ModelConfig, engine_task, to_dict
+from jobs.config import ModelConfig, engine_task, flat_settings
 from jobs.store.manifest import BatchEntry
 
 if TYPE_CHECKING:
@@ -101,9 +101,15 @@ class Engine:
 
     name: ClassVar[str]
     kinds: ClassVar[frozenset[str]] = frozenset({"discriminative", "generative", "implicit"})
-    # model settings that only this engine reads -> what the key is for, said in a config error when the key is
-    # set on a model of another engine (or of a kind this engine does not read it for: own_setting_problems)
-    settings: ClassVar[dict[str, str]] = {}
+    # The sections of a model file this engine reads (jobs.config SECTIONS, and `retriever`), each declared beside
+    # its engine's code (e.g. jobs/engines/vllm/settings.py); one set on a model of an engine that does not read
+    # it is a config error (jobs.loading.checks), and own_setting_problems checks what is set in them.
+    sections: ClassVar[frozenset[str]] = frozenset()
+    separate_tokenizer: ClassVar[bool] = False  # loads a model's `tokenizer:` apart from its weights
+    # Seconds one start of this engine takes on CPU, for `ragjudge plan`; None: it starts no engine on the
+    # cluster that the plan counts. Each engine's figure comes from docs/measurements.md, "45 engines in one
+    # sweep", which holds the command and the machine.
+    cpu_start_s: ClassVar[float | None] = None
     packages: ClassVar[tuple[str, ...]] = ()  # imported to run (actors/): `ragjudge models` checks them
     weights: ClassVar[bool] = True  # path, reference and tokenizer name weights this cluster loads
     hub_files: ClassVar[Loads] = CHECKPOINT  # what it reads of a hub repository that `path` or `reference` names
@@ -125,7 +131,8 @@ class Engine:
         return answer_keys(engine_task(model), reference=model.kind == "implicit" and bool(model.reference))
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
-        """(key, why) for settings of this engine's own that do not fit the model (e.g. its kind)."""
+        """(key, why) for settings of this engine's own sections that do not fit the model (e.g. its kind); the
+        key as a model file writes it, `section.key`."""
         return []
 
     def loads(self, key: str) -> Loads:
@@ -151,7 +158,7 @@ class Engine:
 
     def server_names(self, model: ModelConfig) -> list[str]:
         """The host's engines the model's requests go to (none for an engine outside the host)."""
-        return [self.server_name(model)] if self.hosted and not model.shared else []
+        return [self.server_name(model)] if self.hosted and not model.serve.shared else []
 
     def server_name(self, model: ModelConfig, reference: bool = False) -> str:
         """The name (after the sweep's prefix) of the host's engine for the model, or for its reference
@@ -218,7 +225,7 @@ def engine_of(model: ModelConfig) -> Engine:
 
 def worker_model(model: ModelConfig) -> WorkerModel:
     """What the model's workers read of it, with local folders for the weights this cluster loads."""
-    worker = WorkerModel.of(to_dict(model))
+    worker = WorkerModel.of(flat_settings(model))
     if not engine_of(model).weights:
         return worker
     return replace(worker, path=resolve_model(model.path),
@@ -230,6 +237,7 @@ class Retriever(Engine):
     requests."""
 
     kinds = frozenset({"retriever"})
+    sections = frozenset({"retriever"})
     answers = False
     index: ClassVar[type[Index]]  # what it builds and its searchers load (its folder's index.py)
 

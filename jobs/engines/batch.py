@@ -3,8 +3,8 @@ at the provider's batch price, instead of one call each.
 
 The batch's id and state go into the cell's BatchSlot (manifest.json) the moment it is submitted, and again at
 every change of state, so a driver killed while the provider works is resumed by a rerun that polls the same
-batch. The batch is polled every `batch_poll_s` until the provider says it ended; a run that waits longer than
-`batch_max_wait_s` fails the cell with BatchPending and leaves the batch to the rerun. Results are mapped back to
+batch. The batch is polled every `batch.poll_s` until the provider says it ended; a run that waits longer than
+`batch.max_wait_s` fails the cell with BatchPending and leaves the batch to the rerun. Results are mapped back to
 the requests by custom_id and stream to the cell like any engine's answers. A request the batch did not answer
 is an error row in Failure.row_error's words ('api: HTTP 500 (model 'x'): ...', 'api: batch expired (model
 'x')'), so retrying retryable errors treats it as it treats the http engine's. The engine waits in the driver:
@@ -34,7 +34,7 @@ WAIT_LINE_S = 600.0  # while a submitted batch runs: at most one line of its wai
 
 
 class BatchPending(RuntimeError):
-    """The batch did not end within batch_max_wait_s: the cell fails, the batch is kept for the rerun."""
+    """The batch did not end within batch.max_wait_s: the cell fails, the batch is kept for the rerun."""
 
 
 class BatchGone(RuntimeError):
@@ -77,14 +77,11 @@ class _Unkept:
 
 
 class BatchApi(Http):
-    """An API judge asked through its provider's batch API; credentials, api_params and checks as the http
-    engine's."""
+    """An API judge asked through its provider's batch API; credentials, the `api:` section and checks as the
+    http engine's, and a `batch:` section of its own."""
 
     submits = True
-    settings: ClassVar[dict[str, str]] = {
-        **Http.settings,
-        "batch_poll_s": "only the batch engines poll a batch",
-        "batch_max_wait_s": "only the batch engines wait for a batch"}
+    sections = Http.sections | {"batch"}  # jobs/engines/http/settings.py
 
     provider: ClassVar[Callable[..., Provider]]  # its provider's batch protocol, made with (model, **credentials)
 
@@ -141,9 +138,9 @@ def _collect(provider: Provider, slot: BatchSlot, entry: BatchEntry, todo: dict[
 
 def _wait(provider: Provider, slot: BatchSlot, entry: BatchEntry, model: WorkerModel, log: Log
           ) -> BatchEntry:
-    """The entry once its batch ended, polled every batch_poll_s; BatchPending after batch_max_wait_s. A new
+    """The entry once its batch ended, polled every batch.poll_s; BatchPending after batch.max_wait_s. A new
     state is a line; so, every WAIT_LINE_S at most, is the wait ('model 'm': batch B still in_progress: 20 min
-    of 1500 min (batch_max_wait_s)')."""
+    of 1500 min (batch.max_wait_s)')."""
     wait_s, poll_s = float(model.batch_max_wait_s), float(model.batch_poll_s)
     start = said = time.monotonic()
     deadline = start + wait_s
@@ -151,12 +148,12 @@ def _wait(provider: Provider, slot: BatchSlot, entry: BatchEntry, model: WorkerM
         left = deadline - time.monotonic()
         if left <= 0:
             raise BatchPending(f"model '{model.name}': batch {entry['id']} still {entry['state']} after "
-                               f"{wait_s:g} s (batch_max_wait_s); manifest.json keeps it and a rerun polls it")
+                               f"{wait_s:g} s (batch.max_wait_s); manifest.json keeps it and a rerun polls it")
         time.sleep(min(poll_s, left))
         entry = _kept(slot, entry, provider.poll(entry), log, model.name)
         if entry["state"] not in provider.final and time.monotonic() - said >= WAIT_LINE_S:
             log(f"model '{model.name}': batch {entry['id']} still {entry['state']}: "
-                f"{(time.monotonic() - start) / 60:.0f} min of {wait_s / 60:.0f} min (batch_max_wait_s)")
+                f"{(time.monotonic() - start) / 60:.0f} min of {wait_s / 60:.0f} min (batch.max_wait_s)")
             said = time.monotonic()
     return entry
 

@@ -24,7 +24,7 @@ class Need:
 def engine_demand(model: ModelConfig) -> Demand:
     """CPUs and GPUs a model's engines hold (`min_actors` replicas); a shared judge is Serve's, an API model
     holds its client actors only while a cell runs."""
-    if model.shared:
+    if model.serve.shared:
         return {"CPU": 0.0, "GPU": 0.0}
     engine = engine_of(model)
     ranks, rank = engine.ranks(model), engine.rank_demand(model)

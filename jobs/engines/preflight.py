@@ -69,8 +69,8 @@ def model_problems(model: ModelConfig, gpus_per_node: float) -> list[str]:
                  for key, problem in weight_problems(model, hub=offline).items()]
     if not offline:
         problems += gated_problems(model)
-    if model.shared and (model.kind != "generative" or not engine.shares):
-        problems.append(f"models.{model.name}.shared: only generative judges on vLLM can be shared, "
+    if model.serve.shared and (model.kind != "generative" or not engine.shares):
+        problems.append(f"models.{model.name}.serve.shared: only generative judges on vLLM can be shared, "
                         f"not kind {model.kind} on {model.engine}")
     problems += engine.preflight(model)
     template = model.chat_template

@@ -49,10 +49,10 @@ def _vllm_build() -> str | None:
 
 
 def gpus_needed(model: ModelConfig) -> float:
-    """GPUs the model's engine holds at once: its replicas (min_actors, or a shared judge's min_replicas) times
+    """GPUs the model's engine holds at once: its replicas (min_actors, or a shared judge's serve.min_replicas) times
     its tensor-parallel ranks times the GPUs of each (jobs.engines.demand.engine_demand)."""
-    replicas = model.min_replicas if model.shared else model.min_actors
-    return engine_demand(replace(model, shared=False, min_actors=replicas))["GPU"]
+    replicas = model.serve.min_replicas if model.serve.shared else model.min_actors
+    return engine_demand(replace(model, serve=replace(model.serve, shared=False), min_actors=replicas))["GPU"]
 
 
 def why_not(model: ModelConfig, machine: Machine) -> list[str]:

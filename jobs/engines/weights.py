@@ -270,7 +270,7 @@ def weights_record(model: ModelConfig) -> JsonObject:
     for an API model its model name and the host of its API base (never a key)."""
     engine = engine_of(model)
     if engine.remote:
-        base = os.environ.get(model.api_base_env or "", "")
+        base = os.environ.get(model.api.base_env or "", "")
         return {"engine": model.engine, "model": model.path, "api_host": urlparse(base).hostname}
     record: JsonObject = {"engine": model.engine, "dtype": model.dtype}
     for key, spec in weight_specs(model).items():

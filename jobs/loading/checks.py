@@ -3,6 +3,7 @@ engine and engine-only settings, as the engines declare them (jobs.engines)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +14,26 @@ from benchmarks.protocol import Benchmark, UnknownBenchmark, benchmark
 from jobs.config import (
     ENSEMBLE_RULES,
     KINDS,
+    SECTIONS,
     BenchmarkConfig,
     ConfigError,
     EnsembleConfig,
     ModelConfig,
     StorageConfig,
     ensemble_name,
+    setting,
 )
 from jobs.engines.base import engines
 from jobs.engines.transformers.heads import HEADS
 from jobs.loading.names import check_env_names, check_name
 
-UNSET_ALLOWED = ("verdict", "head")  # None: the benchmark's own reading; a stock classifier's raw logit
+UNSET_ALLOWED = ("verdict", "transformers.head")  # None: the benchmark's own reading; a stock classifier's raw logit
 
 
 def choices() -> dict[str, tuple[str, ...]]:
     """The allowed values of the keys that take one of a few; engines are whichever are registered now."""
-    return {"kind": tuple(KINDS), "engine": tuple(sorted(engines())), "verdict": ("logprob", "text"), "head": tuple(sorted(HEADS))}
+    return {"kind": tuple(KINDS), "engine": tuple(sorted(engines())), "verdict": ("logprob", "text"),
+            "transformers.head": tuple(sorted(HEADS))}
 
 
 def check_options(bench: BenchmarkConfig, source: str, name: str) -> None:
@@ -130,7 +134,7 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
         where = f"{source}: key 'models.{name}"
         check_env_names(model, where)
         for key, allowed in choices().items():
-            value = getattr(model, key)
+            value = setting(model, key)
             if value not in allowed and not (key in UNSET_ALLOWED and value is None):
                 raise ConfigError(f"{where}.{key}': '{value}' is not one of {', '.join(allowed)}")
         engine = engines()[model.engine]
@@ -142,12 +146,25 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"{f'engine {model.engine}' if key == 'kind' else f'kind {model.kind}'}: kind "
                               f"{model.kind} runs on engine {' or '.join(runs_it)}, and engine {model.engine} runs "
                               f"only kind {' or '.join(sorted(engine.kinds))}")
-        for other in engines().values():
-            for key, what in other.settings.items():
-                if key not in engine.settings and getattr(model, key) != getattr(defaults, key):
-                    raise ConfigError(f"{where}.{key}': {what}, not kind {model.kind} on engine {model.engine}")
+        for section in (*SECTIONS, "retriever"):
+            if section not in engine.sections and (key := _first_set(model, defaults, section)):
+                readers = " or ".join(sorted(e.name for e in engines().values() if section in e.sections))
+                raise ConfigError(f"{where}.{section}.{key}': only engine {readers} reads the {section} section, "
+                                  f"not kind {model.kind} on engine {model.engine}")
+        if model.tokenizer is not None and not engine.separate_tokenizer:
+            loaders = " or ".join(sorted(e.name for e in engines().values() if e.separate_tokenizer))
+            raise ConfigError(f"{where}.tokenizer': only engine {loaders} loads a separate tokenizer, not kind "
+                              f"{model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")
+
+
+def _first_set(model: ModelConfig, defaults: ModelConfig, section: str) -> str | None:
+    """The first key of the model's `section` that differs from its default, if any."""
+    values, default = getattr(model, section), getattr(defaults, section)
+    if isinstance(values, dict):
+        return next(iter(values), None)  # `retriever`: empty by default
+    return next((f.name for f in fields(values) if getattr(values, f.name) != getattr(default, f.name)), None)
 
 
 def check_ensembles(ensembles: list[EnsembleConfig], models: Mapping[str, ModelConfig], benchmarks: Mapping[str, Any],

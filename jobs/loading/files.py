@@ -2,6 +2,7 @@
 and the key."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from benchmarks.paths import PROJECT_ROOT
-from jobs.config import ConfigError
+from jobs.config import MOVED, ConfigError, ModelConfig
 
 PROJECT_CONF = PROJECT_ROOT / "conf"  # the project's own benchmarks, models, sweeps
 
@@ -29,10 +30,26 @@ def conf_folders(sweep_file: Path) -> list[Path]:
 
 
 def structured(schema: type, data: Any, source: str) -> DictConfig:
+    """`data` typed by `schema`; a model's key that moved into an engine's section fails naming its new place."""
+    if schema is ModelConfig and isinstance(data, Mapping | DictConfig):
+        for key in data:
+            if key in MOVED:
+                raise ConfigError(f"{source}: key 'models.{data.get('name', '?')}.{key}': {moved(str(key))}")
     try:
         return OmegaConf.merge(OmegaConf.structured(schema), data)
     except OmegaConfBaseException as e:
         raise ConfigError(f"{source}: key '{e.full_key}': {reason(e)}") from None
+
+
+def moved(key: str) -> str:
+    """Why an old flat model key is refused: where it went (no fallback, so no file means two things)."""
+    return f"moved to {MOVED[key]}"
+
+
+def moved_override(full_key: str) -> str | None:
+    """The moved key a `models.NAME.KEY=...` override names, if it names one."""
+    parts = str(full_key).split(".")
+    return parts[2] if len(parts) == 3 and parts[0] == "models" and parts[2] in MOVED else None
 
 
 def reason(e: OmegaConfBaseException) -> str:

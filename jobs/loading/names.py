@@ -7,7 +7,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from jobs.config import CREDENTIAL_FIELDS, ConfigError, ModelConfig
+from jobs.config import CREDENTIAL_FIELDS, ConfigError, ModelConfig, setting
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LINE_BREAKING = ("Cc", "Zl", "Zp")  # control characters (newline, tab, escape...), line and paragraph separators
@@ -34,10 +34,10 @@ def check_name(name: str, what: str, key: str, source: str | Path) -> None:
 
 
 def check_env_names(model: ModelConfig, where: str) -> None:
-    """Each `*_env` setting of the model names an environment variable, so it is one shell word and one line;
+    """Each `*_env` setting of the model (its `api:` section's) names an environment variable, so it is one shell word and one line;
     `where` is "SOURCE: key 'models.NAME"."""
     for key in CREDENTIAL_FIELDS:
-        value = getattr(model, key)
+        value = setting(model, key)
         if value is not None and not ENV_NAME.fullmatch(value):
             raise ConfigError(f"{where}.{key}': {value!r} is not an environment variable name (letters, digits "
                               "and '_', not starting with a digit)")

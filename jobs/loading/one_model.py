@@ -48,8 +48,8 @@ def model_entry(request: EvalRequest) -> tuple[JsonObject, str]:
             raise ConfigError(f"{spec}: an API model needs --api-base-env VAR (the environment variable holding its "
                               "base URL) and usually --api-key-env VAR (the one holding its key)")
         entry = {"name": request.name or _name(spec[len("http:"):]), "path": spec[len("http:"):], "kind": "api",
-                 "engine": "http", "api_base_env": request.api_base_env,
-                 **({"api_key_env": request.api_key_env} if request.api_key_env else {})}
+                 "engine": "http", "api": {"base_env": request.api_base_env,
+                                           **({"key_env": request.api_key_env} if request.api_key_env else {})}}
         return entry, f"{spec} through the OpenAI-compatible API at ${request.api_base_env}, as a generative judge"
     if "/" not in spec and ":" not in spec and registry.exists() and not Path(spec).exists():
         entry = {**load_yaml(registry), **_given(request)}
@@ -161,7 +161,7 @@ def _hardware(config: JsonObject) -> JsonObject:
 
     if torch.cuda.is_available():
         return {"num_gpus": 1}
-    return {"enforce_eager": True,
+    return {"vllm": {"enforce_eager": True},
             "max_model_len": min(CPU_MAX_MODEL_LEN, int(config.get("max_position_embeddings") or CPU_MAX_MODEL_LEN))}
 
 

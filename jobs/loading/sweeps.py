@@ -24,7 +24,16 @@ from jobs.loading.checks import (
     check_options,
     check_storage,
 )
-from jobs.loading.files import PROJECT_CONF, conf_folders, load_yaml, own_conf, reason, structured
+from jobs.loading.files import (
+    PROJECT_CONF,
+    conf_folders,
+    load_yaml,
+    moved,
+    moved_override,
+    own_conf,
+    reason,
+    structured,
+)
 from jobs.loading.names import check_name
 from jobs.store.redaction import declare_secret_variables
 
@@ -91,7 +100,8 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
         try:
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
         except OmegaConfBaseException as e:
-            raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {reason(e)}") from None
+            why = moved(key) if (key := moved_override(e.full_key)) else reason(e)
+            raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {why}") from None
         except yaml.YAMLError as e:
             raise ConfigError(f"command line overrides {' '.join(overrides)}: not YAML values "
                               f"({str(e).splitlines()[0]})") from None

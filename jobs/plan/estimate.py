@@ -4,7 +4,7 @@ Forward-pass FLOPs are 2 x parameters x tokens (the usual dense-transformer esti
 ignored, which undercounts long prompts by a few percent at these lengths). A cell's GPU-hours divide its
 FLOPs by the GPU's peak rate times an efficiency factor (measured on an H100, by model kind and size).
 Engines start once per model (model-major execution): each pays one start (a fixed time, plus vLLM's
-compilation unless the model file sets enforce_eager, plus bf16 weights at a load rate) on every GPU of its
+compilation unless the model file sets vllm.enforce_eager, plus bf16 weights at a load rate) on every GPU of its
 tensor-parallel group and then answers all of its model's cells; jobs.plan.placement places these engines on
 nodes and gives the makespan. The defaults and why are in docs/plan_rag_rewardbench_45.md. Tokens are
 counted with the model's tokenizer when it is on this machine, else estimated from characters
@@ -26,19 +26,12 @@ from benchmarks.options import typed_options
 from benchmarks.protocol import Benchmark, benchmark
 from benchmarks.row_types import Item
 from jobs.config import KINDS, BenchmarkConfig, ModelConfig, SweepConfig, protocol_kind
-from jobs.engines.base import engine_of
+from jobs.engines.base import engine_of, engines
 from jobs.engines.host import engine_name
 from jobs.flow import JudgedFlow, first_requests, flow_of, read_items
 from jobs.plan.placement import EngineJob, Schedule, schedule
 from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
 from jobs.sweep.pipeline import applies
-
-# MEASURED, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray placing
-# the actor, the worker process, imports, loading a model of up to 135M parameters; vLLM with enforce_eager),
-# the median over the engines of each kind (docs/measurements.md, "45 engines in one sweep", with its command
-# and machine). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger model adds its load.
-CPU_START_S = {"transformers": 36.7, "vllm": 229.5}
-
 
 # MEASURED on one H100 (docs/measurements.md, "The 45-RM plan for one node of 8 H100s, redone with what could
 # be measured", with its command and machine): the share of the GPU's bf16 peak that a prefill reaches, counted
@@ -70,9 +63,9 @@ class GpuSpec:
     count: int = 8
     chars_per_token: float = 4.0
     # ASSUMED, not measured here (the H100 machine had no vLLM): an engine's start besides loading weights,
-    # from vLLM's own start logs (docs/plan_rag_rewardbench_45.md); CPU_START_S is what was measured on CPU.
+    # from vLLM's own start logs (docs/plan_rag_rewardbench_45.md); an engine's cpu_start_s is what was measured on CPU.
     start_s: float = 50.0  # process, imports, memory profiling, KV-cache allocation: every GPU engine
-    compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without enforce_eager only
+    compile_s: float = 40.0  # torch.compile and CUDA graph capture: vLLM engines without vllm.enforce_eager only
     # MEASURED on the same H100 machine: a file read from its local disk with the page cache dropped, since
     # host to GPU copies ran far faster, so the disk is the bound (docs/measurements.md, "The 45-RM plan for
     # one node of 8 H100s, redone with what could be measured"); a node's NVMe or an object store reads at its own rate
@@ -99,7 +92,7 @@ class CellPlan:
     start_s: float = 0.0  # one start of the model's engine (0: no GPU engine: an API judge, or no params_b)
     reference: str | None = None  # an implicit RM's reference model: a second engine, half of the compute
     cpu_engine: str | None = None  # the host's engine of a model file that asks for no GPU: it starts on CPU
-    cpu_start_s: float = 0.0  # one start of that engine (CPU_START_S)
+    cpu_start_s: float = 0.0  # one start of that engine (its Engine.cpu_start_s)
     path: str = ""  # the model's path: an API judge's row in the price table (jobs.plan.prices)
     batch: bool = False  # its engine submits batches, at the batch price
     remote: bool = False  # its engine is a hosted API: priced in dollars, not GPU-hours
@@ -185,11 +178,15 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
         efficiency = gpu.efficiency or measured_efficiency(model.kind, model.params_b)
         hours = flops / (gpu.peak_tflops * 1e12 * efficiency) / 3600
         start_s = start_seconds(model, gpu)
-    on_cpu = not model.num_gpus and engine.server_names(model) and model.engine in CPU_START_S
+    # Measured, not assumed: one engine start on CPU, from the host asking Ray for it to its ready model (Ray
+    # placing the actor, the worker process, imports, loading a small model; vLLM with vllm.enforce_eager), as each
+    # engine says (Engine.cpu_start_s). A CPU engine asks for no GPU, so no GPU assumption enters it; a larger
+    # model adds its load.
+    on_cpu = not model.num_gpus and engine.server_names(model) and engine.cpu_start_s is not None
     return CellPlan(bench.name, model.name, model.kind, n_requests, prompt_tokens, output_tokens, flops, hours,
                     tokens_from, items_from, gpus=model.tensor_parallel_size, start_s=start_s,
                     reference=model.reference, cpu_engine=engine_name(model) if on_cpu else None,
-                    cpu_start_s=CPU_START_S[model.engine] if on_cpu else 0.0,
+                    cpu_start_s=engine.cpu_start_s if on_cpu else 0.0,
                     path=model.path, batch=engine.submits, remote=engine.remote)
 
 
@@ -324,8 +321,7 @@ def format_plan(plans: list[CellPlan], gpu: GpuSpec, prices: PriceTable | None =
     cpu = {p.cpu_engine: p.cpu_start_s for p in plans if p.cpu_engine and not p.problem}
     if cpu:
         lines.append(f"On CPU as configured (model files with no num_gpus): {len(cpu)} engine starts, "
-                     f"{sum(cpu.values()) / 60:.1f} min at the measured {CPU_START_S['transformers']:g} s "
-                     f"(transformers) or {CPU_START_S['vllm']:g} s (vLLM, eager) each, one after another.")
+                     f"{sum(cpu.values()) / 60:.1f} min at the measured {_cpu_starts()} each, one after another.")
     lines.append(f"API tokens: {api:,d}.")
     lines += api_cost_lines(plans, prices or load_prices())
     items_from = sorted({p.items_from for p in plans if p.items_from})
@@ -359,3 +355,9 @@ def format_schedule(plan: Schedule) -> str:
         lines.append(f"  {p.job.name:56} {p.node:4d} {p.job.gpus:4d} {p.job.start_s:8.0f} "
                      f"{p.begin_s / 3600:9.2f} {p.end_s / 3600:7.2f}")
     return "\n".join(lines)
+
+
+def _cpu_starts() -> str:
+    """The engines' measured starts on CPU, fastest first: "<seconds> s (<engine>) or ..."."""
+    measured = sorted((e.cpu_start_s, e.name) for e in engines().values() if e.cpu_start_s is not None)
+    return " or ".join(f"{seconds:g} s ({name})" for seconds, name in measured)

@@ -1,7 +1,7 @@
 """Secrets kept out of everything a run stores or prints, in every form they can take there.
 
 What is secret: the values of environment variables that hold credentials by their name (AWS keys, `*_API_KEY`,
-tokens, passwords) or because a model names them (`api_key_env: JUDGE_KEY`, `api_base_env`: a sweep declares
+tokens, passwords) or because a model names them (`api: {key_env: JUDGE_KEY}`, `api.base_env`: a sweep declares
 those when it loads, `declare_secret_variables`), and the `user:password` of any URL in the environment.
 Each is removed as written, URL-encoded (a query string, a form body), and base64-encoded (an HTTP Basic
 `Authorization` header an endpoint echoes back, at any offset inside a longer base64 text). Texts also lose

@@ -28,7 +28,15 @@ from benchmarks.boundary_types import JsonObject
 from benchmarks.object_store import is_object_path, object_versions
 from benchmarks.records import SUFFIXES
 from benchmarks.row_types import Answer, Request
-from jobs.config import METRIC_SETTINGS, PLAN_SETTINGS, RUN_SETTINGS, BenchmarkConfig, ModelConfig, to_dict
+from jobs.config import (
+    METRIC_SETTINGS,
+    PLAN_SETTINGS,
+    RUN_SETTINGS,
+    BenchmarkConfig,
+    ModelConfig,
+    flat_settings,
+    to_dict,
+)
 from jobs.engines.answering import answer_requests, who
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
@@ -85,10 +93,12 @@ def answers_hash(bench: BenchmarkConfig, model: ModelConfig, judges: dict[str, M
     requests are routed to, the protocol, the data bytes.
 
     Data on object storage is not read here: each object's ETag and size stand for its bytes. vLLM engine
-    arguments count (one may quantize), but none set hashes as before they existed, so runs resume.
+    arguments count (one may quantize), but none set hashes as before they existed, so runs resume. A model
+    is hashed over its flat view (jobs.config.flat_settings), so a setting that moved into an engine's section
+    hashes as it did flat.
     """
     settings = [{k: v for k, v in to_dict(bench).items() if k not in METRIC_SETTINGS | PLAN_SETTINGS},
-                *({k: v for k, v in to_dict(m).items() if k not in RUN_SETTINGS and (v or k != "engine_args")}
+                *({k: v for k, v in flat_settings(m).items() if k not in RUN_SETTINGS and (v or k != "engine_args")}
                   for m in [model, *(judges or {}).values()])]
     h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for path in bench.data:

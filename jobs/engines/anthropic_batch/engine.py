@@ -8,7 +8,7 @@ a JSONL file with one line per request whose result.type is succeeded, errored, 
 The HTTP is spoken over httpx: the `anthropic` package is on this machine only as vLLM's dependency (neither
 ours to pin nor a stable interface here), and this is three calls. So the retries are ours, as the openai client
 does them: 408/409/429/5xx and 529 (overloaded), timeouts and broken connections, with exponential backoff that
-honours Retry-After, up to max_retries. `api_base_env` names the API's root (https://api.anthropic.com); a
+honours Retry-After, up to max_retries. `api.base_env` names the API's root (https://api.anthropic.com); a
 trailing /v1, the OpenAI-compatible endpoint's form that the http engine's Claude files set, is dropped.
 """
 from __future__ import annotations

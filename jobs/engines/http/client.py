@@ -1,8 +1,8 @@
 """Judges behind an OpenAI-compatible chat API: hosted models (GPT-4o, Claude, Gemini gateways) or `vllm serve`.
 
 The `openai` client does the HTTP work we would otherwise write: it retries 408/409/429/5xx, timeouts (after
-the model's `timeout_s`) and broken connections (a reset, a close without a reply, a body cut short) with
-exponential backoff (honouring Retry-After) up to `max_retries`. We add a bound on requests in flight per
+the model's `api.timeout_s`) and broken connections (a reset, a close without a reply, a body cut short) with
+exponential backoff (honouring Retry-After) up to `api.max_retries`. We add a bound on requests in flight per
 actor, turn a 401 into an error that names the model and the key's variable (never its value), and keep any
 other failed request as an error on its own row that names the model, what failed and after how many tries. A
 200 reply that is no chat completion (not JSON, no choices, content that is not text) is the provider's fault,
@@ -15,7 +15,7 @@ columns `api_<key>` of actors.engine_ledger.RequestUsage), which the http engine
 
 An API cannot prefill the assistant turn, so a judge's verdict here is always parsed from the text. Endpoints
 differ in the parameters they take: o1-style reasoning models want `max_completion_tokens` and reject
-`temperature`/`top_p`; the model file says so in `api_params`, never a list of model names here.
+`temperature`/`top_p`; the model file says so in `api.params`, never a list of model names here.
 """
 from __future__ import annotations
 
@@ -60,11 +60,11 @@ def api_credentials(model: WorkerModel) -> Credentials:
     """
     values = {}
     for key in ("api_base_env", "api_key_env"):
-        name = getattr(model, key)
+        name, place = getattr(model, key), f"api.{key.removeprefix('api_')}"  # as the model file writes it
         if not name:
-            raise ValueError(f"model '{model.name}': '{key}' is not set; an http engine needs it")
+            raise ValueError(f"model '{model.name}': '{place}' is not set; an http engine needs it")
         if not os.environ.get(name):
-            raise ValueError(f"model '{model.name}': environment variable {name} ({key}) is not set")
+            raise ValueError(f"model '{model.name}': environment variable {name} ({place}) is not set")
         values[key] = os.environ[name]
     return {"base_url": values["api_base_env"], "api_key": Secret(values["api_key_env"])}
 
@@ -87,7 +87,7 @@ TEXT_ONLY = {"truncated": False, "candidate_logprobs": None}
 
 def chat_request(row: Request, model: WorkerModel) -> tuple[list[dict[str, str]], Kwargs]:
     """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
-    `api_params`). Shared by the http engine and the batch engines, which send the same body another way."""
+    `api.params`). Shared by the http engine and the batch engines, which send the same body another way."""
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
     return messages, request_params(text_sampling(row, model), dict(model.api_params or {}))
 

@@ -4,7 +4,7 @@ their tokens) goes to the sweep's engine host as its answer comes back, for mani
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 from actors.sampling import SAMPLING_PARAMS
 from benchmarks.protocol import Answer, Request
@@ -17,7 +17,7 @@ from jobs.engines.rows import actor_pool
 class Http(Engine):
     name = "http"
     kinds = frozenset({"api"})
-    settings: ClassVar[dict[str, str]] = {"api_params": "only kind api sends request parameters"}
+    sections = frozenset({"api"})  # jobs/engines/http/settings.py
     packages = ("openai",)
     weights = False
     remote = True
@@ -26,11 +26,11 @@ class Http(Engine):
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         problems = []
-        for key, value in model.api_params.items():
+        for key, value in model.api.params.items():
             if key not in SAMPLING_PARAMS:
-                problems.append((f"api_params.{key}", f"not a request parameter; one of {', '.join(SAMPLING_PARAMS)}"))
+                problems.append((f"api.params.{key}", f"not a request parameter; one of {', '.join(SAMPLING_PARAMS)}"))
             elif value is not None and not value.strip():
-                problems.append((f"api_params.{key}", "an empty name; null drops the parameter"))
+                problems.append((f"api.params.{key}", "an empty name; null drops the parameter"))
         return problems
 
     def preflight(self, model: ModelConfig) -> list[str]:

@@ -3,7 +3,7 @@ separate tokenizer), one engine per model file in the host (jobs.engines.transfo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import Kwargs
@@ -18,7 +18,10 @@ HEAD = "a score head is read by the transformers engine for kind discriminative"
 
 class Transformers(Engine):
     name = "transformers"
-    settings: ClassVar[dict[str, str]] = {"head": HEAD, "tokenizer": "only engine transformers loads a separate tokenizer"}
+    sections = frozenset({"transformers"})  # jobs/engines/transformers/settings.py
+    separate_tokenizer = True
+    # the median start of its engines on CPU (docs/measurements.md, "45 engines in one sweep")
+    cpu_start_s = 36.7
     packages = ("torch", "transformers")
     hosted = True
     streams = True
@@ -35,13 +38,14 @@ class Transformers(Engine):
         return {"num_cpus": demand["CPU"], "num_gpus": demand["GPU"]}, None
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
-        return [("head", HEAD)] if model.head is not None and model.kind != "discriminative" else []
+        head = model.transformers.head
+        return [("transformers.head", HEAD)] if head is not None and model.kind != "discriminative" else []
 
     def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
         """Padded batches of its batch size (jobs.engines.transformers.padded_batch): the engine itself never pads,
         so this is where padding bugs show."""
-        if model.kind == "discriminative" and model.head not in (None, "classifier"):
-            return f"head {model.head!r} scores one unpadded sequence at a time; it has no padded path"
+        if model.kind == "discriminative" and model.transformers.head not in (None, "classifier"):
+            return f"head {model.transformers.head!r} scores one unpadded sequence at a time; it has no padded path"
         return f"transformers, padded batches of {model.batch_size}", model.batch_size
 
     def server_actor(self, worker: WorkerModel, path: str, task: str, name: str, ledger: str

@@ -11,12 +11,12 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import Kwargs
 from benchmarks.protocol import Answer
-from jobs.config import ModelConfig, engine_task, to_dict
+from jobs.config import MOVED, ModelConfig, engine_task, flat_settings
 from jobs.engines.base import (
     BIN,
     CONFIG_FILES,
@@ -40,7 +40,8 @@ from jobs.engines.vllm.stage import ANSWER_COLUMNS, ask, engine_settings, split_
 # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_SEQS: the most requests an engine built from engine arguments (as
 # VllmServer builds it) runs at once, unless the model file's engine_args set max_num_seqs.
 ENGINE_MAX_NUM_SEQS = 128
-# vLLM arguments that ModelConfig holds under their own names; engine_args must not set them a second way.
+# vLLM arguments that a model file holds under their own names (flat, or in its `vllm:` section); engine_args
+# must not set them a second way.
 OWN_ENGINE_KEYS = ("model", "dtype", "max_model_len", "tensor_parallel_size", "enforce_eager", "revision",
                    "trust_remote_code", "tokenizer")
 
@@ -79,7 +80,9 @@ HUB_FILES = Loads(files=CONFIG_FILES + TOKENIZER_FILES + ("params.json", "tekken
 
 class Vllm(Engine):
     name = "vllm"
-    settings: ClassVar[dict[str, str]] = {"engine_args": "only engine vllm takes engine arguments"}
+    sections = frozenset({"vllm", "serve"})  # jobs/engines/vllm/settings.py
+    # the median start of its engines on CPU, with enforce_eager (docs/measurements.md, "45 engines in one sweep")
+    cpu_start_s = 229.5
     hub_files = HUB_FILES
     packages = ("vllm",)
     hosted = True
@@ -87,13 +90,13 @@ class Vllm(Engine):
     streams = True
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
-        return [(f"engine_args.{key}", f"set by the model file's own key '{key}', not here")
-                for key in model.engine_args if key in OWN_ENGINE_KEYS]
+        return [(f"vllm.engine_args.{key}", f"set by the model file's own key '{_own_place(key)}', not here")
+                for key in model.vllm.engine_args if key in OWN_ENGINE_KEYS]
 
     def preflight(self, model: ModelConfig) -> list[str]:
-        known = engine_arguments() if model.engine_args else None
-        return [f"models.{model.name}.engine_args.{key}: not an argument of vLLM's engine"
-                for key in model.engine_args if known is not None and key not in known]
+        known = engine_arguments() if model.vllm.engine_args else None
+        return [f"models.{model.name}.vllm.engine_args.{key}: not an argument of vLLM's engine"
+                for key in model.vllm.engine_args if known is not None and key not in known]
 
     def readiness(self, model: ModelConfig, machine: Any, gpus: float) -> list[str]:
         if gpus > machine.gpus:
@@ -111,7 +114,7 @@ class Vllm(Engine):
         return {"CPU": model.num_cpus, "GPU": max(model.num_gpus, 1.0) if model.num_gpus else 0.0}
 
     def compiles(self, model: ModelConfig) -> bool:
-        return not model.enforce_eager
+        return not model.vllm.enforce_eager
 
     def reference_path(self, model: ModelConfig) -> tuple[str, int | None] | str:
         if model.tensor_parallel_size > 1:
@@ -120,7 +123,7 @@ class Vllm(Engine):
 
     def server_names(self, model: ModelConfig) -> list[str]:
         """Its own engine, and an implicit RM's reference model's."""
-        if model.shared:
+        if model.serve.shared:
             return []
         reference = model.kind == "implicit" and model.reference
         return [self.server_name(model)] + ([self.server_name(model, reference=True)] if reference else [])
@@ -130,7 +133,7 @@ class Vllm(Engine):
         everything engine_settings and placement build the engine from, so any two model files that would build
         the same engine, whatever their kind, get the same name. The configured dtype counts as written:
         `bfloat16-if-native` resolves on the driver, which may lack the engine's GPU."""
-        written, task = WorkerModel.of(to_dict(model)), engine_task(model)
+        written, task = WorkerModel.of(flat_settings(model)), engine_task(model)
         path = written.reference if reference else written.path
         identity = [path, RUNNERS[task], *engine_settings(written, path, task), model.dtype, model.num_cpus,
                     model.num_gpus]
@@ -167,7 +170,7 @@ class Vllm(Engine):
         twice: its own engine, then the reference's, each adding its log-probs."""
         import ray
 
-        if model.shared:
+        if model.serve.shared:
             return _shared(requests, model, log, host.start_s)
         worker, task = worker_model(model), engine_task(model)
         ds = as_dataset(requests)
@@ -188,12 +191,17 @@ class Vllm(Engine):
         return merge_parts(dataset_rows(ds))
 
 
+def _own_place(key: str) -> str:
+    """Where a model file sets one of OWN_ENGINE_KEYS: flat, or in a section."""
+    return MOVED.get(key, key)
+
+
 def tasks_in_flight(model: ModelConfig) -> int:
     """How many of a cell's Ray Data tasks may wait on its engine at once: the batches that fill what the
     engine runs at once (max_num_seqs), and one more, ready as one comes back. More only hold memory, each in a
     Ray worker process of its own, and an uncapped cell kept more of them than the engine could take
     (docs/measurements.md, "The real size on the 2-core AVX-512 machine: what grew, and what changed")."""
-    seqs = int((model.engine_args or {}).get("max_num_seqs") or ENGINE_MAX_NUM_SEQS)
+    seqs = int((model.vllm.engine_args or {}).get("max_num_seqs") or ENGINE_MAX_NUM_SEQS)
     return math.ceil(seqs / model.batch_size) + 1
 
 

@@ -80,7 +80,7 @@ def test_eval_of_a_users_folder_and_pairs_from_an_empty_folder(tmp_path):
     benches = [{"name": f"as_{form}", "module": "rag_rewardbench", "data": [f"pairs.{form}"],
                 "columns": {"reject": "rejected"}} for form in ("jsonl", "csv", "parquet")]
     sweep = {"name": "forms", "benchmarks": benches, "models": [{"name": "my-rm", "path": str(work / "my-rm"),
-                                                                 "kind": "discriminative", "enforce_eager": True,
+                                                                 "kind": "discriminative", "vllm": {"enforce_eager": True},
                                                                  "max_model_len": 4096}],
              "storage": {"root": str(work / "results"), "run": "forms"}}
     (work / "forms.yaml").write_text(json.dumps(sweep))

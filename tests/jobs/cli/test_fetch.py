@@ -29,9 +29,9 @@ def _repos(**extra: HubRepo) -> dict[str, HubRepo]:
 def _sweep(tmp_path: Path, *models: str) -> str:
     return str(write_sweep(tmp_path, "fetch", list(models) or [
         '{name: rm, path: "org/rm", kind: discriminative, engine: transformers, tokenizer: "org/tok"}',
-        '{name: policy, path: "org/rm", kind: implicit, reference: "org/base", enforce_eager: true}',
+        '{name: policy, path: "org/rm", kind: implicit, reference: "org/base", vllm: {enforce_eager: true}}',
         '{name: tiny, path: "builtin:tiny-random-classifier", kind: discriminative}',
-        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}']))
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api: {base_env: B, key_env: K}}']))
 
 
 def test_fetch_fills_an_empty_cache_then_says_cached(tmp_path, monkeypatch, capsys):

@@ -20,7 +20,7 @@ BOUND_S = 2  # HF_HUB_ETAG_TIMEOUT for these tests
 def _sweep(tmp_path: Path) -> str:
     return str(write_sweep(tmp_path, "fetch", [
         '{name: rm, path: "org/rm", kind: discriminative, engine: transformers, tokenizer: "org/tok"}',
-        '{name: policy, path: "org/rm", kind: implicit, reference: "org/base", enforce_eager: true}']))
+        '{name: policy, path: "org/rm", kind: implicit, reference: "org/base", vllm: {enforce_eager: true}}']))
 
 
 def _fetch(sweep: str, within_s: float) -> tuple[int | None, float]:

@@ -36,7 +36,7 @@ BIN_ONLY = _files("bin-only", {"config.json": 0, "tokenizer.json": 0, "pytorch_m
 CHAT = _files("chat", {"config.json": 0, "tokenizer.json": 0, "tokenizer.model": 0, "tokenizer_config.json": 0,
                        "README.md": 0, "model.safetensors": 8000})
 MODELS = ['{name: rm, path: "org/full", kind: discriminative, engine: transformers, tokenizer: "org/chat"}',
-          '{name: old, path: "org/bin-only", kind: implicit, engine: vllm, enforce_eager: true}']
+          '{name: old, path: "org/bin-only", kind: implicit, engine: vllm, vllm: {enforce_eager: true}}']
 
 
 def test_only_what_each_engine_loads_is_fetched_and_then_counts_as_cached_everywhere(tmp_path, monkeypatch, capsys):

@@ -47,7 +47,7 @@ storage: {{root: "{root}", run: submit}}
 """
 # An API judge and S3 storage: the sweep needs secrets on the cluster, which must travel by name only.
 SECRET_SWEEP = SWEEP.replace("storage:", """  - {{name: judge, path: gpt-4o-mini, kind: api, engine: http,
-      api_key_env: RAGJUDGE_TEST_API_KEY, api_base_env: RAGJUDGE_TEST_API_BASE}}
+      api: {{key_env: RAGJUDGE_TEST_API_KEY, base_env: RAGJUDGE_TEST_API_BASE}}}}
 storage:""")
 FAKE_SECRETS = {"RAGJUDGE_TEST_API_KEY": "sk-ragjudge-test-5b1f0c9e77d2",
                 "AWS_SECRET_ACCESS_KEY": "aws-secret-ragjudge-0d9e8f7a6b",
@@ -905,23 +905,24 @@ PAYLOADS = {"substitution": "U$(touch {pwned})", "backticks": "U`touch {pwned}`"
             "newline": "U\ntouch {pwned}", "quotes": "U'\"; touch {pwned}; echo \"'"}
 
 
-def _api_sweep(folder: Path, bench: str = "rag_rewardbench", model: str = "judge", **judge: str) -> Path:
-    """A sweep with one API judge, written by a YAML library so any name survives into it as it is."""
+def _api_sweep(folder: Path, bench: str = "rag_rewardbench", model: str = "judge", **api: str) -> Path:
+    """A sweep with one API judge (`api` its `api:` section's keys), written by a YAML library so any name
+    survives into it as it is."""
     path = folder / "conf" / "sweeps" / "hostile.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({
         "name": "hostile", "benchmarks": [{"name": bench, "module": "rag_rewardbench", "data": [str(DATA)]}],
         "models": [{"name": model, "path": "gpt-4o-mini", "kind": "api", "engine": "http",
-                    "api_key_env": "RAGJUDGE_TEST_API_KEY", **judge}],
+                    "api": {"key_env": "RAGJUDGE_TEST_API_KEY", **api}}],
         "storage": {"root": str(folder / "results"), "run": "hostile"}}))
     return path
 
 
-@pytest.mark.parametrize("key", ["api_key_env", "api_base_env"])
+@pytest.mark.parametrize("key", ["api.key_env", "api.base_env"])
 @pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
 def test_an_environment_variable_name_that_is_not_one_is_refused_at_load(tmp_path, capsys, key, payload):
     pwned = tmp_path / "PWNED"
-    sweep_file = _api_sweep(tmp_path, **{key: payload.format(pwned=pwned)})
+    sweep_file = _api_sweep(tmp_path, **{key.removeprefix("api."): payload.format(pwned=pwned)})
     with pytest.raises(ConfigError) as error:
         load_sweep(sweep_file)
     message = str(error.value)

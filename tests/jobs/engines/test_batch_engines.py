@@ -20,6 +20,7 @@ from worker_models import worker
 
 from jobs.config import BenchmarkConfig, ModelConfig
 from jobs.engines.anthropic_batch.engine import AnthropicBatches
+from jobs.engines.http.settings import ApiSettings, BatchSettings
 
 KEY = "sk-batch-test-5e1f0a9c77"
 ERRORED, LATE = "Hugh Hilton Goodwin", "Gun laws in Michigan"  # items 1 and 3 (both their requests)
@@ -31,9 +32,11 @@ CUSTOM_ID = {"openai_batch": str,
 
 
 def _model(engine: str, **settings) -> ModelConfig:
-    return ModelConfig(name="batch_judge", path="judge-model", kind="api", engine=engine, max_retries=1,
-                       timeout_s=10.0, api_base_env="RAGJUDGE_TEST_BATCH_BASE",
-                       api_key_env="RAGJUDGE_TEST_BATCH_KEY", batch_poll_s=0.01, **settings)
+    max_wait = {"max_wait_s": settings.pop("batch_max_wait_s")} if "batch_max_wait_s" in settings else {}
+    return ModelConfig(name="batch_judge", path="judge-model", kind="api", engine=engine,
+                       api=ApiSettings(base_env="RAGJUDGE_TEST_BATCH_BASE", key_env="RAGJUDGE_TEST_BATCH_KEY",
+                                       max_retries=1, timeout_s=10.0),
+                       batch=BatchSettings(poll_s=0.01, **max_wait), **settings)
 
 
 def _bench() -> BenchmarkConfig:
@@ -160,7 +163,7 @@ def test_a_rerun_polls_the_batch_a_stopped_run_submitted_instead_of_submitting_a
     held = threading.Event()
     with BatchServer(hold=held) as api:
         _, first, answers = _run(tmp_path, monkeypatch, api, _model(engine, batch_max_wait_s=0.3))
-        assert first.status == "failed" and "still in_progress after 0.3 s (batch_max_wait_s)" in first.message
+        assert first.status == "failed" and "still in_progress after 0.3 s (batch.max_wait_s)" in first.message
         assert not answers
         [batch_id] = api.batches
         kept = _manifest(tmp_path)["batches"]["rag_rewardbench/batch_judge"]["self"]
@@ -261,7 +264,7 @@ def test_retry_errors_sends_a_new_batch_of_only_the_items_the_provider_failed(en
 
 
 def test_a_batch_still_running_says_so_while_it_is_waited_for(tmp_path, monkeypatch, capsys):
-    """The wait on a provider's batch is bounded (batch_max_wait_s) and says what it waits for (issue 64)."""
+    """The wait on a provider's batch is bounded (batch.max_wait_s) and says what it waits for (issue 64)."""
     from jobs.engines import batch
 
     monkeypatch.setattr(batch, "WAIT_LINE_S", 0.05)
@@ -271,4 +274,4 @@ def test_a_batch_still_running_says_so_while_it_is_waited_for(tmp_path, monkeypa
     [batch_id] = api.batches
     waiting = [line for line in capsys.readouterr().out.splitlines() if "still in_progress: " in line]
     assert waiting and waiting[0] == (f"model 'batch_judge': batch {batch_id} still in_progress: 0 min of 0 min "
-                                      "(batch_max_wait_s)"), waiting
+                                      "(batch.max_wait_s)"), waiting

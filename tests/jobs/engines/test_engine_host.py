@@ -22,12 +22,14 @@ def test_the_demo_implicit_rm_and_judge_of_smollm2_share_one_generate_engine():
 
 
 @pytest.mark.parametrize("change", [
-    {"max_model_len": 2048}, {"engine_args": {"block_size": 16}}, {"engine_args": {}}, {"dtype": "bfloat16"},
-    {"dtype": "bfloat16-if-native"}, {"enforce_eager": False}, {"kv_cache_gib": 2}, {"num_cpus": 2.0},
+    {"max_model_len": 2048}, {"vllm": {"engine_args": {"block_size": 16}}}, {"vllm": {"engine_args": {}}},
+    {"dtype": "bfloat16"}, {"dtype": "bfloat16-if-native"}, {"vllm": {"enforce_eager": False}},
+    {"vllm": {"kv_cache_gib": 2}}, {"num_cpus": 2.0},
     {"num_gpus": 1.0}, {"tensor_parallel_size": 2}, {"revision": "main"}, {"trust_remote_code": True},
     {"path": "HuggingFaceTB/SmolLM2-135M-Instruct"}])
 def test_any_setting_that_changes_the_engine_gives_another_engine(change):
-    assert engine_name(replace(JUDGE, **change)) != engine_name(IMPLICIT)
+    sections = {key: replace(getattr(JUDGE, key), **value) for key, value in change.items() if key == "vllm"}
+    assert engine_name(replace(JUDGE, **{**change, **sections})) != engine_name(IMPLICIT)
 
 
 def test_settings_of_the_requests_alone_keep_the_engine():
@@ -44,7 +46,7 @@ def test_a_reference_engine_is_shared_with_a_model_file_of_those_weights():
 def test_transformers_engines_stay_per_model_file_and_serve_engines_are_none_of_the_host():
     a = replace(IMPLICIT, name="a", engine="transformers")
     assert engine_names(a) == ["a-score"] and engine_name(replace(a, name="b")) == "b-score"
-    assert engine_names(replace(JUDGE, shared=True)) == []
+    assert engine_names(replace(JUDGE, serve=replace(JUDGE.serve, shared=True))) == []
 
 
 def test_a_shared_engine_is_released_once_no_model_that_uses_it_has_cells_to_come(monkeypatch):

@@ -25,7 +25,7 @@ def registry():
 
 
 def test_the_ten_card_defined_models_name_their_heads(registry):
-    assert {name: m.head for name, m in registry.items() if m.head} == CARD_HEADS
+    assert {name: m.transformers.head for name, m in registry.items() if m.transformers.head} == CARD_HEADS
     assert all((registry[name].kind, registry[name].engine) == ("discriminative", "transformers") for name in CARD_HEADS)
 
 
@@ -35,19 +35,22 @@ def test_trust_remote_code_is_set_per_model_and_only_where_the_card_needs_it(reg
 
 
 def test_o1_mini_sends_the_parameters_its_api_takes(registry):
-    assert registry["o1_mini_2024_09_12"].api_params == {"max_tokens": "max_completion_tokens", "temperature": None,
+    assert registry["o1_mini_2024_09_12"].api.params == {"max_tokens": "max_completion_tokens", "temperature": None,
                                                          "top_p": None}
-    assert [name for name, m in registry.items() if m.api_params] == ["o1_mini_2024_09_12"]
+    assert [name for name, m in registry.items() if m.api.params] == ["o1_mini_2024_09_12"]
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"head": "athene", "engine": "vllm"}, "head': a score head is read by the transformers engine"),
-    ({"head": "athene", "kind": "implicit"}, "head': a score head is read by the transformers engine"),
-    ({"head": "no_such_head"}, "head': 'no_such_head' is not one of"),
+    ({"transformers": {"head": "athene"}, "engine": "vllm"},
+     "transformers.head': only engine transformers reads the transformers section"),
+    ({"transformers": {"head": "athene"}, "kind": "implicit"},
+     "transformers.head': a score head is read by the transformers engine"),
+    ({"transformers": {"head": "no_such_head"}}, "transformers.head': 'no_such_head' is not one of"),
     ({"tokenizer": "01-ai/Yi-34B-Chat", "engine": "vllm"}, "tokenizer': only engine transformers"),
-    ({"api_params": {"max_tokens": "max_completion_tokens"}}, "api_params': only kind api"),
-    ({"kind": "api", "engine": "http", "api_params": {"max_new_tokens": None}}, "api_params.max_new_tokens'"),
-    ({"kind": "api", "engine": "http", "api_params": {"max_tokens": " "}}, "an empty name"),
+    ({"api": {"params": {"max_tokens": "max_completion_tokens"}}},
+     "api.params': only engine anthropic_batch or http or openai_batch reads the api section"),
+    ({"kind": "api", "engine": "http", "api": {"params": {"max_new_tokens": None}}}, "api.params.max_new_tokens'"),
+    ({"kind": "api", "engine": "http", "api": {"params": {"max_tokens": " "}}}, "an empty name"),
 ])
 def test_keys_sit_only_on_models_whose_engine_reads_them(settings, message):
     model = to_dict(ModelConfig(name="m", path="p", kind="discriminative", engine="transformers"))

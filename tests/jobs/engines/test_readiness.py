@@ -10,6 +10,7 @@ from hub_cache import cache_repo, offline_hub_cache
 from actors import model_store
 from jobs.cli import main
 from jobs.config import ModelConfig
+from jobs.engines.http.settings import ApiSettings
 from jobs.engines.readiness import Machine, gpus_needed, why_not
 from jobs.loading import format_models
 
@@ -76,14 +77,14 @@ def test_weights_in_the_hugging_face_cache_in_folders_and_built_in_packages(cach
 
 
 def test_api_models_need_their_variables_set_and_never_show_them(cache, monkeypatch):
-    api = _model(name="judge", kind="api", engine="http", path="gpt-x", api_base_env="RJ_TEST_BASE",
-                 api_key_env="RJ_TEST_KEY")
+    api = _model(name="judge", kind="api", engine="http", path="gpt-x",
+                 api=ApiSettings(base_env="RJ_TEST_BASE", key_env="RJ_TEST_KEY"))
     machine = Machine(0, EVERYTHING)
     monkeypatch.delenv("RJ_TEST_BASE", raising=False)
     monkeypatch.delenv("RJ_TEST_KEY", raising=False)
-    assert why_not(api, machine) == ["environment variable RJ_TEST_BASE (api_base_env) is not set"]
+    assert why_not(api, machine) == ["environment variable RJ_TEST_BASE (api.base_env) is not set"]
     monkeypatch.setenv("RJ_TEST_BASE", "http://127.0.0.1:9")
-    assert why_not(api, machine) == ["environment variable RJ_TEST_KEY (api_key_env) is not set"]
+    assert why_not(api, machine) == ["environment variable RJ_TEST_KEY (api.key_env) is not set"]
     monkeypatch.setenv("RJ_TEST_KEY", SECRET)
     assert why_not(api, machine) == []  # `gpt-x` is an API's model name, not weights to look for
     assert why_not(api, Machine(0, EVERYTHING - {"openai"})) == ["openai is not installed"]
@@ -105,7 +106,7 @@ def test_the_models_command_checks_this_machine(cache, tmp_path, monkeypatch, ca
     models = tmp_path / "conf" / "models"
     models.mkdir(parents=True)
     (models / "judge.yaml").write_text("name: judge\npath: gpt-x\nkind: api\nengine: http\n"
-                                       "api_base_env: RJ_TEST_BASE\napi_key_env: RJ_TEST_KEY\n")
+                                       "api: {base_env: RJ_TEST_BASE, key_env: RJ_TEST_KEY}\n")
     (models / "tiny.yaml").write_text("name: tiny\npath: org/tiny\nkind: discriminative\n")
     monkeypatch.setenv("RJ_TEST_BASE", "http://127.0.0.1:9")
     monkeypatch.setenv("RJ_TEST_KEY", SECRET)
@@ -142,8 +143,8 @@ def test_all_45_of_table_2_pass_preflight_where_their_weights_and_keys_are(cache
             if getattr(model, key):
                 revision = model.revision if key == "path" and model.revision else "main"
                 cache_repo(cache, getattr(model, key), {"config.json": b"{}"}, repo_type="model", revision=revision)
-        for variable in (model.api_key_env, model.api_base_env):
+        for variable in (model.api.key_env, model.api.base_env):
             if variable:
-                monkeypatch.setenv(variable, SECRET if variable == model.api_key_env else "http://127.0.0.1:9")
+                monkeypatch.setenv(variable, SECRET if variable == model.api.key_env else "http://127.0.0.1:9")
     machine = Machine(8, EVERYTHING, "gpu")
     assert {m.name: model_problems(m, 8) + why_not(m, machine) for m in models} == {m.name: [] for m in models}

@@ -6,6 +6,7 @@ from hub_server import HubRepo, fake_hub
 
 from jobs.cli import main
 from jobs.config import ModelConfig
+from jobs.engines.http.settings import ApiSettings
 from jobs.engines.weights import folder_hash, unpinned, weights_record
 from jobs.loading import PROJECT_CONF, list_models
 
@@ -37,8 +38,8 @@ def test_a_hub_model_records_its_cached_commit_and_a_local_folder_its_hash(tmp_p
 def test_an_api_model_records_its_name_and_host_never_its_key(monkeypatch):
     monkeypatch.setenv("JUDGE_BASE", "https://api.example.com/v1")
     monkeypatch.setenv("JUDGE_KEY", "sk-secret-value")
-    judge = ModelConfig(name="j", path="gpt-4o", kind="api", engine="http", api_base_env="JUDGE_BASE",
-                        api_key_env="JUDGE_KEY")
+    judge = ModelConfig(name="j", path="gpt-4o", kind="api", engine="http",
+                        api=ApiSettings(base_env="JUDGE_BASE", key_env="JUDGE_KEY"))
     record = weights_record(judge)
     assert record == {"engine": "http", "model": "gpt-4o", "api_host": "api.example.com"}
     assert "sk-secret" not in repr(record)

@@ -15,6 +15,7 @@ from stand_in import inline_actor_pool, run
 from sweeps import SAMPLE
 
 from jobs.config import BenchmarkConfig, ModelConfig
+from jobs.engines.http.settings import ApiSettings
 from jobs.store.manifest import MANIFEST
 
 UNAVAILABLE = ("Hugh Hilton Goodwin", "Three Preludes (ballet)")  # items 1 and 2: both orders, every try
@@ -28,9 +29,9 @@ def api_cell(monkeypatch):
     """(bench, model) of a cell whose API judge is the test's ScriptedApi: its URL set per server."""
     inline_actor_pool(monkeypatch)
     monkeypatch.setenv("RAGJUDGE_TEST_FLAKY_KEY", "sk-flaky-0123456789")
-    model = ModelConfig(name="flaky_api", path="flaky", kind="api", engine="http", max_retries=1, timeout_s=30.0,
-                        api_base_env="RAGJUDGE_TEST_FLAKY_BASE", api_key_env="RAGJUDGE_TEST_FLAKY_KEY",
-                        batch_size=12)
+    model = ModelConfig(name="flaky_api", path="flaky", kind="api", engine="http",
+                        api=ApiSettings(max_retries=1, timeout_s=30.0, base_env="RAGJUDGE_TEST_FLAKY_BASE",
+                                        key_env="RAGJUDGE_TEST_FLAKY_KEY"), batch_size=12)
     # 6 failed requests of 12 are over the budget, the 2 refused ones alone are not.
     bench = BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(SAMPLE)],
                             bootstrap_resamples=10, max_error_rate=0.2)
@@ -134,8 +135,8 @@ def test_the_cli_exits_1_over_the_budget_and_0_once_retry_errors_brings_it_under
 
     from jobs.store.run_root import open_run
 
-    model = ("{name: flaky_api, path: flaky, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_FLAKY_BASE, "
-             "api_key_env: RAGJUDGE_TEST_FLAKY_KEY, max_retries: 1, batch_size: 12, num_cpus: 0.25}")
+    model = ("{name: flaky_api, path: flaky, kind: api, engine: http, api: {base_env: RAGJUDGE_TEST_FLAKY_BASE, "
+             "key_env: RAGJUDGE_TEST_FLAKY_KEY, max_retries: 1}, batch_size: 12, num_cpus: 0.25}")
     sweep = write_sweep(tmp_path, "retry", [model], bench_extra=", max_error_rate: 0.2")
     root = str(tmp_path / "results")
 

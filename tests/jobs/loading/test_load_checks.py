@@ -13,7 +13,7 @@ from jobs.config import ConfigError, StorageConfig
 from jobs.loading import load_sweep
 from jobs.loading.checks import check_storage
 
-JUDGE = '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}'
+JUDGE = '{name: judge, path: "gpt-x", kind: api, engine: http, api: {base_env: B, key_env: K}}'
 
 
 def _one_line_error(capsys, argv: list[str]) -> str:

@@ -6,17 +6,20 @@ from __future__ import annotations
 import pytest
 
 from jobs.config import ConfigError, ModelConfig
+from jobs.engines.http.settings import ApiSettings
 from jobs.loading.names import ENV_NAME, check_env_names, check_name, has_control
 
 
 def _model(**env: str) -> ModelConfig:
-    return ModelConfig(name="judge", path="gpt-4o-mini", kind="api", engine="http", **env)
+    """An API model whose `api:` section names the variables `env` gives (api.key_env=... as key_env=...)."""
+    return ModelConfig(name="judge", path="gpt-4o-mini", kind="api", engine="http",
+                       api=ApiSettings(**{key.removeprefix("api."): value for key, value in env.items()}))
 
 
 @pytest.mark.parametrize("name", ["K", "_", "_KEY", "a1_", "JUDGE_KEY_2", "k" * 200])
 def test_an_environment_variable_name_is_accepted(name):
     assert ENV_NAME.fullmatch(name)
-    check_env_names(_model(api_key_env=name, api_base_env=name), "s.yaml: key 'models.judge")
+    check_env_names(_model(key_env=name, base_env=name), "s.yaml: key 'models.judge")
 
 
 @pytest.mark.parametrize("name", [
@@ -26,7 +29,7 @@ def test_an_environment_variable_name_is_accepted(name):
     "KÉY",  # a letter outside ASCII
     "",  # no character at all
 ])
-@pytest.mark.parametrize("key", ["api_key_env", "api_base_env"])
+@pytest.mark.parametrize("key", ["api.key_env", "api.base_env"])
 def test_a_value_that_is_no_environment_variable_name_is_refused_naming_its_key(name, key):
     with pytest.raises(ConfigError) as error:
         check_env_names(_model(**{key: name}), "s.yaml: key 'models.judge")

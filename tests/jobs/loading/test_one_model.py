@@ -55,7 +55,7 @@ def test_hub_api_and_registry_models():
     with pytest.raises(ConfigError, match="--api-base-env"):
         model_entry(EvalRequest("http:gpt-4o-mini"))
     entry, _ = model_entry(EvalRequest("http:gpt-4o-mini", api_base_env="BASE", api_key_env="KEY"))
-    assert (entry["kind"], entry["engine"], entry["api_key_env"]) == ("api", "http", "KEY")
+    assert (entry["kind"], entry["engine"], entry["api"]) == ("api", "http", {"base_env": "BASE", "key_env": "KEY"})
     entry, how = model_entry(EvalRequest("tiny_classifier"))
     assert entry["path"] == "builtin:tiny-random-classifier" and "conf/models/tiny_classifier.yaml" in how
     named, _ = model_entry(EvalRequest("smollm2_implicit", name="mine", reference="hf:org/base"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import ConfigError, to_dict
+from jobs.config import ConfigError, flat_settings
 from jobs.loading import format_models, list_models, load_sweep
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,12 +95,12 @@ def test_api_models_name_environment_variables_not_values(registry):
     api = [m for m in registry.values() if m.kind == "api"]
     assert len(api) == 8
     for model in api:
-        assert model.engine == "http" and model.max_concurrency > 0
-        for value in (model.api_base_env, model.api_key_env):
+        assert model.engine == "http" and model.api.max_concurrency > 0
+        for value in (model.api.base_env, model.api.key_env):
             assert value and ENV_NAME.match(value), f"{model.name}: {value!r} is not an environment variable name"
-        settings = {k: v for k, v in to_dict(model).items() if k != "note" and isinstance(v, str)}
+        settings = {k: v for k, v in flat_settings(model).items() if k != "note" and isinstance(v, str)}
         assert not any("://" in v or v.startswith("sk-") for v in settings.values()), model.name
-    others = [m.name for m in registry.values() if m.kind != "api" and (m.api_base_env or m.api_key_env)]
+    others = [m.name for m in registry.values() if m.kind != "api" and (m.api.base_env or m.api.key_env)]
     assert others == []
 
 
@@ -123,7 +123,7 @@ def _conf_with(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_registry_rejects_kind_api_without_engine_http(tmp_path):
     conf = _conf_with(tmp_path, "bad_api", "name: bad_api\npath: gpt-4o\nkind: api\n"
-                      "api_base_env: OPENAI_BASE_URL\napi_key_env: OPENAI_API_KEY\n")
+                      "api: {base_env: OPENAI_BASE_URL, key_env: OPENAI_API_KEY}\n")
     with pytest.raises(ConfigError, match=r"bad_api\.yaml: key 'models\.bad_api\.engine': 'vllm'"):
         list_models(conf)
 
@@ -156,7 +156,7 @@ def _on_vllm_gpus(registry) -> list:
 
 def test_gpu_vllm_entries_carry_prefill_settings(registry):
     for model in _on_vllm_gpus(registry):
-        args = model.engine_args
+        args = model.vllm.engine_args
         assert args["max_num_batched_tokens"] > 8192, model.name
         if model.kind == "discriminative":  # a pooler that cannot chunk needs a whole prompt in one step
             assert args["max_num_batched_tokens"] >= model.max_model_len, model.name
@@ -169,7 +169,7 @@ def test_gpu_vllm_entries_engine_args_are_ones_vllm_knows(registry):
 
     known = vllm_engine_arguments()
     for model in _on_vllm_gpus(registry):
-        assert set(model.engine_args) <= known, model.name
+        assert set(model.vllm.engine_args) <= known, model.name
 
 
 def test_engine_argument_names_are_read_without_importing_vllm_or_torch():
@@ -196,10 +196,11 @@ def test_engine_argument_names_are_the_fields_of_vllms_engine_args():
 def test_a_cell_keeps_enough_batches_at_its_engine_to_fill_it_and_one_more():
     from jobs.config import ModelConfig
     from jobs.engines.vllm.engine import tasks_in_flight
+    from jobs.engines.vllm.settings import VllmSettings
 
     def model(batch_size: int, **engine_args) -> ModelConfig:
         return ModelConfig(name="m", path="p", kind="implicit", engine="vllm", batch_size=batch_size,
-                           engine_args=engine_args)
+                           vllm=VllmSettings(engine_args=engine_args))
 
     assert tasks_in_flight(model(64)) == 3  # 128 / 64 + 1
     assert tasks_in_flight(model(48)) == 4  # 128 / 48 is 2.67: 3 batches fill it, + 1
@@ -224,12 +225,13 @@ def test_the_engines_default_max_num_seqs_is_vllms():
 
 def test_engine_args_go_to_vllm_only_and_never_twice(tmp_path):
     conf = _conf_with(tmp_path, "eager", "name: eager\npath: x/y\nkind: implicit\nengine: transformers\n"
-                      "engine_args: {max_num_seqs: 4}\n")
-    with pytest.raises(ConfigError, match=r"key 'models\.eager\.engine_args': only engine vllm"):
+                      "vllm: {engine_args: {max_num_seqs: 4}}\n")
+    with pytest.raises(ConfigError, match=r"key 'models\.eager\.vllm\.engine_args': only engine vllm"):
         list_models(conf)
     conf = _conf_with(tmp_path / "b", "twice", "name: twice\npath: x/y\nkind: implicit\n"
-                      "engine_args: {dtype: float16}\n")
-    with pytest.raises(ConfigError, match=r"key 'models\.twice\.engine_args\.dtype': set by the model file's own key"):
+                      "vllm: {engine_args: {dtype: float16}}\n")
+    with pytest.raises(ConfigError, match=r"key 'models\.twice\.vllm\.engine_args\.dtype': set by the model file's own "
+                                          r"key"):
         list_models(conf)
 
 

@@ -11,8 +11,9 @@ from sweeps import SAMPLE, write_sweep
 from benchmarks import rag_rewardbench as rb
 from benchmarks.rag_rewardbench import synthetic
 from jobs.cli import main
+from jobs.engines.base import engines
 from jobs.loading import load_sweep
-from jobs.plan.estimate import CPU_START_S, GpuSpec, format_plan, plan_schedule, plan_sweep
+from jobs.plan.estimate import GpuSpec, format_plan, plan_schedule, plan_sweep
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def _sweep(folder: Path, data: str, extra: str = "") -> Path:
     return write_sweep(folder, "plan", [
         '{name: rm, path: "org/remote-rm", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2}',
-        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K, max_new_tokens: 9}'],
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api: {base_env: B, key_env: K}, max_new_tokens: 9}'],
         data=data, bench_extra=extra)
 
 
@@ -44,11 +45,11 @@ def test_a_remote_model_is_planned_from_characters_by_hand(tmp_path):
 
 
 def test_an_engine_that_does_not_compile_starts_without_the_compile_time(tmp_path):
-    # vLLM with enforce_eager skips torch.compile and CUDA graphs; the transformers engine has neither.
+    # vLLM with vllm.enforce_eager skips torch.compile and CUDA graphs; the transformers engine has neither.
     gpu = GpuSpec(start_s=50.0, compile_s=40.0, load_gb_per_s=4.0)
     sweep = write_sweep(tmp_path, "starts", [
         '{name: compiled, path: "org/a", kind: discriminative, params_b: 8.0}',
-        '{name: eager, path: "org/b", kind: discriminative, params_b: 8.0, enforce_eager: true}',
+        '{name: eager, path: "org/b", kind: discriminative, params_b: 8.0, vllm: {enforce_eager: true}}',
         '{name: plain, path: "org/c", kind: discriminative, params_b: 8.0, engine: transformers}'])
     starts = {p.model: p.start_s for p in plan_sweep(load_sweep(sweep), gpu)}
     assert starts == {"compiled": 50 + 40 + 16 / 4, "eager": 50 + 16 / 4, "plain": 50 + 16 / 4}
@@ -58,11 +59,11 @@ def test_engines_on_cpu_are_counted_once_each_at_the_measured_start(tmp_path):
     # v1 and v2 would build the same vLLM engine (only a request setting differs): one start between them
     sweep = write_sweep(tmp_path, "cpu", [
         '{name: t, path: "org/a", kind: discriminative, engine: transformers}',
-        '{name: v1, path: "org/b", kind: implicit, engine: vllm, enforce_eager: true}',
-        '{name: v2, path: "org/b", kind: implicit, engine: vllm, enforce_eager: true, batch_size: 2}',
+        '{name: v1, path: "org/b", kind: implicit, engine: vllm, vllm: {enforce_eager: true}}',
+        '{name: v2, path: "org/b", kind: implicit, engine: vllm, vllm: {enforce_eager: true}, batch_size: 2}',
         '{name: gpu, path: "org/c", kind: discriminative, params_b: 8.0, num_gpus: 1}'])
     plans = plan_sweep(load_sweep(sweep), GpuSpec())
-    transformers, vllm = CPU_START_S["transformers"], CPU_START_S["vllm"]
+    transformers, vllm = engines()["transformers"].cpu_start_s, engines()["vllm"].cpu_start_s
     assert {p.model: p.cpu_start_s for p in plans} == {"t": transformers, "v1": vllm, "v2": vllm, "gpu": 0.0}
     line = next(line for line in format_plan(plans, GpuSpec()).splitlines() if line.startswith("On CPU"))
     assert f"2 engine starts, {(transformers + vllm) / 60:.1f} min" in line
@@ -96,7 +97,7 @@ def test_a_cell_without_data_or_plan_sample_is_reported_not_raised(tmp_path):
 benchmarks:
   - {{name: bianbench, module: bianbench, data: ["{tmp_path / 'absent'}"], size: 100}}
 models:
-  - {{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}}
+  - {{name: judge, path: "gpt-x", kind: api, engine: http, api: {{base_env: B, key_env: K}}}}
 storage: {{run: plan}}
 """)
     plans = plan_sweep(load_sweep(path), GpuSpec())
@@ -161,8 +162,8 @@ def test_api_judges_are_priced_at_list_and_batch_from_the_price_table_by_hand():
 
 def test_plan_prints_each_api_judges_dollars_and_which_price_its_engine_pays(tmp_path):
     sweep = write_sweep(tmp_path, "priced", [
-        '{name: list_judge, path: "gpt-4o", kind: api, engine: http, api_base_env: B, api_key_env: K}',
-        '{name: batch_judge, path: "gpt-4o", kind: api, engine: openai_batch, api_base_env: B, api_key_env: K}'],
+        '{name: list_judge, path: "gpt-4o", kind: api, engine: http, api: {base_env: B, key_env: K}}',
+        '{name: batch_judge, path: "gpt-4o", kind: api, engine: openai_batch, api: {base_env: B, key_env: K}}'],
         data=str(SAMPLE))
     gpu = GpuSpec()
     plans = plan_sweep(load_sweep(sweep), gpu)
@@ -187,7 +188,7 @@ def test_the_plan_says_what_each_hub_repository_costs_to_download_and_what_is_ca
         '{name: rm_bf16, path: "org/bf", kind: discriminative, params_b: 2.5, dtype: bfloat16}',
         '{name: here, path: "org/here", kind: discriminative, params_b: 70.0, dtype: bfloat16}',
         '{name: policy, path: "org/bf", kind: implicit, params_b: 2.5, dtype: bfloat16, reference: "org/ref"}',
-        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}'], data=str(SAMPLE))
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api: {base_env: B, key_env: K}}'], data=str(SAMPLE))
     assert main(["plan", str(sweep), "--download-mb-per-s", "50"]) == 0
     out = capsys.readouterr().out
     # 1e9 x 4 = 4.0 GB: 80 s at 50 MB/s; 2.5e9 x 2 = 5.0 GB: 100 s, once for both of its users; the reference at
@@ -232,7 +233,7 @@ def test_plan_says_which_models_it_counted_in_characters_and_why(tmp_path, capsy
     missing = tmp_path / "weights" / "rm-8b"  # a local folder that is not there
     sweep = write_sweep(tmp_path, "guess", [
         f'{{name: local_rm, path: "{missing}", kind: discriminative, params_b: 8.0}}',
-        '{name: judge, path: "gpt-x", kind: api, engine: http, api_base_env: B, api_key_env: K}'])
+        '{name: judge, path: "gpt-x", kind: api, engine: http, api: {base_env: B, key_env: K}}'])
     assert main(["plan", str(sweep)]) == 0
     err = capsys.readouterr().err.splitlines()
     # one line for the model with no folder here; the API judge has no tokenizer to miss
@@ -244,8 +245,8 @@ def _two_widths(folder: Path) -> Path:
     # Two 1B scorers on the same 6 pairs, vLLM without compilation: one engine needs 2 GPUs, the other 1.
     return write_sweep(folder, "widths", [
         ('{name: wide, path: "org/wide", kind: discriminative, params_b: 1.0, tensor_parallel_size: 2, '
-        'enforce_eager: true}'),
-        '{name: narrow, path: "org/narrow", kind: discriminative, params_b: 1.0, enforce_eager: true}'])
+        'vllm: {enforce_eager: true}}'),
+        '{name: narrow, path: "org/narrow", kind: discriminative, params_b: 1.0, vllm: {enforce_eager: true}}'])
 
 
 # A thousandth of a TFLOP/s, at 100%: a cell's compute is its FLOPs in seconds / 1e9; each start is 360 s + 2 GB

@@ -38,8 +38,8 @@ def test_a_run_against_an_echoing_endpoint_stores_no_secret_in_any_form(ray_sess
         port = api.server_address[1]
         monkeypatch.setenv("JUDGE_BASE", f"http://{USER}:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/v1")
         monkeypatch.setenv("JUDGE_KEY", KEY)
-        judge = ("{name: echo_judge, path: gpt-echo, kind: api, engine: http, api_base_env: JUDGE_BASE, "
-                 "api_key_env: JUDGE_KEY, max_retries: 0, batch_size: 4, num_cpus: 0.25}")
+        judge = ("{name: echo_judge, path: gpt-echo, kind: api, engine: http, api: {base_env: JUDGE_BASE, "
+                 "key_env: JUDGE_KEY, max_retries: 0}, batch_size: 4, num_cpus: 0.25}")
         sweep_file = write_sweep(tmp_path, "leak", [judge],
                                  storage=f'root: "{tmp_path / "results"}"', bench_extra=", limit: 2")
         [outcome] = run_sweep(load_sweep(sweep_file))

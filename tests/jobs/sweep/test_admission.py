@@ -7,6 +7,7 @@ import time
 
 from jobs.config import ModelConfig
 from jobs.engines.demand import STAGE_CPUS, Need, cell_need, engine_demand, total
+from jobs.engines.vllm.settings import ServeSettings
 from jobs.sweep.admission import fits, next_cell, run_concurrently
 
 
@@ -30,7 +31,7 @@ def test_engine_demand_counts_ranks_and_replicas():
     # (jobs.engines.transformers.devices) its one actor holds 4 whole GPUs.
     assert engine_demand(model(engine="transformers", num_gpus=0.5)) == {"CPU": 1.0, "GPU": 0.5}
     assert engine_demand(model(engine="transformers", num_gpus=0.5, tensor_parallel_size=4)) == {"CPU": 1.0, "GPU": 4.0}
-    assert engine_demand(model(shared=True, num_gpus=1, tensor_parallel_size=8)) == {"CPU": 0.0, "GPU": 0.0}
+    assert engine_demand(model(serve=ServeSettings(shared=True), num_gpus=1, tensor_parallel_size=8)) == {"CPU": 0.0, "GPU": 0.0}
 
 
 def test_cells_of_one_model_count_its_engine_once_and_their_stages_each():

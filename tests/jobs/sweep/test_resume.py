@@ -18,6 +18,7 @@ import ray
 from fault_rows import record
 from sweeps import SAMPLE, write_sweep
 
+from jobs.engines.vllm.settings import VllmSettings
 from jobs.store.run_root import RunRoot
 
 pytestmark = pytest.mark.integration
@@ -118,7 +119,7 @@ def test_answers_hash_ignores_run_settings_and_cell_hash_sees_metric_settings(tm
     base = answers_hash(bench, model)
     assert answers_hash(bench, ModelConfig(name="m", path="p", kind="implicit", batch_size=2, max_actors=4)) == base
     assert answers_hash(bench, ModelConfig(name="m", path="p", kind="implicit", dtype="bfloat16")) != base
-    quantized = ModelConfig(name="m", path="p", kind="implicit", engine_args={"kv_cache_dtype": "fp8"})
+    quantized = ModelConfig(name="m", path="p", kind="implicit", vllm=VllmSettings(engine_args={"kv_cache_dtype": "fp8"}))
     assert answers_hash(bench, quantized) != base
     resampled = BenchmarkConfig(name="b", module="rag_rewardbench", data=[str(data)], bootstrap_resamples=10)
     assert answers_hash(resampled, model) == base and cell_hash(resampled, base) != cell_hash(bench, base)

@@ -33,8 +33,8 @@ REQUESTS = 12  # the sample's 6 pairs, each in both orders
 GRACE_S = 20.0
 CELL = "rag_rewardbench/held"
 # One request per batch: each answer reaches the driver as soon as the server gives it.
-HELD = ("{name: held, path: held, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_HELD_BASE, "
-        "api_key_env: RAGJUDGE_TEST_HELD_KEY, max_concurrency: 1, max_new_tokens: 4, batch_size: 1, "
+HELD = ("{name: held, path: held, kind: api, engine: http, api: {base_env: RAGJUDGE_TEST_HELD_BASE, "
+        "key_env: RAGJUDGE_TEST_HELD_KEY, max_concurrency: 1}, max_new_tokens: 4, batch_size: 1, "
         "num_cpus: 0.25}")
 
 

@@ -23,6 +23,7 @@ from jobs.analysis.agreement import (
 from jobs.cli import main
 from jobs.config import ConfigError, ModelConfig
 from jobs.engines.base import engine_of
+from jobs.engines.transformers.settings import TransformersSettings
 from jobs.loading import load_sweep
 from jobs.store.layout import VALIDATE
 from jobs.sweep import pipeline
@@ -147,7 +148,7 @@ def test_a_sweep_without_validation_items_is_validated_on_a_bundled_sample(tmp_p
 
 
 def test_models_without_local_weights_or_a_verdict_are_skipped(tmp_path):
-    api = "{name: api, path: gpt-x, kind: api, engine: http, api_base_env: NO_BASE, api_key_env: NO_KEY}"
+    api = "{name: api, path: gpt-x, kind: api, engine: http, api: {base_env: NO_BASE, key_env: NO_KEY}}"
     sweep = load_sweep(write_sweep(tmp_path, "v", ["tiny_classifier", "bm25", api], f'root: "{tmp_path / "r"}"'))
     assert skip_reason(sweep.models["tiny_classifier"], 0) is None
     assert skip_reason(sweep.models["bm25"], 0) == "a retriever model has no verdict on a pair"
@@ -164,7 +165,7 @@ def test_reference_paths():
     hf = ModelConfig(name="rm", path="org/rm", kind="discriminative", engine="transformers", batch_size=4)
     assert _reference(hf) == ("transformers, padded batches of 4", 4)
     assert _reference(ModelConfig(name="gpm", path="org/gpm", kind="discriminative", engine="transformers",
-                                  head="gpm")) == "head 'gpm' scores one unpadded sequence at a time; it has no padded path"
+                                  transformers=TransformersSettings(head="gpm"))) == "head 'gpm' scores one unpadded sequence at a time; it has no padded path"
     big = ModelConfig(name="judge", path="org/70b", kind="generative", engine="vllm", tensor_parallel_size=4)
     assert _reference(big) == "a tensor-parallel model does not fit the transformers engine's one device"
 

@@ -19,6 +19,7 @@ from sweeps import SAMPLE, write_sweep
 from jobs.cli.run import list_price
 from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
 from jobs.engines.host import EngineHost
+from jobs.engines.http.settings import ApiSettings
 from jobs.plan.prices import load_prices
 from jobs.store.layout import REPORT_LEADERBOARD
 from jobs.store.manifest import MANIFEST, Manifest
@@ -40,8 +41,8 @@ def test_the_rates_here_are_the_price_tables():
 
 def _judge(**settings) -> ModelConfig:
     return ModelConfig(**{"name": "api_judge", "path": "gpt-4o-mini", "kind": "api", "engine": "http",
-                          "max_retries": 1, "api_base_env": "RAGJUDGE_TEST_COUNTED_BASE",
-                          "api_key_env": "RAGJUDGE_TEST_COUNTED_KEY", "batch_size": 12, **settings})
+                          "api": ApiSettings(max_retries=1, base_env="RAGJUDGE_TEST_COUNTED_BASE",
+                                             key_env="RAGJUDGE_TEST_COUNTED_KEY"), "batch_size": 12, **settings})
 
 
 def test_an_api_judges_entry_is_the_servers_own_count_of_calls_retries_and_tokens(tmp_path, monkeypatch):
@@ -109,8 +110,8 @@ def _api_entry(run: RunRoot) -> dict:
 @pytest.mark.integration
 def test_ragjudge_run_records_the_servers_counts_and_retry_errors_asks_a_persisting_malformed_reply_again(
         ray_session, tmp_path):
-    model = ("{name: api_judge, path: gpt-4o-mini, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_COUNTED_BASE, "
-             "api_key_env: RAGJUDGE_TEST_COUNTED_KEY, max_retries: 1, timeout_s: 2.0, batch_size: 12, num_cpus: 0.25}")
+    model = ("{name: api_judge, path: gpt-4o-mini, kind: api, engine: http, api: {base_env: RAGJUDGE_TEST_COUNTED_BASE, "
+             "key_env: RAGJUDGE_TEST_COUNTED_KEY, max_retries: 1, timeout_s: 2.0}, batch_size: 12, num_cpus: 0.25}")
     sweep = write_sweep(tmp_path, "counted", [model])
     root = str(tmp_path / "results")
     # items 1-4: a timeout, a 500, a 200 that is not JSON, a 200 with no choices, each once; item 5: not JSON on

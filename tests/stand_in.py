@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from jobs.config import BenchmarkConfig, ModelConfig, StorageConfig, SweepConfig
-from jobs.engines.base import engines
+from jobs.engines.base import Requests, engines
 from jobs.engines.host import EngineHost
 from jobs.engines.http import engine as http
-from jobs.engines.rows import merge_parts
+from jobs.engines.rows import dataset_rows, merge_parts
 from jobs.engines.stand_in.engine import Reply, stand_in_reply
 from jobs.store.answers import AnswerStore
 from jobs.store.manifest import Manifest
@@ -39,8 +39,7 @@ def stand_in_engine(monkeypatch: pytest.MonkeyPatch, reply: Reply = echo) -> lis
 
     def counted(requests, model, log=print, host=None):
         if not isinstance(requests, list):  # a Ray dataset: read here, so the test's reply runs in this process
-            requests = [r for block in requests.iter_batches(batch_size=None, batch_format="pyarrow")
-                        for r in block.to_pylist()]
+            requests = list(dataset_rows(requests))
         calls.append([r["request_id"] for r in requests])
         yield from answer(engine, requests, model, log, host)
 
@@ -70,9 +69,12 @@ def run(tmp_path, bench: BenchmarkConfig, model: ModelConfig | None = None, run_
 
 def inline_actor_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     """Engines that answer through an actor pool (http) call their actor class in this process, a batch at a
-    time, instead of in Ray Data actors: the engine's own code and its rows' way to the cell, without Ray."""
-    def pool(requests: list[dict[str, Any]], model: ModelConfig, actor: type, kwargs: dict[str, Any]
+    time, instead of in Ray Data actors: the engine's own code and its rows' way to the cell; a stream's requests
+    (a Ray dataset, in a sweep) are read here first."""
+    def pool(requests: Requests, model: ModelConfig, actor: type, kwargs: dict[str, Any]
              ) -> Iterator[dict[str, Any]]:
+        if not isinstance(requests, list):
+            requests = list(dataset_rows(requests))
         answer = actor(**kwargs)
         for start in range(0, len(requests), model.batch_size):
             chunk = requests[start:start + model.batch_size]

@@ -25,13 +25,13 @@ def answer_requests(requests: Requests, model: ModelConfig, log: Log = print,
         raise ValueError(f"model '{model.name}': engine '{engine.name}' answers no requests "
                          f"(request engines: {', '.join(sorted(n for n, e in engines().items() if e.answers))})")
     if isinstance(requests, list):
-        check_keys(requests, engine.reads, who(engine, model), "request")
+        check_keys(requests, engine.reads, engine_label(engine, model), "request")
     answers = (_answer(engine, requests, model, log, host, batch) if host is not None
                else _own_host(engine, requests, model, log, batch))
     return _checked_answers(answers, engine, model)
 
 
-def who(engine: Engine, model: ModelConfig) -> str:
+def engine_label(engine: Engine, model: ModelConfig) -> str:
     """How errors about an engine's requests and answers name it."""
     return f"engine {engine.name} (model {model.name})"
 
@@ -53,7 +53,7 @@ def _own_host(engine: Engine, requests: Requests, model: ModelConfig, log: Log,
 
 def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
     """Each answer as it comes, with `retryable`; one that did not fail has every key the engine writes."""
-    writes, name = engine.writes(model), who(engine, model)
+    writes, name = engine.writes(model), engine_label(engine, model)
     for answer in answers:
         check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, name, "answer")
         yield {**answer, "retryable": retryable(answer.get("error"))}

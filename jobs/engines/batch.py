@@ -81,6 +81,7 @@ class BatchApi(Http):
     http engine's, and a `batch:` section of its own."""
 
     submits = True
+    streams = False  # a provider batch is one list of requests, submitted once: asked shard by shard
     sections = Http.sections | {"batch"}  # jobs/engines/http/settings.py
 
     provider: ClassVar[Callable[..., Provider]]  # its provider's batch protocol, made with (model, **credentials)

@@ -3,7 +3,7 @@
 Each shard's item rows are reduced to a compact state where they are read (jobs.flow.reducers), and the states
 are merged, finalized and summarized once, at the end. Kept in the driver, the states grow with the cell and
 finalize and summarize need more again for a moment (each measure's sorted pairs, the bootstrap's draws):
-docs/scale.md, "The driver at a million requests". So while the driver is connected to Ray, a shard's state
+docs/measurements.md, "The driver at a million requests". So while the driver is connected to Ray, a shard's state
 goes to Ray's object store as soon as it is
 made (the driver keeps a reference a shard) and one light task merges and summarizes them. A cell whose engine
 is asked shard by shard (the stand-in, http, the batch APIs: `streams` is None) does the same in the driver's

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 from jobs.engines.errors import headline, retryable
 
 
-def asks_again(answer: Mapping[str, Any]) -> bool:
+def retried_failure(answer: Mapping[str, Any]) -> bool:
     """Whether --retry-errors asks this stored answer's request again: its stored `retryable`, or its error
     classed now where the row predates that column."""
     stored = answer.get("retryable")
@@ -46,7 +46,7 @@ class RequestErrors:
             self.requests += 1
             if answer.get("error"):
                 self.errors[headline(str(answer["error"]))] += 1
-                self.retryable += asks_again(answer)
+                self.retryable += retried_failure(answer)
         return self
 
     def merge(self, other: RequestErrors) -> RequestErrors:

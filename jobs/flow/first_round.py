@@ -2,8 +2,8 @@
 
 Asked shard by shard (jobs.flow.rounds), each shard of SHARD_ITEMS items is a Ray Data dataset of its own, and
 each pays the dataset's start and its tail, where the engine drains: at a million requests that left the cell
-well below Ray Data's own ceiling (docs/scale.md, "The framework's ceiling"). Here a read
-task on the cluster reads the items, expands their first requests to the cell's own model and drops the ones
+well below Ray Data's own ceiling (docs/measurements.md, "The framework's ceiling: a judged cell with an engine
+that costs nothing, 10k to 1M requests"). Here a read task on the cluster reads the items, expands their first requests to the cell's own model and drops the ones
 answered before, and the whole round goes to the engine as one dataset; the driver gets the answers back in
 parts (as every round does, by size or time) and records each in the part of the shard its item is in, so the
 shard-by-shard walk that follows finds its first round answered and asks only the followups and the judges.
@@ -17,17 +17,20 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from benchmarks.protocol import Benchmark
 from benchmarks.records import Columns, id_digests
-from benchmarks.row_types import Answer, Item, Request, check_keys
+from benchmarks.row_types import Item, Request, check_keys
+from jobs.engines.preflight import PreflightError
 from jobs.engines.rows import LIGHT, in_blocks_of
-from jobs.flow.freed_memory import give_back_freed
-from jobs.flow.recorder import CellRecorder, ShardAnswers
-from jobs.flow.rounds import RoundsProgress, asked_again
+from jobs.flow.answerer import StreamTarget
+from jobs.flow.freed_memory import trim_heap
+from jobs.flow.judged_cell import JudgedCell, NoReadableRows
+from jobs.flow.recorder import ShardAnswers
+from jobs.flow.rounds import requests_to_retry
 from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
 
 if TYPE_CHECKING:
@@ -38,31 +41,7 @@ STREAM_READ_BYTES = 1 << 20  # the requests the read task gathers before they go
 MIN_BLOCKS = 64  # a stream has at least this many blocks where it has that many batches
 MAX_BATCHES = 64  # and at most this many batches in a block
 FIRST_BAD = 3  # bad input rows a cell names on the console (all of them are in its errors/)
-FREE_EVERY = 10_000  # answers the stream records between giving freed pages back (jobs.flow.freed_memory)
-
-
-class StreamingAnswerer(Protocol):
-    """A cell's answerer that may take its first round as one dataset."""
-
-    def streams(self) -> StreamTarget | None:
-        """Whom the cell's own requests go to as one stream; None: they are asked shard by shard."""
-        ...
-
-    def ask_stream(self, requests: Dataset) -> Iterator[list[Answer]]:
-        """The answers to a dataset of the cell's own requests, in parts as they arrive."""
-        ...
-
-    def kept(self, requests: Iterable[Request]) -> list[Answer]:
-        """The answers its answer store keeps for some of these requests (marked `cached`); [] without one, and
-        then `requests` is not read (the survey hands in a generator that would expand a shard's items again)."""
-        ...
-
-
-@dataclass(frozen=True)
-class StreamTarget:
-    reads: frozenset[str]  # the request keys the engine reads, checked in the driver before it starts
-    who: str  # the engine and model, as the check's error names them
-    batch: int  # requests an engine batch holds (a block of the stream holds whole batches: `block_rows`)
+FREE_EVERY = 10_000  # answers the stream records between heap trims (jobs.flow.freed_memory)
 
 
 @dataclass
@@ -82,6 +61,7 @@ class CellSurvey:
     item_shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
     done: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # answered request ids' digests
     recorders: list[ShardAnswers] = field(default_factory=list)  # each shard's, its stored parts counted
+    problems: list[str] = field(default_factory=list)  # of the items under the cell's options, each once
 
     def shards_of(self, item_ids: Sequence[str]) -> np.ndarray:
         """The shard of each item id (an id the cell has no item for is a bug in the stream: raised)."""
@@ -91,18 +71,32 @@ class CellSurvey:
         return self.item_shards[at]
 
 
-def survey(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Columns, kind: str, options: Any,
-           shard_items: int, recorder: CellRecorder, answerer: StreamingAnswerer, retry_errors: bool
-           ) -> tuple[CellSurvey, list[str]]:
-    """Every shard read once: the problems of its items under these options (e.g. a (task, language) without a
-    prompt, which would fail every request), and where the answerer streams, the plan of the stream: each
-    item's shard, its requests to the cell's own model (their keys checked against what the engine reads) and
-    those the shard's stored parts answer. The answers the answer store keeps for the others are stored in
-    the shard's parts here, a shard at a time, so the stream asks only what no one has answered."""
-    target = answerer.streams()
+@dataclass(frozen=True)
+class FirstRound:
+    """What the walk after the first round needs of it."""
+
+    shards: int  # the shards of the cell's items
+    streamed: bool  # asked as one stream (or found answered before): the walk asks only followups and judges
+
+
+def ask_first_round(cell: JudgedCell) -> FirstRound:
+    """The survey of every shard, its checks, then the first round as one stream where the answerer takes one.
+    The plan lives only here, so the walk after it does not hold its arrays."""
+    plan = survey(cell)
+    check_survey(cell, plan)
+    return FirstRound(plan.shards, stream_first_round(cell, plan))
+
+
+def survey(cell: JudgedCell) -> CellSurvey:
+    """Every shard read once: its bad rows, the problems of its items under the cell's options (e.g. a (task,
+    language) without a prompt, which would fail every request), and where the answerer streams, the plan of
+    the stream: each item's shard, its requests to the cell's own model (their keys checked against what the
+    engine reads) and those the shard's stored parts answer. The answers the answer store keeps for the others
+    are stored in the shard's parts here, a shard at a time, so the stream asks only what no one has answered."""
+    target = cell.answerer.stream_target()
     plan, problems = CellSurvey(), {}  # problems in the order found, each once
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per shard: item digests, shards, done
-    for shard, items in enumerate(in_shards(read_items(spec, data, limit, columns), shard_items)):
+
+    def survey_shard(shard: int, items: list[Item]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         good = [item for item in items if not item.get("error")]
         plan.good += len(good)
         for item in items:
@@ -110,49 +104,70 @@ def survey(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Col
                 plan.bad += 1
                 if len(plan.first_bad) < FIRST_BAD:
                     plan.first_bad.append(str(item["error"]))
-        problems.update(dict.fromkeys(spec.check_items(good, options)))
+        problems.update(dict.fromkeys(cell.spec.check_items(good, cell.options)))
         plan.shards = shard + 1
-        if target is not None:
-            found.append(_survey_shard(spec, good, kind, options, target, recorder.shard(shard), answerer,
-                                       retry_errors, plan))
-        # The shard's items freed before their pages are given back and before the next shard is read (a loop
-        # variable lives until it is bound again, and the heap kept them: docs/measurements.md, "Figures
-        # moved from the code's comments").
-        del items, good
-        give_back_freed()
+        return _plan_shard(cell, shard, good, target, plan) if target is not None else None
+
+    found = [part for part in cell.map_shards(survey_shard) if part is not None]
     if found:
         plan.item_digests, plan.item_shards, plan.done = _joined(found)
-        give_back_freed()
-    return plan, list(problems)
+        trim_heap()
+    plan.problems = list(problems)
+    return plan
 
 
-def _survey_shard(spec: Benchmark, good: list[Item], kind: str, options: Any, target: StreamTarget,
-                  shard_answers: ShardAnswers, answerer: StreamingAnswerer, retry_errors: bool, plan: CellSurvey
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_survey(cell: JudgedCell, plan: CellSurvey) -> None:
+    """Raise where the survey found the cell cannot run (a problem of its items: PreflightError; no readable
+    row: NoReadableRows), and say its bad rows, which the walk records in errors/."""
+    bench = cell.bench
+    if plan.problems:
+        raise PreflightError(f"benchmark '{bench.name}': " + "; ".join(plan.problems))
+    if plan.bad:
+        first = "; ".join(plan.first_bad) + ("; ..." if plan.bad > len(plan.first_bad) else "")
+        if not plan.good:
+            raise NoReadableRows(f"no readable row in {', '.join(bench.data)}: {plan.bad} bad row"
+                                 f"{'s' * (plan.bad > 1)}, first: {first}")
+        cell.say(f"{plan.bad} of {plan.good + plan.bad} input rows could not be read and are not scored (each in "
+                 f"errors/, counted as n_bad_rows); first: {first}")
+
+
+def _plan_shard(cell: JudgedCell, shard: int, good: list[Item], target: StreamTarget, plan: CellSurvey
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One shard's part of the plan, counted into `plan`: its items' digests and shard, and the digests of its
     answered first-round requests (those its stored parts hold, and those the answer store keeps, stored here).
 
     The shard's requests are expanded READ_ITEMS items at a time (`_own_chunks`) and never held together; where
     an answer store is asked, they are expanded twice (once for its lookup, once to count what it answered), so
-    that the shard's requests are not held for it either, which lowers the driver's floor (docs/scale.md,
+    that the shard's requests are not held for it either, which lowers the driver's floor (docs/measurements.md,
     "Where the stream's CPU goes, bigger blocks, and the walk's second copies")."""
-    answered = newest_answers(shard_answers.stored_answers())
-    settled = set(answered) - asked_again(answered, retry_errors)
-    del answered
+    spec, kind, options = cell.spec, cell.kind, cell.options
+    shard_answers = cell.recorder.shard_answers(shard)
+    settled = _settled(shard_answers, cell.job.retry_errors)
     unsettled = (r for own in _own_chunks(spec, good, kind, options) for r in own if r["request_id"] not in settled)
-    if kept := answerer.kept(unsettled):
-        shard_answers.record_answers(kept)
-        settled.update(answer["request_id"] for answer in kept)
-    del kept
+    settled.update(_stored_from_answer_store(cell, shard_answers, unsettled))
     for own in _own_chunks(spec, good, kind, options):
-        check_keys(own, target.reads, target.who, "request")
+        check_keys(own, target.reads, target.engine, "request")
         plan.first += len(own)
         plan.answered += sum(r["request_id"] in settled for r in own)
     plan.batch = target.batch
     plan.recorders.append(shard_answers)
     plan.items += len(good)
-    return (id_digests(item["item_id"] for item in good), np.full(len(good), shard_answers.index, np.uint32),
+    return (id_digests(item["item_id"] for item in good), np.full(len(good), shard, np.uint32),
             id_digests(settled))
+
+
+def _settled(shard_answers: ShardAnswers, retry_errors: bool) -> set[str]:
+    """The request ids the shard's stored parts answer and that are not to be asked again."""
+    answered = newest_answers(shard_answers.stored_answers())
+    return set(answered) - requests_to_retry(answered, retry_errors)
+
+
+def _stored_from_answer_store(cell: JudgedCell, shard_answers: ShardAnswers, requests: Iterable[Request]) -> set[str]:
+    """The answers the answer store keeps for `requests`, stored in the shard's parts; their request ids."""
+    found = cell.answerer.answers_in_store(requests)
+    if found:
+        shard_answers.record_answers(found)
+    return {answer["request_id"] for answer in found}
 
 
 def _own_chunks(spec: Benchmark, items: Iterable[Item], kind: str, options: Any) -> Iterator[list[Request]]:
@@ -165,7 +180,7 @@ def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.
     """The shards' parts of the plan as three arrays: the item digests sorted, each item's shard in that order,
     and the answered request ids' digests sorted and unique. `found` is emptied as it is read, and each array
     made from the one before it is freed: made all at once (a `np.unique` beside the shards' parts still held)
-    they were a resumed cell's peak (docs/scale.md, "What the survey kept, and a resumed cell")."""
+    they were a resumed cell's peak (docs/measurements.md, "What the survey kept, and a resumed cell")."""
     digests, shards, done = (list(parts) for parts in zip(*found, strict=True))
     found.clear()
     item_digests = np.concatenate(digests)
@@ -184,34 +199,38 @@ def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.
     return item_digests, item_shards, answered[unique]
 
 
-def stream_first_round(spec: Benchmark, data: Sequence[str], limit: int | None, columns: Columns, kind: str,
-                       options: Any, plan: CellSurvey, answerer: StreamingAnswerer, progress: RoundsProgress,
-                       say: Callable[[str], None]) -> None:
+def stream_first_round(cell: JudgedCell, plan: CellSurvey) -> bool:
     """The first round's unanswered requests to the cell's own model, as one dataset read on the cluster, each
-    answer recorded in its item's shard as it arrives; none where every one was answered before (a resumed
-    cell, or one the answer store answers), though the cell's start is told as for a stream."""
+    answer recorded in its item's shard as it arrives; whether the cell streamed (one whose every request was
+    answered before counts: it asked nothing, though its start is told as for a stream). None planned (an
+    answerer that does not stream): False, and every request is asked shard by shard."""
     import ray
 
+    if not plan.first:
+        return False
     to_go = plan.first - plan.answered
-    say(f"{plan.items} items, {plan.answered} requests already answered, {to_go} to go " +
-        (f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})" if to_go else
-         "(the first round answered before)"))
-    progress.cell_started(plan.first, plan.answered)
+    cell.say(f"{plan.items} items, {plan.answered} requests already answered, {to_go} to go " +
+             (f"(the first round in one stream over {plan.shards} shard{'s' * (plan.shards > 1)})" if to_go else
+              "(the first round answered before)"))
+    cell.job.progress.requests(plan.first, plan.answered)
     if not to_go:
-        return
-    read = partial(_requests, spec, tuple(data), limit, dict(columns), kind, options, ray.put(plan.done))
+        return True
+    bench = cell.bench
+    read = partial(_requests, cell.spec, tuple(bench.data), bench.limit, dict(bench.columns), cell.kind, cell.options,
+                   ray.put(plan.done))
     # Ray counts a stage's inputs before the stream runs: one read task, so it warns that the engine's stage
     # can run one task at a time; the read task cuts its output into many blocks (`block_rows`).
     warnings.filterwarnings("ignore", "The maximum number of concurrent tasks for", UserWarning)
-    since_freed = 0
-    for part in answerer.ask_stream(_dataset(read, block_rows(to_go, plan.batch))):
+    since_trimmed = 0
+    for part in cell.answerer.ask_stream(_dataset(read, block_rows(to_go, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
             plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
-        progress.advanced(len(part))
-        if (since_freed := since_freed + len(part)) >= FREE_EVERY:
-            give_back_freed()
-            since_freed = 0
+        cell.job.progress.advanced(len(part))
+        if (since_trimmed := since_trimmed + len(part)) >= FREE_EVERY:
+            trim_heap()
+            since_trimmed = 0
+    return True
 
 
 def _own_first_requests(spec: Benchmark, items: list[Item], kind: str, options: Any) -> list[Request]:
@@ -253,10 +272,10 @@ def block_rows(requests: int, batch: int) -> int:
     MAX_BATCHES batches each.
 
     An engine's Ray Data task takes a block and sends its answers on when it is done, so a block holds answers
-    back until its last batch is answered (a run stopped or killed part-way loses them: tests/jobs/test_resume.py)
+    back until its last batch is answered (a run stopped or killed part-way loses them: tests/jobs/sweep/test_resume.py)
     and the engine gets as many batches at once as there are blocks in flight (jobs.engines.vllm.engine
     `tasks_in_flight`). Each block is a task, though, and tasks cost, so the framework's ceiling rose with
-    the batches a block holds (docs/scale.md, "Blocks of whole batches"). So a block holds up to 64 batches,
+    the batches a block holds (docs/measurements.md, "Blocks of whole batches"). So a block holds up to 64 batches,
     and only a stream of over 64 x 16 batches holds more than 16."""
     return batch * max(1, min(MAX_BATCHES, requests // (MIN_BLOCKS * batch)))
 
@@ -268,7 +287,7 @@ def _dataset(read: Callable[[], Iterator[Any]], rows: int) -> Dataset:
     tasks need to know where the other's items begin. The read is a `map_batches` stage over one seed row, not a
     datasource: Ray Data fuses a `map_batches` with the strict repartition behind it (`in_blocks_of`), so the
     read task cuts its own blocks, where a datasource's read cannot fuse and the repartition ran as tasks of
-    its own, taking CPU from the engine (docs/scale.md, "The read cuts its own blocks")."""
+    its own, taking CPU from the engine (docs/measurements.md, "The read cuts its own blocks")."""
     import ray
 
     seed = ray.data.from_items([{"read": 0}])

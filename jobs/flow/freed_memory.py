@@ -3,7 +3,7 @@
 A shard's items, requests and answers are mostly long strings and large dicts, which CPython takes from the
 C allocator, and glibc's keeps what they free in its heaps for reuse. Shard after shard the heaps fragment and
 the driver's RSS grows although its live memory does not, and glibc's `malloc_trim` after each shard gives
-most of that back (docs/scale.md, "The driver at a million requests"). Neither Python nor psutil exposes it,
+most of that back (docs/measurements.md, "The driver at a million requests"). Neither Python nor psutil exposes it,
 hence ctypes; a C library without it (musl, macOS) is left as it is.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def give_back_freed() -> None:
+def trim_heap() -> None:
     """Return the C allocator's free pages to the system; a call costs tens of milliseconds, so once a shard
-    (docs/scale.md, "The driver at a million requests")."""
+    (docs/measurements.md, "The driver at a million requests")."""
     if (trim := _malloc_trim()) is not None:
         trim(0)

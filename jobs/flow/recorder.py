@@ -1,5 +1,5 @@
 """A cell's records on its run's storage: answers in parts as they arrive, then item rows and bad rows,
-shard by shard (jobs.flow.flows reads a benchmark's items in shards of SHARD_ITEMS), its metrics and its entry
+shard by shard (jobs.flow.judged_cell cuts a benchmark's items in shards of SHARD_ITEMS), its metrics and its entry
 in manifest.json.
 
 Part names are deterministic. A shard's answers are `s<shard>-<attempt>-<rows of the shard stored before it>`:
@@ -23,12 +23,14 @@ from jobs.store.run_root import QuarantinedPart
 
 
 class CellRecorder:
-    """The records of one (benchmark, model) cell of a run; `shard(k)` is the recorder of its answers
-    (jobs.flow.rounds.Recorder) for the k-th shard of its items."""
+    """The records of one (benchmark, model) cell of a run: its manifest.json entry and metrics.json here, its
+    item rows through `rows` (a RowRecorder, which a Ray task that walks the cell's shards is handed too), and
+    the answers of its k-th shard through `shard_answers(k)`."""
 
     def __init__(self, root: RunRoot, manifest: Manifest, benchmark: str, model: str,
                  say: Callable[[str], None] = print):
         self.root, self.manifest, self.benchmark, self.model, self.say = root, manifest, benchmark, model, say
+        self.rows = RowRecorder(root, benchmark, model)
 
     @property
     def key(self) -> str:
@@ -48,22 +50,8 @@ class CellRecorder:
     def record_metrics(self, metrics: JsonObject) -> None:
         self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
 
-    def shard(self, index: int) -> ShardAnswers:
+    def shard_answers(self, index: int) -> ShardAnswers:
         return ShardAnswers(self, index)
-
-    def clear_rows(self) -> None:
-        """Forget an earlier attempt's item rows and bad rows: this attempt writes them all anew."""
-        for table in ("predictions", "errors"):
-            self.root.clear(table, self.benchmark, self.model)
-
-    def record_rows(self, shard: int, rows: list[Row], bad: list[ArrowRow]) -> None:
-        """A shard's item rows and bad rows (none written for none)."""
-        self.elsewhere().record_rows(shard, rows, bad)
-
-    def elsewhere(self) -> RowRecorder:
-        """What a Ray task that walks the cell's shards records through (jobs.flow.shard_tasks): its rows, on
-        the run root (whose pickle carries the fence that works there), and no manifest."""
-        return RowRecorder(self.root, self.benchmark, self.model)
 
     def quarantined(self, unreadable: list[QuarantinedPart]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
@@ -82,11 +70,17 @@ def in_shard(part: str, index: int) -> bool:
 
 @dataclass(frozen=True)
 class RowRecorder:
-    """A cell's rows, recorded where its shards are walked (the driver, or a Ray task: jobs.flow.shard_tasks)."""
+    """A cell's item rows and bad rows, recorded where its shards are walked (the driver, or a Ray task:
+    jobs.flow.shard_tasks, through the run root's pickle, whose fence works there), and no manifest."""
 
     root: RunRoot
     benchmark: str
     model: str
+
+    def clear(self) -> None:
+        """Forget an earlier attempt's item rows and bad rows: this attempt writes them all anew."""
+        for table in ("predictions", "errors"):
+            self.root.clear(table, self.benchmark, self.model)
 
     def record_rows(self, shard: int, rows: list[Row], bad: list[ArrowRow]) -> None:
         """A shard's item rows and bad rows (none written for none)."""
@@ -103,7 +97,7 @@ class RowRecorder:
 
 
 class ShardAnswers:
-    """One shard's answers (jobs.flow.rounds.Recorder): its parts, read back and added to."""
+    """One shard's answers: its parts, read back and added to."""
 
     def __init__(self, cell: CellRecorder, index: int):
         self.cell, self.index = cell, index

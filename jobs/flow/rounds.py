@@ -1,156 +1,93 @@
-"""A judged cell's answers, round after round, from an answerer and a recorder handed in.
+"""A shard's answers, round after round: the stored ones, then each round's new requests asked by the cell's
+answerer and stored as they arrive.
 
-The flow decides what to ask (jobs.flow.walk); the `Answerer` decides who answers and how (the sweep's engines
-and answer store; a scoring path of `ragjudge validate`), the `Recorder` keeps the answers as they arrive (the
-run's parts on a `RunRoot`: jobs.flow.recorder). Each part is recorded as it arrives, so a resumed cell asks
-nothing twice, but with `retry_errors` the requests whose stored answer failed retryably; a stored part that
-cannot be read is quarantined by the recorder and its requests are asked again. Before the answers are
-returned the recorder reads its parts back once: a part damaged while the cell ran (chaos seed 2, issue 44) is
-quarantined and its requests asked again, so a done cell's answers are all in parts that read.
+The flow decides what to ask (jobs.flow.walk); the answerer decides who answers and how (jobs.flow.answerer);
+the shard's answer recorder keeps the answers as they arrive (jobs.flow.recorder). Each part is stored as it
+arrives, so a resumed cell asks nothing twice, but with `retry_errors` the requests whose stored answer failed
+retryably; a stored part that cannot be read is quarantined by the recorder and its requests are asked again.
+Before the answers are returned the recorder reads its parts back once: a part damaged while the cell ran
+(chaos seed 2, issue 44) is quarantined and the rounds start again from what still reads, so a done cell's
+answers are all in parts that read.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
-
-from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Answer, Item, Request
-from jobs.flow.error_budget import asks_again
+from jobs.engines.preflight import PreflightError
+from jobs.flow.error_budget import retried_failure
+from jobs.flow.judged_cell import JudgedCell
+from jobs.flow.recorder import ShardAnswers
 from jobs.flow.walk import by_route, first_requests, followup_requests, newest_answers, routed
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
+MAX_READS = 8  # times a shard's rounds start again because a part stored on the way no longer reads
 
 
-class Answerer(Protocol):
-    """Who answers a cell's requests: route None is the cell's own model, a name one of its judges."""
-
-    judges: Iterable[str]  # the routes it has a judge for
-
-    def ask(self, route: str | None, requests: list[Request]) -> Iterator[list[Answer]]:
-        """The answers to `requests`, in parts as they arrive (raising Interrupted once the run stops)."""
-        ...
-
-    def answered_before(self, route: str | None, requests: list[Request]) -> None:
-        """Requests an earlier attempt answered (their answers are in the recorder)."""
-        ...
-
-    def finished(self, route: str | None) -> None:
-        """Every request of the route this round asked is recorded."""
-        ...
-
-    def all_answered(self, answered: list[Answer]) -> None:
-        """The cell has every answer it needs (e.g. to keep them in the answer store)."""
-        ...
+def requests_to_retry(answered: dict[str, Answer], retry_errors: bool) -> set[str]:
+    """Of the stored answers (request id -> its newest), the requests to ask again: with `retry_errors`, those
+    whose answer failed with an error that may pass."""
+    return {rid for rid, row in answered.items() if retried_failure(row)} if retry_errors else set()
 
 
-class Recorder(Protocol):
-    """Where a cell's answers are kept as they arrive."""
-
-    def stored_answers(self) -> list[Answer]:
-        """The answers of every readable part, in the order they were stored; unreadable ones quarantined."""
-        ...
-
-    def record_answers(self, part: list[Answer]) -> None:
-        ...
-
-    def parts_read_back(self) -> bool:
-        """Whether every stored part still reads (the ones that do not are quarantined)."""
-        ...
-
-
-class RoundsProgress(Protocol):
-    def cell_started(self, total: int, done: int) -> None: ...
-    def more_requests(self, n: int) -> None: ...
-    def advanced(self, n: int) -> None: ...
-
-
-class NoProgress:
-    def cell_started(self, total: int, done: int) -> None:
-        pass
-
-    def more_requests(self, n: int) -> None:
-        pass
-
-    def advanced(self, n: int) -> None:
-        pass
-
-
-class UnknownJudges(ValueError):
-    """Requests routed to judges the answerer has none for: a config error, found before any is asked."""
-
-
-def asked_again(answered: dict[str, Answer], retry_errors: bool) -> set[str]:
-    """Of the recorded answers (request id -> its newest), the requests to ask again: with `retry_errors`,
-    those whose answer failed with an error that may pass."""
-    return {rid for rid, row in answered.items() if asks_again(row)} if retry_errors else set()
-
-
-def answer_rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answerer: Answerer,
-                  recorder: Recorder, *, retry_errors: bool = False, say: Callable[[str], None] = print,
-                  progress: RoundsProgress | None = None, streamed: bool = False) -> list[Answer]:
-    """Every answer the protocol needs, one per request (the newest recorded): the recorded ones, then round
-    after round of new requests (the benchmark's followup builds each round from the answers so far) until
-    none is new; asked again from the start while parts recorded on the way no longer read. `streamed`: the
-    cell's first round was asked as one stream (jobs.flow.first_round), which said how much was to go."""
-    for _ in range(MAX_ROUNDS):
-        answered = _rounds(spec, options, kind, items, answerer, recorder, retry_errors,
-                           (lambda line: None) if streamed else say, say, progress or NoProgress())
-        if recorder.parts_read_back():
+def answer_rounds(cell: JudgedCell, shard: int, items: list[Item], streamed: bool) -> list[Answer]:
+    """Every answer the protocol needs for the shard's good `items`, one per request (the newest stored): the
+    stored ones, then round after round of new requests (the benchmark's followup builds each round from the
+    answers so far) until none is new; started again while parts stored on the way no longer read. `streamed`:
+    the cell's first round was asked as one stream (jobs.flow.first_round), which said how much was to go."""
+    answers = cell.recorder.shard_answers(shard)
+    for _ in range(MAX_READS):
+        answered = _rounds(cell, shard, items, answers, streamed)
+        if answers.parts_read_back():
+            cell.answerer.shard_answered(shard, answered)
             return answered
-    raise RuntimeError(f"stored parts were damaged again after {MAX_ROUNDS} reads")
+    raise RuntimeError(f"stored parts were damaged again after {MAX_READS} reads")
 
 
-def _rounds(spec: Benchmark, options: Any, kind: str, items: list[Item], answerer: Answerer, recorder: Recorder,
-            retry_errors: bool, say_start: Callable[[str], None], say: Callable[[str], None],
-            progress: RoundsProgress) -> list[Answer]:
-    answered = newest_answers(recorder.stored_answers())
-    again = asked_again(answered, retry_errors)
+def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswers, streamed: bool) -> list[Answer]:
+    spec, kind, options = cell.spec, cell.kind, cell.options
+    answered = newest_answers(answers.stored_answers())
+    again = requests_to_retry(answered, cell.job.retry_errors)
     done = set(answered) - again
     requests = first_requests(spec, items, kind, options)
-    retried = f" ({len(again)} retryable errors among them)" if again else ""
-    say_start(f"{len(items)} items, {len(done)} requests already answered, "
-        f"{sum(r['request_id'] not in done for r in requests)} to go{retried}")
-    progress.cell_started(len(requests), sum(r["request_id"] in done for r in requests))
+    if not streamed:  # the stream said the cell's start
+        retried = f" ({len(again)} retryable errors among them)" if again else ""
+        cell.say(f"{len(items)} items, {len(done)} requests already answered, "
+                 f"{sum(r['request_id'] not in done for r in requests)} to go{retried}")
+    cell.job.progress.requests(len(requests), sum(r["request_id"] in done for r in requests))
     told: set[str] = set()  # requests the answerer asked or was told were answered before
-    judges = set(answerer.judges)
     for round_ in range(MAX_ROUNDS):
-        todo = [r for r in requests if r["request_id"] not in done]
-        if round_ and todo:
-            progress.more_requests(len(todo))
-            say(f"round {round_}: {len(todo)} requests to go")
-        if unknown := sorted({str(r["route"]) for r in todo if routed(r) and r["route"] not in judges}):
-            raise UnknownJudges(f"requests for models it did not name as judges ({', '.join(unknown)})")
-        earlier = [r for r in requests if r["request_id"] in done and r["request_id"] not in told]
-        _tell_answered_before(answerer, judges, earlier)
-        told.update(r["request_id"] for r in earlier)
-        _ask_round(answerer, recorder, todo, answered, done, progress)
-        told.update(r["request_id"] for r in todo)
-        # This round's requests freed before the next round's are made (each holds its item's texts), which
-        # lowers the walk's floor (docs/scale.md, "Where the stream's CPU goes, bigger blocks, and the walk's
+        _ask_round(cell, shard, answers, round_, requests, answered, done, told)
+        # The round's requests freed before the next round's are made (each holds its item's texts), which lowers
+        # the walk's floor (docs/measurements.md, "Where the stream's CPU goes, bigger blocks, and the walk's
         # second copies").
-        del requests, todo, earlier
+        del requests
         requests = followup_requests(spec, items, answered.values(), kind, options)
         if all(r["request_id"] in done for r in requests):
-            answerer.all_answered(list(answered.values()))
             return list(answered.values())
     raise RuntimeError(f"followup still asks for new requests after {MAX_ROUNDS} rounds")
 
 
-def _tell_answered_before(answerer: Answerer, judges: set[str], earlier: list[Request]) -> None:
-    """Tell the answerer which requests of each route it has answered before (a judge it lacks is not told)."""
+def _ask_round(cell: JudgedCell, shard: int, answers: ShardAnswers, round_: int, requests: list[Request],
+               answered: dict[str, Answer], done: set[str], told: set[str]) -> None:
+    """A round: the answerer told which of its requests were answered before, then the rest asked, the cell's
+    own model first, then each judge, each part stored as it comes and added to `answered` and `done`."""
+    answerer, judges = cell.answerer, set(cell.answerer.judges)
+    todo = [r for r in requests if r["request_id"] not in done]
+    if round_ and todo:
+        cell.job.progress.more_requests(len(todo))
+        cell.say(f"round {round_}: {len(todo)} requests to go")
+    if unknown := sorted({str(r["route"]) for r in todo if routed(r) and r["route"] not in judges}):
+        raise PreflightError(f"benchmark '{cell.bench.name}': requests for models it did not name as judges "
+                             f"({', '.join(unknown)})")
+    earlier = [r for r in requests if r["request_id"] in done and r["request_id"] not in told]
     for route, part in by_route(earlier):
-        if route is None or route in judges:
-            answerer.answered_before(route, part)
-
-
-def _ask_round(answerer: Answerer, recorder: Recorder, todo: list[Request], answered: dict[str, Answer],
-               done: set[str], progress: RoundsProgress) -> None:
-    """A round's requests asked, the cell's own model first, then each judge: each part recorded as it comes
-    and added to `answered` and `done`."""
-    for route, part_todo in by_route(todo):
-        for part in answerer.ask(route, part_todo):
-            recorder.record_answers(part)
+        if route is None or route in judges:  # a judge it lacks is not told
+            answerer.answered_before(shard, route, part)
+    told.update(r["request_id"] for r in earlier)
+    for route, route_todo in by_route(todo):
+        for part in answerer.ask(shard, route, route_todo):
+            answers.record_answers(part)
             answered.update((row["request_id"], row) for row in part)
             done.update(row["request_id"] for row in part)
-            progress.advanced(len(part))
-        answerer.finished(route)
+            cell.job.progress.advanced(len(part))
+        answerer.route_answered(shard, route)
+    told.update(r["request_id"] for r in todo)

@@ -3,7 +3,7 @@
 Once a cell's first round has been asked as one stream (jobs.flow.first_round) and its benchmark asks nothing
 more (no followup rounds, no judges, no encoder stage), what is left of each shard is reading: its items, its
 stored answers, its rows combined, recorded and reduced. Walked in the driver, that left the driver's memory
-rising with the cell (docs/scale.md, "What the walk's peak is made of, shard by shard"). Here one Ray task
+rising with the cell (docs/measurements.md, "What the walk's peak is made of, shard by shard"). Here one Ray task
 reads the items in file order, as the driver's walk does, and yields each
 shard's `ShardTally` and reducer state; a generator's returns are its caller's, so the states stay in the object
 store, owned by the driver, which keeps their references and adds up the tallies. A shard with anything left to
@@ -12,7 +12,7 @@ back untouched: the driver walks it as before, where the answerer, the progress 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +21,12 @@ from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Item, Row
 from jobs.config import ModelConfig
 from jobs.engines.errors import retryable
-from jobs.flow.answer_cache import answer_keys, keep_answers
+from jobs.flow.answer_cache import answer_keys, identity_of, keep_answers
 from jobs.flow.error_budget import RequestErrors
+from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.recorder import RowRecorder
 from jobs.flow.reducers import reducer_of
-from jobs.flow.rounds import asked_again
+from jobs.flow.rounds import requests_to_retry
 from jobs.flow.walk import first_requests, in_shards, item_rows, newest_answers, read_items
 from jobs.store.answers import AnswerStore
 
@@ -45,8 +46,33 @@ class ShardTally:
 
 
 @dataclass(frozen=True)
+class ShardPlacement:
+    """Where a judged cell's shards are walked after its first round: in one Ray task beside the driver, or in
+    the driver, and why the driver walks what it walks."""
+
+    in_task: tuple[int, ...]
+    in_driver: tuple[int, ...]
+    why_driver: str = ""
+
+
+def place_shards(cell: JudgedCell, shards: int, streamed: bool) -> ShardPlacement:
+    """Every shard in a Ray task where the cell's first round was streamed (or found answered before) and
+    nothing is asked after it, nor scored by an encoder stage (an actor the driver holds), and the run's write
+    fence works in another process (the lease's does: jobs.store.lease `TokenFence`); else every shard in the
+    driver, where the answerer, the progress and manifest.json are."""
+    spec = cell.spec
+    why = ("its first round was not streamed" if not streamed else
+           "its benchmark asks followup rounds" if type(spec).followup is not Benchmark.followup else
+           "its benchmark routes requests to judges" if spec.routes(cell.options) else
+           "its benchmark scores text pairs with an encoder" if cell.encoder is not None else
+           "the run root's write fence works only in this process" if not cell.recorder.root.fence_travels else "")
+    everything = tuple(range(shards))
+    return ShardPlacement((), everything, why) if why else ShardPlacement(everything, ())
+
+
+@dataclass(frozen=True)
 class ShardWalk:
-    """Everything a shard's walk needs, sent to the task once."""
+    """Everything a shard's walk in the task needs, sent to the task once."""
 
     spec: Benchmark
     data: tuple[str, ...]
@@ -56,29 +82,31 @@ class ShardWalk:
     options: Any
     verdict: str | None
     shard_items: int
-    recorder: RowRecorder
+    shards: frozenset[int]  # the shards to walk; the others are read past
+    rows: RowRecorder
     model: ModelConfig
     retry_errors: bool
     store_identities: dict[str, str] | None  # the answer store's identities (None: the cell keeps no answers)
 
+    @classmethod
+    def of(cls, cell: JudgedCell, shards: Collection[int]) -> ShardWalk:
+        bench, store = cell.bench, cell.job.answer_store
+        if store is not None:  # the cell's model's identity worked out here once, for the task's copy of the store
+            identity_of(store, cell.model)
+        return cls(cell.spec, tuple(bench.data), bench.limit, dict(bench.columns), cell.kind, cell.options,
+                   cell.verdict, cell.shard_items, frozenset(shards), cell.recorder.rows, cell.model, cell.job.retry_errors,
+                   None if store is None else dict(store.identities))
 
-def walks_away(spec: Benchmark, options: Any, streamed: bool, has_encoder: bool, fence_travels: bool) -> bool:
-    """Whether a cell's shards can be walked in a Ray task: its first round was streamed (or found answered
-    before) and nothing is asked after it, nor scored by an encoder stage (an actor the driver holds), and the
-    run's write fence works in another process (the lease's does: jobs.store.lease `TokenFence`)."""
-    return (streamed and type(spec).followup is Benchmark.followup and not spec.routes(options)
-            and not has_encoder and fence_travels)
 
-
-def walked_shards(walk: ShardWalk, here: str | None) -> Iterator[tuple[ShardTally, Any]]:
+def walked_shards(walk: ShardWalk, node: str | None) -> Iterator[tuple[ShardTally, Any]]:
     """Each shard's tally and, where it was walked, its state's object ref (None where it was not), in shard
-    order. `here`: the node the task must run on (the driver's, where the run root is a local folder)."""
+    order. `node`: the node the task must run on (the driver's, where the run root is a local folder)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    where = {"scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False)} if here else {}
+    where = {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)} if node else {}
     # No CPU of the cluster's accounting: this is the driver's own work in a process beside it, and the driver's
-    # node may have none to give (a head started with 0 CPUs, as tests/multinode.py starts it).
+    # node may have none to give (a head started with 0 CPUs, as scripts/multinode.py starts it).
     task = ray.remote(_walk_task).options(num_returns="streaming", num_cpus=0, **where)
     refs = task.remote(walk)
     for tally_ref in refs:
@@ -90,9 +118,11 @@ def _walk_task(walk: ShardWalk) -> Iterator[Any]:
     """The task: per shard its tally, then its state where it was walked."""
     store = None
     if walk.store_identities is not None:
-        store = AnswerStore(walk.recorder.root, print)
+        store = AnswerStore(walk.rows.root, print)
         store.identities.update(walk.store_identities)
     for shard, items in enumerate(in_shards(read_items(walk.spec, walk.data, walk.limit, walk.columns), walk.shard_items)):
+        if shard not in walk.shards:
+            continue
         tally, rows = _walk_shard(walk, store, shard, items)
         yield tally
         if tally.walked:
@@ -105,23 +135,23 @@ def _walk_shard(walk: ShardWalk, store: AnswerStore | None, shard: int, items: l
     """One shard: its rows combined from its stored answers, recorded and counted; or, where it has anything
     left to ask or a part that does not read, an unwalked tally."""
     spec, kind, options = walk.spec, walk.kind, walk.options
-    stored = walk.recorder.whole_answers(shard)
+    stored = walk.rows.whole_answers(shard)
     if stored is None:
         return ShardTally(shard), []
     answered = newest_answers(stored)
     del stored
-    done = set(answered) - asked_again(answered, walk.retry_errors)
+    done = set(answered) - requests_to_retry(answered, walk.retry_errors)
     good = [item for item in items if not item.get("error")]
     requests = first_requests(spec, good, kind, options)
     if any(request["request_id"] not in done for request in requests):
         return ShardTally(shard), []
     answers = list(answered.values())
-    if store is not None:  # as the driver's walk keeps them (jobs.sweep.cell ShardAnswerer.all_answered)
-        keep_answers(store, walk.recorder.root.run, answers, answer_keys(store, walk.model, requests))
+    if store is not None:  # as the driver's walk keeps them (jobs.sweep.cell CellAnswerer.shard_answered)
+        keep_answers(store, walk.rows.root.run, answers, answer_keys(store, walk.model, requests))
     del requests, answered
     rows = item_rows(spec, good, answers, kind, options, walk.verdict)
-    bad = bad_rows(walk.recorder.benchmark, walk.model.name, items, rows)
-    walk.recorder.record_rows(shard, rows, bad)
+    bad = bad_rows(walk.rows.benchmark, walk.model.name, items, rows)
+    walk.rows.record_rows(shard, rows, bad)
     return ShardTally(shard, True, len(rows), len(bad), len(items) - len(good), RequestErrors().add(answers),
                       sum(bool(answer.get("cached")) for answer in answers)), rows
 

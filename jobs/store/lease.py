@@ -211,7 +211,7 @@ class Lease:
 
 
 class LeaseFence:
-    """The run's write fence in the driver that holds the lease: its `confirm`. `elsewhere()` is the fence of a
+    """The run's write fence in the driver that holds the lease: its `confirm`. `for_other_process()` is the fence of a
     copy of the run root in another process (a Ray task that records a shard's rows: jobs.flow.shard_tasks)."""
 
     def __init__(self, lease: Lease) -> None:
@@ -220,7 +220,7 @@ class LeaseFence:
     def __call__(self) -> None:
         self.lease.confirm()
 
-    def elsewhere(self) -> TokenFence:
+    def for_other_process(self) -> TokenFence:
         return TokenFence(self.lease.root, self.lease.record["token"])
 
 
@@ -239,5 +239,5 @@ class TokenFence:
             raise LeaseLost(f"{self.root.uri('')}: the lease this task wrote under is gone "
                             f"({holder(current) if current else 'lease.json removed'})")
 
-    def elsewhere(self) -> TokenFence:
+    def for_other_process(self) -> TokenFence:
         return self

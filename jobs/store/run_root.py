@@ -87,10 +87,10 @@ class RunRoot:
 
     def __reduce__(self):
         """Pickle as the constructor arguments: a copy on a Ray worker builds its client from its own env. The
-        fence travels only where it says how it works in another process (`elsewhere()`: the lease's, which
+        fence travels only where it says how it works in another process (`for_other_process()`: the lease's, which
         there reads lease.json before each write); any other stays with this object."""
-        elsewhere = getattr(self.before_write, "elsewhere", None)
-        return (RunRoot, (*self._args, elsewhere() if elsewhere else None, self.retry_s))
+        for_other_process = getattr(self.before_write, "for_other_process", None)
+        return (RunRoot, (*self._args, for_other_process() if for_other_process else None, self.retry_s))
 
     @property
     def filesystem(self) -> pafs.FileSystem:
@@ -101,7 +101,7 @@ class RunRoot:
     def fence_travels(self) -> bool:
         """Whether a copy of this root in another process is fenced as this one is: it has no fence, or one
         that says how it works there (`__reduce__`)."""
-        return self.before_write is None or hasattr(self.before_write, "elsewhere")
+        return self.before_write is None or hasattr(self.before_write, "for_other_process")
 
     @property
     def on_this_machine(self) -> bool:

@@ -37,17 +37,17 @@ from jobs.config import (
     flat_settings,
     to_dict,
 )
-from jobs.engines.answering import answer_requests, who
+from jobs.engines.answering import answer_requests, engine_label
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.engines.preflight import PreflightError
-from jobs.flow import CellJob, CellRecorder, NoReadableRows, flow_of
+from jobs.flow import CellJob, CellProgress, CellRecorder, NoReadableRows, StreamTarget, flow_of
 from jobs.flow.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
 from jobs.flow.error_budget import over_budget, reopens
-from jobs.flow.first_round import StreamTarget
 from jobs.store import FAILED_DATA, FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
-from jobs.sweep.interrupt import Interrupted, Stop, answered_parts
+from jobs.sweep.answer_parts import answered_parts
+from jobs.sweep.interrupt import Interrupted, Stop
 from jobs.sweep.progress import Progress
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
             status = "cached" if previous["status"] == "done" else FAILED_ERRORS
             _finished(cell, status, previous.get("message", ""))
             return CellOutcome(bench.name, model.name, status, recorder.metrics(), time.time() - start,
-                               _said(previous.get("message", "")))
+                               _outcome_suffix(previous.get("message", "")))
         if previous.get("answers_hash") not in (None, answers):  # model, prompts or data changed: stale answers
             for table in ("requests", "predictions", "errors"):
                 root.clear(table, bench.name, model.name)
@@ -164,7 +164,7 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         message = redact(f"{type(e).__name__}: {e}")
         return _ended(cell, recorder, "failed", {**stamp, "error": message}, start, message)
     _finished(cell, status, over or "")
-    return CellOutcome(bench.name, model.name, status, metrics, time.time() - start, _said(over or ""))
+    return CellOutcome(bench.name, model.name, status, metrics, time.time() - start, _outcome_suffix(over or ""))
 
 
 def _finished(cell: Cell, status: str, message: str = "") -> None:
@@ -172,8 +172,8 @@ def _finished(cell: Cell, status: str, message: str = "") -> None:
         cell.progress.cell_finished(cell.key, status, message)
 
 
-def _said(message: str) -> str:
-    """An outcome's message as the sweep's log line and the run's summary append it."""
+def _outcome_suffix(message: str) -> str:
+    """An outcome's message as the sweep's log line and the run's summary append it: ': <message>', or ''."""
     return f": {message}" if message else ""
 
 
@@ -187,32 +187,42 @@ def _ended(cell: Cell, recorder: CellRecorder, status: str, entry: JsonObject, s
     except StorageError as e:
         cell.log(f"WARNING {cell.key}: {status}, but manifest.json could not record it: {e}")
     _finished(cell, status, message)
-    return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _said(message))
+    return CellOutcome(cell.bench.name, cell.model.name, status, None, time.time() - start, _outcome_suffix(message))
 
 
 def evaluate(cell: Cell, recorder: CellRecorder) -> tuple[JsonObject, dict[str, int]]:
     """The cell's metrics, its rows recorded on the way, and how many rows each table got (manifest.json keeps
     them, and reports check the stored parts against them): its benchmark's flow, answered by the sweep's
     engines through the answer store and recorded in the run's storage."""
-    progress = _CellProgress(cell.progress, cell.key) if cell.progress else None
-    return flow_of(cell.bench.module).evaluate(CellJob(cell.bench, cell.model, CellAnswerer(cell), recorder, cell.log,
-                                                       cell.answer_store, cell.retry_errors, progress))
+    job = CellJob(cell.bench, cell.model, CellAnswerer(cell), recorder, cell.log, cell.answer_store, cell.retry_errors,
+                  CellProgress(cell.progress, cell.key))
+    return flow_of(cell.bench.module).evaluate(job)
 
 
 class CellAnswerer:
-    """The sweep's answerer of a cell: its first round as one stream where the cell's engine takes a dataset
-    (jobs.flow.first_round), then one `shard(k)` per shard of its items (jobs.flow.flows)."""
+    """The sweep's answerer of a cell (jobs.flow.answerer.Answerer). On the sweep's cluster (the cell has its
+    engine host) its first round is one stream where the engine takes a dataset; every other round is asked
+    shard by shard. A route's requests go to its model's engine (started by the sweep's host, or by the round
+    when it has none) unless the answer store holds their answers, and come back in parts of `flush_every` as
+    they stream in; a stop (SIGTERM, SIGINT) ends the stream after one last part. A batch engine's submitted
+    batch is kept in manifest.json, one per route and shard, until its answers are stored."""
 
     def __init__(self, cell: Cell):
         self.cell = cell
+        self.judges = list(cell.judges)
+        self.on_cluster = cell.engines is not None
         self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
+        # shard -> request id -> (its answerer's path, its answer's key in the answer store), until it is answered
+        self.keys: dict[int, Keys] = {}
 
-    def streams(self) -> StreamTarget | None:
+    def stream_target(self) -> StreamTarget | None:
         model = self.cell.model
         engine = engine_of(model)
-        return StreamTarget(engine.reads, who(engine, model), model.batch_size) if engine.streams else None
+        if not (engine.streams and self.on_cluster):
+            return None
+        return StreamTarget(engine.reads, engine_label(engine, model), model.batch_size)
 
-    def kept(self, requests: Iterable[Request]) -> list[Answer]:
+    def answers_in_store(self, requests: Iterable[Request]) -> list[Answer]:
         cell = self.cell
         if not cell.answer_store:
             return []
@@ -225,67 +235,34 @@ class CellAnswerer:
         yield from answered_parts(answer_requests(requests, cell.model, cell.log, cell.engines), cell.flush_every,
                                   cell.stop, cell.flush_s)
 
-    def shard(self, index: int) -> ShardAnswerer:
-        return ShardAnswerer(self, index)
-
-    def cached_in(self, shard: int, answers: int) -> None:
-        self.cached[shard] = answers
-        self.cell.cached_answers = sum(self.cached.values())
-
-
-class ShardAnswerer:
-    """The sweep's answerer (jobs.flow.rounds.Answerer) of one shard: a route's requests go to its model's
-    engine (started by the sweep's host, or by the round when it has none) unless the answer store holds their
-    answers, and come back in parts of `flush_every` as they stream in; a stop (SIGTERM, SIGINT) ends the
-    stream after one last part. A batch engine's submitted batch is kept in manifest.json, one per route and
-    shard, until its answers are stored."""
-
-    def __init__(self, cell_answerer: CellAnswerer, index: int):
-        self.cell_answerer, self.cell, self.index = cell_answerer, cell_answerer.cell, index
-        self.judges = list(self.cell.judges)
-        self.keys: Keys = {}  # request id -> (its answerer's path, its answer's key in the answer store)
-
-    def _model(self, route: str | None) -> ModelConfig:
-        return self.cell.judges[route] if route else self.cell.model
-
-    def _batch(self, route: str | None) -> CellBatch:
-        cell = self.cell  # run_cell's stamp: a batch's answers must match
-        slot = (route or "self") + (f"@s{self.index}" if self.index else "")
-        return CellBatch(cell.manifest, cell.key, slot, cell.manifest.cell(cell.key).get("answers_hash"))
-
-    def ask(self, route: str | None, requests: list[Request]) -> Iterator[list[Answer]]:
+    def ask(self, shard: int, route: str | None, requests: list[Request]) -> Iterator[list[Answer]]:
         cell, model = self.cell, self._model(route)
         cell.stop.check()  # before an engine starts or a request is sent
-        batch = self._batch(route)
-        stream = asked_or_cached(cell.answer_store, model, requests, self.keys,
+        batch = self._batch(shard, route)
+        stream = asked_or_cached(cell.answer_store, model, requests, self.keys.setdefault(shard, {}),
                                  lambda asked: answer_requests(asked, model, cell.log, cell.engines, batch),
                                  lambda line: cell.log(f"{cell.bench.name} x {cell.model.name}: {line}"))
         yield from answered_parts(stream, cell.flush_every, cell.stop, cell.flush_s)
 
-    def answered_before(self, route: str | None, requests: list[Request]) -> None:
+    def answered_before(self, shard: int, route: str | None, requests: list[Request]) -> None:
         if self.cell.answer_store:  # answers an attempt before this one stored (a resume) are kept in the store too
-            self.keys.update(answer_keys(self.cell.answer_store, self._model(route), requests))
+            self.keys.setdefault(shard, {}).update(answer_keys(self.cell.answer_store, self._model(route), requests))
 
-    def finished(self, route: str | None) -> None:
-        self._batch(route).clear()  # the route's answers are all stored: a batch engine's batch is done with
+    def route_answered(self, shard: int, route: str | None) -> None:
+        self._batch(shard, route).clear()  # the route's answers are all stored: a batch engine's batch is done with
 
-    def all_answered(self, answered: list[Answer]) -> None:
-        self.cell_answerer.cached_in(self.index, sum(bool(row.get("cached")) for row in answered))
-        keep_answers(self.cell.answer_store, self.cell.root.run, answered, self.keys)
+    def shard_answered(self, shard: int, answers: list[Answer]) -> None:
+        self.store_answers_used(shard, sum(bool(row.get("cached")) for row in answers))
+        keep_answers(self.cell.answer_store, self.cell.root.run, answers, self.keys.pop(shard, {}))
 
+    def store_answers_used(self, shard: int, n: int) -> None:
+        self.cached[shard] = n
+        self.cell.cached_answers = sum(self.cached.values())
 
-@dataclass(frozen=True)
-class _CellProgress:
-    """The sweep's live progress, for one cell's rounds."""
+    def _model(self, route: str | None) -> ModelConfig:
+        return self.cell.judges[route] if route else self.cell.model
 
-    progress: Progress
-    key: str
-
-    def cell_started(self, total: int, done: int) -> None:
-        self.progress.cell_started(self.key, total, done)
-
-    def more_requests(self, n: int) -> None:
-        self.progress.more_requests(self.key, n)
-
-    def advanced(self, n: int) -> None:
-        self.progress.advanced(self.key, n)
+    def _batch(self, shard: int, route: str | None) -> CellBatch:
+        cell = self.cell  # run_cell's stamp: a batch's answers must match
+        slot = (route or "self") + (f"@s{shard}" if shard else "")
+        return CellBatch(cell.manifest, cell.key, slot, cell.manifest.cell(cell.key).get("answers_hash"))

@@ -111,8 +111,9 @@ def idle_workers(num_cpus: int | None) -> int:
     """Worker processes a local cluster keeps when they are idle: as many as Ray Data's light tasks (the `ask`
     stage's) that fit its CPUs. With Ray's default, one a CPU, the others were killed a second after each
     shard's dataset ended and started again for the next, and those starts slowed a cell with a fast engine
-    (perf/framework_ceiling.py; docs/scale.md, "The framework's ceiling"). A joined cluster sets its own
-    (RAY_num_workers_soft_limit where its nodes start)."""
+    (perf/framework_ceiling.py; docs/measurements.md, "The framework's ceiling: a judged cell with an engine that
+    costs nothing, 10k to 1M requests"). A joined cluster sets its own (RAY_num_workers_soft_limit where its nodes
+    start)."""
     return math.ceil((num_cpus or os.cpu_count() or 1) / LIGHT["num_cpus"])
 
 
@@ -122,7 +123,7 @@ def configure_ray_data() -> None:
 
     Arrow's default pool (mimalloc) keeps what it frees for reuse. The driver's Arrow work comes in bursts: a
     cell's requests made into Ray Data blocks, its answers written as Parquet. The system allocator gives
-    large buffers back, and the driver kept about half as much with it (docs/scale.md, "The real size on the
+    large buffers back, and the driver kept about half as much with it (docs/measurements.md, "The real size on the
     2-core AVX-512 machine: what grew, and what changed"). Ray Data's workers keep their default."""
     import ray
 

@@ -15,22 +15,17 @@ process, as it did before.
 """
 from __future__ import annotations
 
-import math
 import os
-import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, TypedDict
-
-from benchmarks.row_types import Answer
+from typing import TypedDict
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-POLL_S = 0.2  # how often a cell waiting on its engine looks at the Stop
 GIVE_UP_S = 10.0  # past the grace period, the longest a hook of `Stop.at_give_up` may hold up the exit
 
 
@@ -142,69 +137,3 @@ def _bounded(hook: Callable[[], None], seconds: float) -> None:
     thread.join(seconds)
     if thread.is_alive():
         _say(f"while exiting: {getattr(hook, '__name__', 'a hook')} still running after {seconds:g} s; left")
-
-
-_END = object()  # the engine's stream ended
-_DUE = object()  # no answer came before the part was due
-
-
-class _Failed:
-    """The engine's stream raised `error`; the cell's thread raises it."""
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-
-
-def answered_parts(rows: Iterable[Answer], size: int, stop: Stop, seconds: float = math.inf
-                   ) -> Iterator[list[Answer]]:
-    """An engine's answers in parts as they stream in, for the caller to store: a part once it holds `size`
-    rows or its first row has waited `seconds` (so a slow engine's answers are stored as often as a fast one's
-    are, without a fast one writing a small part many times a second). Once `stop` is set: one last part of the
-    answers already here, then Interrupted. The stream is read on its own thread, so a cell waiting on its
-    engine sees the stop within POLL_S; that thread is abandoned (a daemon) when the cell stops."""
-    answers: queue.Queue = queue.Queue()
-    abandoned = threading.Event()
-    threading.Thread(target=_pump, args=(rows, answers, abandoned), name="answers", daemon=True).start()
-    part: list[Answer] = []
-    due = math.inf  # when the part is stored whatever its size
-    try:
-        while (item := _next(answers, stop, due)) is not _END and item is not stop:
-            if isinstance(item, _Failed):
-                raise item.error
-            if item is not _DUE:
-                part.append(item)
-                due = min(due, time.monotonic() + seconds)
-            if part and (len(part) == size or time.monotonic() >= due):
-                yield part
-                part, due = [], math.inf
-        if part:
-            yield part
-        stop.check()
-    finally:
-        abandoned.set()
-
-
-def _pump(rows: Iterable[Answer], answers: queue.Queue, abandoned: threading.Event) -> None:
-    try:
-        for row in rows:
-            answers.put(row)
-            if abandoned.is_set():
-                return
-    except Exception as e:  # noqa: BLE001 - handed to the cell's thread, which raises it
-        answers.put(_Failed(e))
-    else:
-        answers.put(_END)
-
-
-def _next(answers: queue.Queue, stop: Stop, due: float = math.inf) -> Any:
-    """The next item from the pump; `stop` itself once it is set and no answer is waiting; _DUE once `due` (a
-    time.monotonic) has passed with none."""
-    while True:
-        stopping = stop.is_set()
-        try:
-            return answers.get(timeout=0 if stopping else max(0.0, min(POLL_S, due - time.monotonic())))
-        except queue.Empty:
-            if stopping:
-                return stop
-            if time.monotonic() >= due:
-                return _DUE

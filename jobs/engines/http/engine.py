@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from actors.sampling import SAMPLING_PARAMS
-from benchmarks.protocol import Answer, Request
+from benchmarks.protocol import Answer
 from jobs.config import ModelConfig
-from jobs.engines.base import Engine, Log, Servers, register, worker_model
+from jobs.engines.base import Engine, Log, Requests, Servers, register, worker_model
 from jobs.engines.http.client import HttpJudge, api_credentials, taken_usage
 from jobs.engines.rows import actor_pool
 
@@ -21,6 +21,7 @@ class Http(Engine):
     packages = ("openai",)
     weights = False
     remote = True
+    streams = True  # its actor pool takes a Ray dataset as it takes a list (jobs.engines.rows.actor_pool)
     prefills = False  # an API cannot prefill, so a judge's verdict is read from its text
     unvalidated = "API model: no local weights to score two ways"
 
@@ -44,7 +45,7 @@ class Http(Engine):
         """Whether the variables are set; their values are not shown anywhere."""
         return [problem.removeprefix(f"model '{model.name}': ") for problem in self.preflight(model)]
 
-    def answer(self, requests: list[Request], model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
+    def answer(self, requests: Requests, model: ModelConfig, log: Log, host: Servers) -> Iterator[Answer]:
         worker = worker_model(model)
         return _counted(actor_pool(requests, model, HttpJudge, {"model": worker, **api_credentials(worker)}),
                         model, host)

@@ -1,7 +1,7 @@
 """jobs.flow.error_budget: a cell's request error counts, its budget and when --retry-errors reopens it."""
 from __future__ import annotations
 
-from jobs.flow.error_budget import asks_again, over_budget, reopens, request_errors
+from jobs.flow.error_budget import over_budget, reopens, request_errors, retried_failure
 
 E503 = "api: HTTP 503 (model 'x', 3 tries): Error code: 503 - busy"
 E400 = "api: HTTP 400 (model 'x', 1 try): Error code: 400 - bad"
@@ -29,8 +29,8 @@ def test_the_budget_is_a_share_of_requests_and_reaching_it_is_within_it():
 
 
 def test_the_stored_class_wins_and_rows_without_one_are_classed_now():
-    assert asks_again({"error": E400, "retryable": True}) and not asks_again({"error": E503, "retryable": False})
-    assert asks_again({"error": E503}) and not asks_again({"error": E400, "retryable": None})
+    assert retried_failure({"error": E400, "retryable": True}) and not retried_failure({"error": E503, "retryable": False})
+    assert retried_failure({"error": E503}) and not retried_failure({"error": E400, "retryable": None})
 
 
 def test_a_finished_cell_reopens_only_with_retryable_errors():

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stand_in import pick, run, stand_in_engine
+from stand_in import pick, stand_in_engine
+from stand_in import run as run_without_host
 
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
 from jobs.engines.base import engines
-from jobs.flow import first_round, flows
+from jobs.engines.host import EngineHost
+from jobs.flow import first_round, judged_cell, shard_walk
 
 PAIRS = 82  # the good pairs of 88 (Table 4's 22 subset shapes, 4 each, 6 with an empty response)
 REQUESTS = 2 * PAIRS  # both orders of each
@@ -35,6 +37,11 @@ def bench(tmp_path) -> BenchmarkConfig:
     data = tmp_path / "pairs.jsonl"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return BenchmarkConfig(name="rag_rewardbench", module="rag_rewardbench", data=[str(data)], bootstrap_resamples=50)
+
+
+def run(path, bench, **kwargs):
+    """One cell as the sweep runs it on its cluster, with an engine host: its first round streams."""
+    return run_without_host(path, bench, host=EngineHost(lambda line: None), **kwargs)
 
 
 def streaming(monkeypatch, reply=pick, blocks: list[int] | None = None) -> list[list[str]]:
@@ -59,7 +66,7 @@ def streaming(monkeypatch, reply=pick, blocks: list[int] | None = None) -> list[
 
     monkeypatch.setattr(engines()["stand_in"], "answer", answer)
     monkeypatch.setattr(engines()["stand_in"], "streams", True)
-    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    monkeypatch.setattr(judged_cell, "SHARD_ITEMS", SHARD)
     return calls
 
 
@@ -73,8 +80,8 @@ def _shards(bench: BenchmarkConfig) -> dict[str, int]:
 def _whole(tmp_path, bench, monkeypatch):
     """The cell asked shard by shard, the stand-in taking lists, as the reference."""
     stand_in_engine(monkeypatch, pick)
-    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
-    root, outcome = run(tmp_path / "whole", bench)
+    monkeypatch.setattr(judged_cell, "SHARD_ITEMS", SHARD)
+    root, outcome = run_without_host(tmp_path / "whole", bench)
     assert outcome.status == "done"
     return outcome, sorted(root.read_rows("predictions", bench.name, "judge"), key=lambda r: r["item_id"])
 
@@ -84,13 +91,13 @@ def _watch_walks(monkeypatch, ray_session) -> tuple[list[int], list[tuple[int, b
     from jobs.flow import shard_tasks
 
     walked_here: list[int] = []
-    driver_rounds = flows.answer_rounds
+    driver_rounds = shard_walk.answer_rounds
 
-    def rounds(spec, options, kind, items, answerer, recorder, **kwargs):
-        walked_here.append(recorder.index)
-        return driver_rounds(spec, options, kind, items, answerer, recorder, **kwargs)
+    def rounds(cell, shard, items, streamed):
+        walked_here.append(shard)
+        return driver_rounds(cell, shard, items, streamed)
 
-    monkeypatch.setattr(flows, "answer_rounds", rounds)
+    monkeypatch.setattr(shard_walk, "answer_rounds", rounds)
     walked_elsewhere: list[tuple[int, bool]] = []
     task_shards = shard_tasks.walked_shards
 
@@ -100,7 +107,7 @@ def _watch_walks(monkeypatch, ray_session) -> tuple[list[int], list[tuple[int, b
             assert (state is None) == (not tally.walked) and (state is None or isinstance(state, ray_session.ObjectRef))
             yield tally, state
 
-    monkeypatch.setattr(flows, "walked_shards", shards)
+    monkeypatch.setattr(shard_walk, "walked_shards", shards)
     return walked_here, walked_elsewhere
 
 
@@ -171,13 +178,13 @@ def test_the_survey_counts_every_chunk_of_a_shards_requests_and_reads_none_for_a
     streaming(monkeypatch, dies)
     run(tmp_path / "killed", bench)
     plans = []
-    real = flows.stream_first_round
+    real = first_round.stream_first_round
 
-    def planned(spec, data, limit, columns, kind, options, plan, *rest):
+    def planned(cell, plan):
         plans.append((plan.items, plan.first, plan.answered, plan.shards))
-        return real(spec, data, limit, columns, kind, options, plan, *rest)
+        return real(cell, plan)
 
-    monkeypatch.setattr(flows, "stream_first_round", planned)
+    monkeypatch.setattr(first_round, "stream_first_round", planned)
     left["n"] = 10_000
     _, again = run(tmp_path / "killed", bench)
     assert again.status == "done"
@@ -187,7 +194,8 @@ def test_the_survey_counts_every_chunk_of_a_shards_requests_and_reads_none_for_a
         raise AssertionError("read")
         yield
 
-    assert CellAnswerer(type("NoStore", (), {"answer_store": None})()).kept(unread()) == []
+    no_store = type("NoStore", (), {"answer_store": None, "judges": {}, "engines": None})()
+    assert CellAnswerer(no_store).answers_in_store(unread()) == []
 
 
 def test_retry_errors_streams_the_retryable_failures_again(tmp_path, bench, monkeypatch, ray_session):
@@ -316,17 +324,18 @@ def test_after_the_stream_a_ray_task_walks_the_shards_and_the_driver_only_one_wi
 
     # Again, with a part of shard 2 garbled between the stream and the walk.
     damaged: list[str] = []
-    stream = flows.stream_first_round
+    stream = first_round.stream_first_round
 
     def stream_then_damage(*args):
-        stream(*args)
+        streamed = stream(*args)
         observer = RunRoot(str(tmp_path / "damaged"), "run")
         part = next(p for p in observer.list_parts("requests", bench.name, "judge") if p.startswith("s00002-"))
         damaged.append(f"{observer.partition('requests', bench.name, 'judge')}/part-{part}.parquet")
         with observer.filesystem.open_output_stream(observer.path(damaged[0])) as out:
             out.write(b"garbage, not a parquet file")
+        return streamed
 
-    monkeypatch.setattr(flows, "stream_first_round", stream_then_damage)
+    monkeypatch.setattr(first_round, "stream_first_round", stream_then_damage)
     walked_elsewhere.clear()
     calls.clear()
     root, again = run(tmp_path / "damaged", bench)

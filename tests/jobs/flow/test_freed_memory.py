@@ -17,7 +17,7 @@ def fresh_lookup():
 
 def test_found_where_the_c_library_is_glibc():
     assert (freed_memory._malloc_trim() is not None) == (platform.libc_ver()[0] == "glibc")
-    freed_memory.give_back_freed()
+    freed_memory.trim_heap()
 
 
 class NoTrim:
@@ -33,7 +33,7 @@ class NoTrim:
 def test_a_c_library_without_malloc_trim_is_left_alone(monkeypatch):
     monkeypatch.setattr(ctypes, "CDLL", NoTrim)
     assert freed_memory._malloc_trim() is None
-    freed_memory.give_back_freed()  # nothing to call, nothing raised
+    freed_memory.trim_heap()  # nothing to call, nothing raised
 
 
 def test_no_c_library_found(monkeypatch):

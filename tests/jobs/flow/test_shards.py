@@ -1,4 +1,4 @@
-"""A judged cell reads its items in shards (jobs.flow.flows.SHARD_ITEMS) and holds one shard at a time: cut into
+"""A judged cell reads its items in shards (jobs.flow.judged_cell.SHARD_ITEMS) and holds one shard at a time: cut into
 shards it scores exactly as in one, stores each shard's answers under the shard's own part names, asks nothing
 twice when a run killed in a later shard resumes, and counts parts named before shards existed as the first
 shard's. The registered stand-in engine answers instantly (stand_in.py), as a judge that picks a response by
@@ -14,7 +14,7 @@ from stand_in import run, stand_in_engine
 
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
-from jobs.flow import flows
+from jobs.flow import judged_cell
 
 PAIRS_PER_SUBSET = 4  # Table 4's 22 subset shapes: 88 pairs, 6 of them with an empty response at this scale
 PAIRS, REQUESTS = 82, 164  # the good ones, both orders each
@@ -50,7 +50,7 @@ def test_a_cell_cut_into_shards_scores_as_it_does_in_one(tmp_path, bench, monkey
     assert any(e["item_id"].endswith(f"pairs.jsonl:{BAD_LINE}") for e in whole_errors)  # and rows without verdicts
     assert 0.2 < sum(r["correct"] for r in whole_rows) / PAIRS < 0.8  # right and wrong verdicts both
     calls.clear()
-    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    monkeypatch.setattr(judged_cell, "SHARD_ITEMS", SHARD)
     root, sharded, rows, errors = _cell(tmp_path, bench, "sharded")
     assert sharded.status == "done"
     assert sharded.metrics == whole.metrics  # every number, the bootstrap intervals and n_bad_rows included
@@ -78,7 +78,7 @@ def test_a_run_killed_in_a_later_shard_resumes_asking_nothing_twice(tmp_path, be
     _, whole, rows, _ = _cell(tmp_path, bench, "whole")
     shard_of = _shards(bench)
     before = 2 * sum(shard_of[r["item_id"].split("/", 1)[1]] < 2 for r in rows)  # shards 0 and 1's requests
-    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    monkeypatch.setattr(judged_cell, "SHARD_ITEMS", SHARD)
     asked: list[str] = []
     dying = {"left": before + 7}  # answers before the engine dies: all of shards 0 and 1, 7 of shard 2
 
@@ -113,7 +113,7 @@ def test_parts_stored_before_shards_existed_are_the_first_shards(tmp_path, bench
     root.clear("requests", bench.name, "judge")
     root.write_rows("requests", bench.name, "judge", first_shard, part="0001-0000000")  # the old name
     root.write_json("manifest.json", {"run": "old", "cells": {}, "attempts": 1})  # forget the cell was done
-    monkeypatch.setattr(flows, "SHARD_ITEMS", SHARD)
+    monkeypatch.setattr(judged_cell, "SHARD_ITEMS", SHARD)
     calls = stand_in_engine(monkeypatch, pick)
     root, again, _, _ = _cell(tmp_path, bench, "old")
     asked = {r for call in calls for r in call}

@@ -152,7 +152,7 @@ def test_after_a_quarantined_part_the_new_parts_are_named_past_every_stored_part
     manifest = Manifest(root, SweepConfig(name="test", storage=settings))
     cell = CellRecorder(root, manifest, "rag_rewardbench", "judge", say=lambda line: None)
     answers = [{"request_id": f"r{i:02d}", "item_id": f"i{i // 2}", "text": "1", "error": None} for i in range(12)]
-    first = cell.shard(0)
+    first = cell.shard_answers(0)
     first.record_answers(answers[:8])
     first.record_answers(answers[8:])
     [garbled, _] = root.list_parts("requests", "rag_rewardbench", "judge")
@@ -160,7 +160,7 @@ def test_after_a_quarantined_part_the_new_parts_are_named_past_every_stored_part
             f"{root.partition('requests', 'rag_rewardbench', 'judge')}/part-{garbled}.parquet")) as out:
         out.write(b"garbage, not a parquet file")
 
-    again = cell.shard(0)
+    again = cell.shard_answers(0)
     assert [a["request_id"] for a in again.stored_answers()] == [a["request_id"] for a in answers[8:]]
     again.record_answers(answers[:4])
     again.record_answers(answers[4:8])

@@ -26,8 +26,8 @@ from jobs.store.run_root import open_run
 
 pytestmark = pytest.mark.integration
 
-GATED = ("{name: gated, path: gated, kind: api, engine: http, api_base_env: RAGJUDGE_TEST_GATED_BASE, "
-         "api_key_env: RAGJUDGE_TEST_GATED_KEY, max_concurrency: 4, max_new_tokens: 4, batch_size: 6, "
+GATED = ("{name: gated, path: gated, kind: api, engine: http, api: {base_env: RAGJUDGE_TEST_GATED_BASE, "
+         "key_env: RAGJUDGE_TEST_GATED_KEY, max_concurrency: 4}, max_new_tokens: 4, batch_size: 6, "
          "num_cpus: 0.25}")
 STAND_IN = "{name: echo, path: none, kind: generative, engine: stand_in}"
 

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.integration
 def test_run_root_on_s3_is_partitioned_readable_and_free_of_secrets(ray_session, s3_server, capsys):
     bucket = s3_server["bucket"]
     sweep = load_sweep("conf/sweeps/demo.yaml", [
-        f"storage.root=s3://{bucket}/runs", "storage.run=s3demo", "models.tiny_classifier.engine=transformers"])
+        f"storage.root=s3://{bucket}/runs", "storage.run=s3demo", "models.tiny_classifier.engine=transformers",
+        "models.tiny_classifier.vllm.enforce_eager=false"])  # the model file's vLLM setting, back to its default
     sweep.models = {"tiny_classifier": sweep.models["tiny_classifier"]}
     sweep.benchmarks = {"rag_rewardbench": sweep.benchmarks["rag_rewardbench"]}
     outcomes = run_sweep(sweep)

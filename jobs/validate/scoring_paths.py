@@ -178,7 +178,7 @@ def score_paths(model: ModelConfig, requests: list[Request], host: EngineHost, l
                 ) -> tuple[dict[str, list[Answer]], str | None]:
     """Each path's answers, and why the reference path did not run (None when it ran). A shared judge is
     validated on an engine of its own, with the deployment's settings."""
-    local = replace(model, shared=False)
+    local = replace(model, serve=replace(model.serve, shared=False))
     one = replace(local, batch_size=1)
     paths = {"engine, batch 1": [row for request in requests for row in answer_requests([request], one, log, host)],
              f"engine, batch {model.batch_size}": list(answer_requests(requests, local, log, host))}

@@ -2,7 +2,7 @@
 actor and (candidate, reference) pairs stream through it in batches.
 
 The encoder settings are a benchmark's `bertscore` options: model (a hub id, a local folder or a built-in spec
-of actors.model_store), num_layers, lang, rescale_with_baseline, baseline_path, batch_size, and `folder`, the
+of actors.built_in_models), num_layers, lang, rescale_with_baseline, baseline_path, batch_size, and `folder`, the
 model as the driver resolved it (jobs.flow.text_pairs): actors load it and make nothing. Rescaling reads
 bert-score's own baseline file for the model's hub id (the one the config names, not its local folder),
 unless baseline_path names another.
@@ -31,7 +31,7 @@ from benchmarks.boundary_types import ColumnBatch, JsonObject
 class EncoderSettings(TypedDict, total=False):
     """A benchmark's `bertscore` options as its text_pair_encoder gives them, and where the driver put the model."""
 
-    model: str  # a hub id, a local folder or a built-in spec of actors.model_store
+    model: str  # a hub id, a local folder or a built-in spec of actors.built_in_models
     num_layers: int
     lang: str
     rescale_with_baseline: bool

@@ -19,7 +19,7 @@ class WorkerModel:
     name: str
     kind: str
     path: str  # its weights: a local folder once resolved, else as the model file names them
-    revision: str | None  # pins `path` only (model_store.revision_for)
+    revision: str | None  # pins `path` only (built_in_models.revision_for)
     reference: str | None  # an implicit RM's reference model
     tokenizer: str | None  # a tokenizer of its own (the transformers engine)
     chat_template: str | None

@@ -19,7 +19,7 @@ from workload import add_workload_args, describe, make_pairs
 
 def scores(data: Path, dtype: str) -> dict[str, tuple[float, float]]:
     """item id -> (chosen, reject) mean response log-prob."""
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
     from benchmarks import rag_rewardbench as rb
     from jobs.engines.transformers.model import TransformersEngine
 

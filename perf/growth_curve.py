@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--one", nargs=2, metavar=("DATA", "FOLDER"), help=argparse.SUPPRESS)  # child mode
     args = parser.parse_args()
     kind, spec = MODELS[args.model]
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     path = resolve_model(spec)
     if args.one:

@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--duty", default="0,0.3", help="fractions of one core taken beside the engine; 0 first")
     parser.add_argument("--scale", type=float, default=1.0, help="Table 4 lengths x this factor")
     args = parser.parse_args()
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     path, runs = resolve_model("builtin:tiny-random-classifier"), []
     with tempfile.TemporaryDirectory() as tmp:

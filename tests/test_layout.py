@@ -206,8 +206,8 @@ def test_every_engine_is_one_folder():
                               "transformers", "vllm"]
     # actors/ holds only what every engine's workers share, no one engine's code
     assert sorted(p.stem for p in (REPO / "actors").glob("*.py")) == [
-        "__init__", "bertscore", "engine_calls", "engine_ledger", "hardware", "model_store", "retrievers", "sampling",
-        "templating", "worker_model"]
+        "__init__", "bertscore", "built_in_models", "engine_calls", "engine_ledger", "hardware", "retrievers",
+        "sampling", "templating", "worker_model"]
     assert {"jobs.engines.vllm.server", "jobs.engines.transformers.scorers",
             "jobs.engines.bm25.index"} <= set(WORKER_MODULES)
 

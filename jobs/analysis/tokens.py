@@ -7,9 +7,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 
-BUILT_IN = ("pypi:", "builtin:")  # specs actors.model_store makes on this machine
+BUILT_IN = ("pypi:", "builtin:")  # specs actors.built_in_models makes on this machine
 
 
 def token_counter(spec: str) -> Callable[[str], int]:

@@ -63,7 +63,7 @@ class ModelConfig:
     the report) reads, flat; each engine's own keys in its section, declared beside the engine's code."""
 
     name: str = MISSING
-    path: str = MISSING  # local folder, hub id, or a spec actors.model_store resolves ("pypi:...", "builtin:...")
+    path: str = MISSING  # local folder, hub id, or a spec actors.built_in_models resolves ("pypi:...", "builtin:...")
     # discriminative | generative | implicit | api (a generative judge behind an HTTP API) | retriever
     kind: str = MISSING
     # vllm | transformers (for heads vLLM cannot load) | http, openai_batch, anthropic_batch (kind api, and only

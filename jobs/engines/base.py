@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias
 
+from actors.built_in_models import resolve_model
 from actors.engine_ledger import RequestUsage
-from actors.model_store import resolve_model
 from actors.retrievers import Index, IndexMeta, RetrieverModel
 from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import Kwargs

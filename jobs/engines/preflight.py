@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
-from actors.model_store import (
+from actors.built_in_models import (
     MADE,
     SMOLLM2,
     TINY_CLASSIFIER,

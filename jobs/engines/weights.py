@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 
 from blake3 import blake3
 
-from actors.model_store import builtin_problem, cache_root, resolve_model, why_make
+from actors.built_in_models import builtin_problem, cache_root, resolve_model, why_make
 from benchmarks.boundary_types import JsonObject
 from benchmarks.hub import cached_snapshot
 from jobs.config import ModelConfig

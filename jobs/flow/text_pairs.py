@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.bertscore import BertScoreStage, EncoderSettings, baseline_file, encoder_label
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from benchmarks.boundary_types import JsonObject
 from benchmarks.protocol import Benchmark
 from benchmarks.row_types import Item, Row

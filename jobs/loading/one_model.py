@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from benchmarks.boundary_types import JsonObject
 from benchmarks.columns import mapping_problems
 from benchmarks.protocol import Benchmark, benchmark, benchmark_names

@@ -19,7 +19,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from actors.templating import templater
 from benchmarks.hub import HubDataMissing, local_path
 from benchmarks.options import typed_options

@@ -7,7 +7,7 @@ import pytest
 from bertscore_own import bertscore_own
 
 from actors.bertscore import BertScoreStage, scorer_name
-from actors.model_store import MINILM, resolve_model
+from actors.built_in_models import MINILM, resolve_model
 
 CANDIDATE = "The capital of France is Paris, which is also its largest city."
 REFERENCE = "Paris is the capital and the most populous city of France."

@@ -90,7 +90,7 @@ def test_retriever_settings_fill_the_index_defaults_and_name_unknown_keys():
 
 @pytest.fixture(scope="module")
 def minilm():
-    from actors.model_store import MINILM, resolve_model
+    from actors.built_in_models import MINILM, resolve_model
 
     return DenseEncoder(resolve_model(MINILM), {"max_seq_length": 64}, device="cpu")
 
@@ -116,7 +116,7 @@ def test_dense_exact_search_is_the_brute_force_inner_product(minilm):
 
 
 def test_bfloat16_encoder_agrees_with_float32(minilm):
-    from actors.model_store import MINILM, resolve_model
+    from actors.built_in_models import MINILM, resolve_model
 
     half = DenseEncoder(resolve_model(MINILM), {"max_seq_length": 64}, device="cpu", dtype="bfloat16")
     texts = ["Storm shelters and safe rooms for tornadoes", "Index funds have low expense ratios"]
@@ -261,7 +261,7 @@ def test_govt_cell_writes_official_runs_scored_as_aggregate_scores_them(ray_sess
 
 @pytest.mark.integration
 def test_domains_are_encoded_in_one_pass_and_each_passage_keeps_its_vector(ray_session, minilm):
-    from actors.model_store import MINILM
+    from actors.built_in_models import MINILM
     from jobs.config import ModelConfig
     from jobs.engines.base import engine_of
     from jobs.engines.sentence_transformers.engine import encode_passages
@@ -339,7 +339,7 @@ def test_llm_rewrite_asks_a_registry_model_once_and_searches_its_questions(ray_s
 def test_a_retriever_reaches_its_workers_as_a_frozen_record_with_local_weights():
     import dataclasses
 
-    from actors.model_store import MINILM, resolve_model
+    from actors.built_in_models import MINILM, resolve_model
     from actors.retrievers import RetrieverModel
     from jobs.config import ModelConfig
     from jobs.engines.base import engine_of

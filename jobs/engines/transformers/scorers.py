@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from actors.built_in_models import revision_for
 from actors.engine_calls import call_engine
 from actors.engine_ledger import report, this_node
 from actors.hardware import loaded_dtype, numerics, resolve_dtype
-from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.worker_model import WorkerModel
 from benchmarks.boundary_types import ColumnBatch

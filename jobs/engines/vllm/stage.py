@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from actors.built_in_models import revision_for
 from actors.engine_calls import call_engine
 from actors.hardware import cpu_engine_env, resolve_dtype
-from actors.model_store import revision_for
 from actors.sampling import REQUEST_INPUTS, Sampling, text_sampling
 from actors.templating import overflow, templater
 from actors.worker_model import WorkerModel

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from actors.model_store import TINY_CLASSIFIER, resolve_model
+from actors.built_in_models import TINY_CLASSIFIER, resolve_model
 from actors.templating import Templater
 from benchmarks.paths import CHECKOUT
 from benchmarks.rag_rewardbench import expand, load_items

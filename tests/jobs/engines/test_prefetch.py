@@ -80,7 +80,7 @@ def test_the_next_models_weights_download_while_the_current_engine_runs(ray_sess
     """Model B's repository takes DELAY_S to download; the sweep runs one cell at a time, A's first. B's engine
     starts from the local snapshot fetched while A's cell ran: it begins less than DELAY_S after A's cell ends,
     and its own start holds no download."""
-    from actors.model_store import TINY_CLASSIFIER, resolve_model
+    from actors.built_in_models import TINY_CLASSIFIER, resolve_model
 
     delay_s = 20.0
     folder = resolve_model(TINY_CLASSIFIER)

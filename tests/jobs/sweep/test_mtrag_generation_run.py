@@ -33,7 +33,7 @@ def _config(name: str) -> BenchmarkConfig:
 
 def _bertscore(candidates: list[str], references: list[str], here) -> tuple[list[float], list[float]]:
     """(precision, recall) straight from bert-score, as the encoder stage is configured in the demo configs."""
-    from actors.model_store import MINILM, resolve_model
+    from actors.built_in_models import MINILM, resolve_model
 
     return bertscore_own(resolve_model(MINILM), candidates, references, 6, here)
 

@@ -11,7 +11,7 @@ import pytest
 from hive_readers import READERS, cells_and_items
 from reference import smollm2_verdict_logprobs
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from benchmarks import rag_rewardbench as rb
 from jobs.analysis.report import report_text
 from jobs.engines.transformers.model import TransformersEngine

@@ -13,7 +13,7 @@ import pytest
 from sweeps import write_sweep
 from worker_models import worker
 
-from actors.model_store import SMOLLM2, resolve_model
+from actors.built_in_models import SMOLLM2, resolve_model
 from jobs.engines.transformers.model import TransformersEngine
 from jobs.engines.transformers.padded_batch import PaddedBatchEngine
 from jobs.loading import load_sweep

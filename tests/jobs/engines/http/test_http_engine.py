@@ -25,7 +25,7 @@ from loopback import JsonHandler, ScriptedApi, chat_completion, serve
 from sweeps import SAMPLE, write_sweep
 from worker_models import worker
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from actors.worker_model import WorkerModel
 from benchmarks import rag_rewardbench as rb
 from jobs.engines.http.client import MALFORMED, ApiAuthError, HttpJudge, Secret, api_credentials

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import save_file
 from transformers import AutoTokenizer, LlamaConfig
 
-from actors.model_store import SMOLLM2, resolve_model
+from actors.built_in_models import SMOLLM2, resolve_model
 
 CONVERSATIONS = [
     [{"role": "user", "content": "Which river flows through Vienna? Answer from the passage."},

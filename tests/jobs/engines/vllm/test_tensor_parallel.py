@@ -10,7 +10,7 @@ import pytest
 from sweeps import write_sweep
 from worker_models import worker_of
 
-from actors.model_store import TINY_CLASSIFIER, resolve_model
+from actors.built_in_models import TINY_CLASSIFIER, resolve_model
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.loading import load_sweep

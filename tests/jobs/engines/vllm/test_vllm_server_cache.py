@@ -12,7 +12,7 @@ import pytest
 from reference import smollm2_verdict_logprobs
 from worker_models import worker_of
 
-from actors.model_store import resolve_model
+from actors.built_in_models import resolve_model
 from benchmarks import rag_rewardbench as rb
 from jobs.engines.vllm.stage import engine_settings, prepare, split_judge_request
 from jobs.loading import load_model

@@ -1,4 +1,4 @@
-"""actors.model_store: built-in models made once per cache, however many threads and processes ask at once,
+"""actors.built_in_models: built-in models made once per cache, however many threads and processes ask at once,
 and made again when what made them (recipe, package versions, source file) no longer matches.
 
 The first tests use a stand-in builder (no transformers) so they run in the fast suite; the last one makes the
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from actors import model_store
-from actors.model_store import (
+from actors import built_in_models
+from actors.built_in_models import (
     RECORD,
     SMOLLM2,
     TINY_CLASSIFIER,
@@ -78,7 +78,7 @@ def test_a_folder_made_by_other_versions_is_made_again_and_replaced_whole(tmp_pa
 
     _build_once(target, build("old"), {"recipe": 1, "transformers": "5.18.0"})
     (target / "stray").write_text("from the old build")
-    assert model_store._stale(target, {"recipe": 1, "transformers": "5.19.0"}) == (
+    assert built_in_models._stale(target, {"recipe": 1, "transformers": "5.19.0"}) == (
         f"{target} was made by other versions (transformers '5.18.0' -> '5.19.0')")
     _build_once(target, build("new"), {"recipe": 1, "transformers": "5.19.0"})
     assert (target / "weights").read_text() == "new" and not (target / "stray").exists()
@@ -90,7 +90,7 @@ def test_a_folder_without_a_record_is_not_served(tmp_path):
     target = tmp_path / "model"
     target.mkdir()
     (target / "weights").write_text("made by an older ragjudge, or cut short")
-    assert "has no ragjudge_build.json" in model_store._stale(target, {"recipe": 1})
+    assert "has no ragjudge_build.json" in built_in_models._stale(target, {"recipe": 1})
     _build_once(target, lambda out: (out / "weights").write_text("new"), {"recipe": 1})
     assert (target / "weights").read_text() == "new"
 
@@ -110,8 +110,8 @@ def test_a_failed_build_leaves_nothing_behind_and_the_next_caller_builds(tmp_pat
 
 
 def test_the_records_name_the_packages_and_the_source_file(tmp_path):
-    _, _, record = model_store._recipe(SMOLLM2, str(tmp_path))
-    gguf = model_store._smollm2_gguf()
+    _, _, record = built_in_models._recipe(SMOLLM2, str(tmp_path))
+    gguf = built_in_models._smollm2_gguf()
     assert set(record) == {"recipe", "transformers", "gguf", "torch", "source"}
     assert record["source"]["file"] == gguf.name and record["source"]["bytes"] == gguf.stat().st_size
     assert len(record["source"]["sha256"]) == 64
@@ -159,7 +159,7 @@ ASK = r"""
 import json, sys, threading, time
 from pathlib import Path
 import transformers
-from actors import model_store
+from actors import built_in_models
 
 cache, count, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 
@@ -170,9 +170,9 @@ def counted(name, build):
         return build(out, *args)
     return run
 
-model_store._convert_smollm2_gguf = counted("smollm2", model_store._convert_smollm2_gguf)
-model_store._build_tiny_classifier = counted("tiny", model_store._build_tiny_classifier)
-order = [model_store.SMOLLM2, model_store.TINY_CLASSIFIER]
+built_in_models._convert_smollm2_gguf = counted("smollm2", built_in_models._convert_smollm2_gguf)
+built_in_models._build_tiny_classifier = counted("tiny", built_in_models._build_tiny_classifier)
+order = [built_in_models.SMOLLM2, built_in_models.TINY_CLASSIFIER]
 results, errors = [], []
 
 def ask(k):
@@ -180,7 +180,7 @@ def ask(k):
         time.sleep(0.01)
     try:
         for spec in (order if k % 2 else order[::-1]):
-            results.append([spec, model_store.resolve_model(spec, cache)])
+            results.append([spec, built_in_models.resolve_model(spec, cache)])
     except Exception as e:
         errors.append(f"{type(e).__name__}: {e}")
 

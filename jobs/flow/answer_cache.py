@@ -1,6 +1,7 @@
 """A cell's requests through the answer store (jobs.store.answers): those it holds come back from it, marked
-`cached`, and only the rest reach the engine; once the cell has every answer, the ones its engines gave are
-added to the store for the next run.
+`cached`, and only the rest reach the engine; once a shard has every answer, the ones its engines gave are
+added to the store for the next run. `CellAnswerStore` is a judged cell's one way to the store; a ranked cell's
+query rewrites use the functions below it directly, in one call.
 
 Answers are kept per model path (a hub id, a folder, a built-in spec, an API model's name), so two model files
 of one model share them where their identities (jobs.engines.identity) agree.
@@ -69,3 +70,46 @@ def keep_answers(store: AnswerStore | None, run: str, answered: list[Answer], ke
             by_model[path][key] = row
     for path, answers in by_model.items():
         store.add(path, run, answers)
+
+
+class CellAnswerStore:
+    """A judged cell's answer store: the answers it holds for a shard's requests, and, once the shard is
+    answered, the answers its engines gave kept for the next run. Each shard's keys are held from its first
+    look until it is kept. Without a store (storage.answer_cache off) everything is asked and nothing kept."""
+
+    def __init__(self, store: AnswerStore | None, run: str, log: Callable[[str], None] | None = None):
+        self.store, self.run = store, run
+        self.log = log or self.store_log  # a task's copy has no log of its own: its store's, which prints
+        self.keys: dict[int, Keys] = {}  # shard -> request id -> (its answerer's path, its answer's key)
+
+    def store_log(self, line: str) -> None:
+        if self.store is not None:
+            self.store.log(line)
+
+    def found(self, model: ModelConfig, requests: Iterable[Request]) -> list[Answer]:
+        """The store's answers to `requests`; none is asked, no key is held."""
+        if self.store is None:
+            return []
+        return list(asked_or_cached(self.store, model, list(requests), {}, lambda asked: (), self.log))
+
+    def asked_or_cached(self, shard: int, model: ModelConfig, requests: list[Request],
+                        ask: Callable[[list[Request]], Iterable[Answer]]) -> Iterator[Answer]:
+        """The shard's answers to `requests`, the store's first and `ask`'s for the rest; their keys held."""
+        return asked_or_cached(self.store, model, requests, self.keys.setdefault(shard, {}), ask, self.log)
+
+    def answered_before(self, shard: int, model: ModelConfig, requests: list[Request]) -> None:
+        """Hold the keys of requests an attempt before this one answered (a resume), so they are kept too."""
+        if self.store is not None:
+            self.keys.setdefault(shard, {}).update(answer_keys(self.store, model, requests))
+
+    def keep(self, shard: int, answers: list[Answer]) -> None:
+        """The shard is answered: the answers its engines gave go into the store, and its keys are let go."""
+        keep_answers(self.store, self.run, answers, self.keys.pop(shard, {}))
+
+    @classmethod
+    def for_task(cls, store: AnswerStore | None, run: str, model: ModelConfig) -> CellAnswerStore:
+        """One for a Ray task that walks a cell's shards (jobs.flow.shard_tasks): `store` pickles without what
+        it has read, and the model's identity is worked out here once (a folder's weights are hashed)."""
+        if store is not None:
+            identity_of(store, model)
+        return cls(store, run)

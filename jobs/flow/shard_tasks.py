@@ -17,18 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.boundary_types import ArrowRow
-from benchmarks.protocol import Benchmark
+from benchmarks.protocol import Answer, Benchmark
 from benchmarks.row_types import Item, Row
 from jobs.config import ModelConfig
 from jobs.engines.errors import retryable
-from jobs.flow.answer_cache import answer_keys, identity_of, keep_answers
+from jobs.flow.answer_cache import CellAnswerStore
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.recorder import RowRecorder
 from jobs.flow.reducers import reducer_of
 from jobs.flow.rounds import requests_to_retry
 from jobs.flow.walk import first_requests, in_shards, item_rows, newest_answers, read_items
-from jobs.store.answers import AnswerStore
 
 
 @dataclass
@@ -86,16 +85,14 @@ class ShardWalk:
     rows: RowRecorder
     model: ModelConfig
     retry_errors: bool
-    store_identities: dict[str, str] | None  # the answer store's identities (None: the cell keeps no answers)
+    answers: CellAnswerStore  # the task's copy of the cell's answer store
 
     @classmethod
     def of(cls, cell: JudgedCell, shards: Collection[int]) -> ShardWalk:
-        bench, store = cell.bench, cell.job.answer_store
-        if store is not None:  # the cell's model's identity worked out here once, for the task's copy of the store
-            identity_of(store, cell.model)
+        bench, rows = cell.bench, cell.recorder.rows
         return cls(cell.spec, tuple(bench.data), bench.limit, dict(bench.columns), cell.kind, cell.options,
-                   cell.verdict, cell.shard_items, frozenset(shards), cell.recorder.rows, cell.model, cell.job.retry_errors,
-                   None if store is None else dict(store.identities))
+                   cell.verdict, cell.shard_items, frozenset(shards), rows, cell.model, cell.job.retry_errors,
+                   CellAnswerStore.for_task(cell.job.answer_store, rows.root.run, cell.model))
 
 
 def walked_shards(walk: ShardWalk, node: str | None) -> Iterator[tuple[ShardTally, Any]]:
@@ -116,22 +113,17 @@ def walked_shards(walk: ShardWalk, node: str | None) -> Iterator[tuple[ShardTall
 
 def _walk_task(walk: ShardWalk) -> Iterator[Any]:
     """The task: per shard its tally, then its state where it was walked."""
-    store = None
-    if walk.store_identities is not None:
-        store = AnswerStore(walk.rows.root, print)
-        store.identities.update(walk.store_identities)
     for shard, items in enumerate(in_shards(read_items(walk.spec, walk.data, walk.limit, walk.columns), walk.shard_items)):
         if shard not in walk.shards:
             continue
-        tally, rows = _walk_shard(walk, store, shard, items)
+        tally, rows = _walk_shard(walk, shard, items)
         yield tally
         if tally.walked:
             yield reducer_of(walk.spec).reduced(rows)
         del items, rows
 
 
-def _walk_shard(walk: ShardWalk, store: AnswerStore | None, shard: int, items: list[Item]
-                ) -> tuple[ShardTally, list[Row]]:
+def _walk_shard(walk: ShardWalk, shard: int, items: list[Item]) -> tuple[ShardTally, list[Row]]:
     """One shard: its rows combined from its stored answers, recorded and counted; or, where it has anything
     left to ask or a part that does not read, an unwalked tally."""
     spec, kind, options = walk.spec, walk.kind, walk.options
@@ -146,14 +138,20 @@ def _walk_shard(walk: ShardWalk, store: AnswerStore | None, shard: int, items: l
     if any(request["request_id"] not in done for request in requests):
         return ShardTally(shard), []
     answers = list(answered.values())
-    if store is not None:  # as the driver's walk keeps them (jobs.sweep.cell CellAnswerer.shard_answered)
-        keep_answers(store, walk.rows.root.run, answers, answer_keys(store, walk.model, requests))
+    walk.answers.answered_before(shard, walk.model, requests)  # as the driver's walk keeps them
+    walk.answers.keep(shard, answers)
     del requests, answered
     rows = item_rows(spec, good, answers, kind, options, walk.verdict)
-    bad = bad_rows(walk.rows.benchmark, walk.model.name, items, rows)
-    walk.rows.record_rows(shard, rows, bad)
-    return ShardTally(shard, True, len(rows), len(bad), len(items) - len(good), RequestErrors().add(answers),
-                      sum(bool(answer.get("cached")) for answer in answers)), rows
+    return record_shard(walk.rows, shard, items, rows, answers), rows
+
+
+def record_shard(recorder: RowRecorder, shard: int, items: Sequence[Item], rows: list[Row],
+                 answers: Sequence[Answer]) -> ShardTally:
+    """A walked shard's item rows and error rows recorded, wherever it was walked; its tally."""
+    bad = bad_rows(recorder.benchmark, recorder.model, items, rows)
+    recorder.record_rows(shard, rows, bad)
+    return ShardTally(shard, True, len(rows), len(bad), sum(bool(item.get("error")) for item in items),
+                      RequestErrors().add(answers), sum(bool(answer.get("cached")) for answer in answers))
 
 
 def bad_rows(benchmark: str, model: str, items: Sequence[Item], rows: list[Row]) -> list[ArrowRow]:

@@ -14,7 +14,7 @@ from jobs.flow.cell_metrics import CellMetrics
 from jobs.flow.error_budget import RequestErrors
 from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.rounds import answer_rounds
-from jobs.flow.shard_tasks import ShardWalk, bad_rows, walked_shards
+from jobs.flow.shard_tasks import ShardTally, ShardWalk, record_shard, walked_shards
 from jobs.flow.text_pairs import with_text_pair_scores
 from jobs.flow.walk import item_rows
 
@@ -37,6 +37,12 @@ class CellTotals:
                        request_errors=self.errors.counts())
         return metrics, dict(self.stored)
 
+    def add(self, tally: ShardTally) -> None:
+        """A walked shard's counts (its reducer state is added to `metrics` where it was reduced)."""
+        self.stored.update(predictions=tally.predictions, errors=tally.errors)
+        self.errors.merge(tally.request_errors)
+        self.n_bad += tally.n_bad
+
 
 def walk_shard(cell: JudgedCell, totals: CellTotals, streamed: bool, shard: int, items: list[Item]) -> None:
     """One shard in the driver: its rounds answered, its rows combined, scored, recorded and reduced."""
@@ -45,12 +51,8 @@ def walk_shard(cell: JudgedCell, totals: CellTotals, streamed: bool, shard: int,
     rows = item_rows(cell.spec, good, answered, cell.kind, cell.options, cell.verdict)
     if cell.encoder is not None:
         rows = with_text_pair_scores(cell.spec, good, rows, cell.options, cell.encoder, cell.job.log)
-    bad = bad_rows(cell.bench.name, cell.model.name, items, rows)
-    cell.recorder.rows.record_rows(shard, rows, bad)
+    totals.add(record_shard(cell.recorder.rows, shard, items, rows, answered))
     totals.metrics.add(shard, rows)
-    totals.stored.update(predictions=len(rows), errors=len(bad))
-    totals.errors.add(answered)
-    totals.n_bad += len(items) - len(good)
 
 
 def walk_in_task(cell: JudgedCell, totals: CellTotals, shards: Sequence[int]) -> tuple[int, ...]:
@@ -67,10 +69,8 @@ def walk_in_task(cell: JudgedCell, totals: CellTotals, shards: Sequence[int]) ->
         if not tally.walked:
             handed_back.append(tally.shard)
             continue
+        totals.add(tally)
         totals.metrics.add_reduced(tally.shard, state_ref)
-        totals.stored.update(predictions=tally.predictions, errors=tally.errors)
-        totals.errors.merge(tally.request_errors)
-        totals.n_bad += tally.n_bad
         cell.answerer.store_answers_used(tally.shard, tally.cached)
     if handed_back:
         cell.say(f"{len(handed_back)} shard{'s' * (len(handed_back) > 1)} with requests left to ask, or a stored "

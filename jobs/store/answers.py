@@ -74,6 +74,14 @@ class AnswerStore:
         self._lock = threading.Lock()  # cells run in threads
         self.identities: dict[str, str] = {}  # model settings (JSON) -> identity digest, by jobs.flow.answer_cache
 
+    def __getstate__(self) -> dict:
+        """A copy for a Ray task (jobs.flow.shard_tasks): its root and identities, without what this one has
+        read so far, its lock or its log (the copy prints, to the task's log)."""
+        return {"cache": self.cache, "identities": dict(self.identities)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, log=print, _where={}, _indexed=set(), _lock=threading.Lock())
+
     def find(self, model: str, keys: Iterable[str]) -> dict[str, ArrowRow]:
         """key -> the stored answer's columns, for the `keys` the model's partition holds. A part that cannot
         be read is said and skipped: its answers are asked again, and a new part keeps them."""

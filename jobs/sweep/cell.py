@@ -42,7 +42,7 @@ from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
 from jobs.engines.preflight import PreflightError
 from jobs.flow import CellJob, CellProgress, CellRecorder, NoReadableRows, StreamTarget, flow_of
-from jobs.flow.answer_cache import Keys, answer_keys, asked_or_cached, keep_answers
+from jobs.flow.answer_cache import CellAnswerStore
 from jobs.flow.error_budget import over_budget, reopens
 from jobs.store import FAILED_DATA, FAILED_ERRORS, SCORED, CellBatch, Manifest, RunRoot, StorageError, redact
 from jobs.store.answers import AnswerStore
@@ -212,8 +212,7 @@ class CellAnswerer:
         self.judges = list(cell.judges)
         self.on_cluster = cell.engines is not None
         self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
-        # shard -> request id -> (its answerer's path, its answer's key in the answer store), until it is answered
-        self.keys: dict[int, Keys] = {}
+        self.store = CellAnswerStore(cell.answer_store, cell.root.run, lambda line: cell.log(f"{cell.key}: {line}"))
 
     def stream_target(self) -> StreamTarget | None:
         model = self.cell.model
@@ -223,11 +222,7 @@ class CellAnswerer:
         return StreamTarget(engine.reads, engine_label(engine, model), model.batch_size)
 
     def answers_in_store(self, requests: Iterable[Request]) -> list[Answer]:
-        cell = self.cell
-        if not cell.answer_store:
-            return []
-        return list(asked_or_cached(cell.answer_store, cell.model, list(requests), {}, lambda asked: (),
-                                    lambda line: cell.log(f"{cell.key}: {line}")))
+        return self.store.found(self.cell.model, requests)
 
     def ask_stream(self, requests: Dataset) -> Iterator[list[Answer]]:
         cell = self.cell
@@ -239,21 +234,19 @@ class CellAnswerer:
         cell, model = self.cell, self._model(route)
         cell.stop.check()  # before an engine starts or a request is sent
         batch = self._batch(shard, route)
-        stream = asked_or_cached(cell.answer_store, model, requests, self.keys.setdefault(shard, {}),
-                                 lambda asked: answer_requests(asked, model, cell.log, cell.engines, batch),
-                                 lambda line: cell.log(f"{cell.bench.name} x {cell.model.name}: {line}"))
+        stream = self.store.asked_or_cached(shard, model, requests,
+                                            lambda asked: answer_requests(asked, model, cell.log, cell.engines, batch))
         yield from answered_parts(stream, cell.flush_every, cell.stop, cell.flush_s)
 
     def answered_before(self, shard: int, route: str | None, requests: list[Request]) -> None:
-        if self.cell.answer_store:  # answers an attempt before this one stored (a resume) are kept in the store too
-            self.keys.setdefault(shard, {}).update(answer_keys(self.cell.answer_store, self._model(route), requests))
+        self.store.answered_before(shard, self._model(route), requests)
 
     def route_answered(self, shard: int, route: str | None) -> None:
         self._batch(shard, route).clear()  # the route's answers are all stored: a batch engine's batch is done with
 
     def shard_answered(self, shard: int, answers: list[Answer]) -> None:
         self.store_answers_used(shard, sum(bool(row.get("cached")) for row in answers))
-        keep_answers(self.cell.answer_store, self.cell.root.run, answers, self.keys.pop(shard, {}))
+        self.store.keep(shard, answers)
 
     def store_answers_used(self, shard: int, n: int) -> None:
         self.cached[shard] = n

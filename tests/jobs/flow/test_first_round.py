@@ -194,7 +194,8 @@ def test_the_survey_counts_every_chunk_of_a_shards_requests_and_reads_none_for_a
         raise AssertionError("read")
         yield
 
-    no_store = type("NoStore", (), {"answer_store": None, "judges": {}, "engines": None})()
+    no_store = type("NoStore", (), {"answer_store": None, "judges": {}, "engines": None, "key": "b/m", "model": None,
+                                    "root": type("Root", (), {"run": "r"})})()
     assert CellAnswerer(no_store).answers_in_store(unread()) == []
 
 

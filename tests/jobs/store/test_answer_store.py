@@ -227,6 +227,24 @@ def test_a_store_reads_each_part_once_for_its_keys_and_again_only_for_a_hit(tmp_
     assert store.find("p", ["no such key"]) == {} and reads == []
 
 
+def test_a_pickled_store_reads_its_parts_anew_and_keeps_its_identities(tmp_path, stub, monkeypatch):
+    """A shard task's copy (jobs.flow.shard_tasks): what the driver's store had indexed does not travel, its
+    identities do, and the copy finds the same answers."""
+    import pickle
+
+    stand_in_engine(monkeypatch)
+    root, _ = run(tmp_path, stub(), model=_judge(), run_name="first", cache=True)
+    store = AnswerStore(root)
+    (part,) = store.parts()
+    wanted = pq.read_table(tmp_path / "_answers" / part.relpath, columns=["key"]).column("key").to_pylist()[:2]
+    found = store.find("p", wanted)
+    store.identities["settings"] = "digest"
+    copy = pickle.loads(pickle.dumps(store))
+    assert (copy._where, copy._indexed, copy.identities) == ({}, set(), {"settings": "digest"})
+    assert copy.find("p", wanted) == found and len(found) == 2
+    assert copy._indexed == {part.relpath}
+
+
 def test_a_swapped_judge_in_an_mtrag_generation_cell_re_asks_only_the_judges_requests(tmp_path, monkeypatch):
     """Two bundled MTRAG-UN tasks: the generator answers, a critic judges (RB_llm, IDK, RAGAS statements and
     verdicts). Swapping the critic for another model re-asks the critic's requests only, counted per model from

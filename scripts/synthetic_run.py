@@ -1,7 +1,7 @@
 """A SYNTHETIC run root for the report's tests, perf/report_45_models.py, perf/report_viewer_load.py and
-docs/report_screenshot.py: made-up models with made-up skills and made-up answers, RAG-RewardBench's rows made
-from them by its own combine(), stored through the same RunRoot calls the pipeline makes (write_rows,
-write_json of metrics.json and manifest.json). No number here is a result."""
+docs/report_screenshot.py: made-up models with made-up skills and made-up answers, RAG-RewardBench's and
+Bi'anBench's rows made from them by their own combine(), stored through the same RunRoot calls the pipeline
+makes (write_rows, write_json of metrics.json and manifest.json). No number here is a result."""
 from __future__ import annotations
 
 import random
@@ -77,20 +77,24 @@ def rag_rewardbench_rows(model: str, kind: str, skill: float, items: int, seed: 
 
 
 def bianbench_rows(model: str, skill: float, items: int, seed: int, runs: int = 3) -> list[dict[str, Any]]:
-    """Rows in bianbench's combine() columns: one per run, PASS/FAIL/ERROR verdicts."""
+    """Rows of a made-up judge, made by bianbench's own combine() from made-up answers: each run's text is a
+    JSON verdict, or, now and then, none (ERROR)."""
+    spec = benchmark("bianbench")
+    options = spec.Options(runs=runs)
     rng = random.Random(seed)
     rows = []
     for i in range(items):
         label = "PASS" if i % 2 else "FAIL"
+        item = {"item_id": f"bianbench/en/{i:04d}", "split": "en", "task": "qa", "subset": f"qa-{i % 3}",
+                "language": "en", "type": "", "label": label}
+        answers = []
         for run in range(runs):
             prediction = "ERROR" if rng.random() < 0.04 else (
                 label if rng.random() < skill else ("FAIL" if label == "PASS" else "PASS"))
-            right = float(prediction == label)
-            rows.append({"item_id": f"bianbench/en/{i:04d}", "benchmark": "bianbench", "split": "en",
-                         "task": "qa", "subset": f"qa-{i % 3}", "language": "en", "type": "", "run": run,
-                         "label": label, "verdict": "text", "prediction": prediction,
-                         "logprob_prediction": None, "text": '{"verdict": "' + prediction + '"}',
-                         "correct": right, "text_correct": right, "truncated": False, "error": None})
+            text = "no verdict" if prediction == "ERROR" else '{"verdict": "' + prediction + '"}'
+            answers.append({"request_id": f"{item['item_id']}#run{run}", "variant": f"run{run}", "text": text,
+                            "n_tokens": 40, "error": None})
+        rows.extend(spec.combine(item, answers, "generative", options))
     return rows
 
 

@@ -305,8 +305,14 @@ def as_written(table: pa.Table) -> pa.Table:
         return table
     fields = [field for field in pa.ipc.read_schema(pa.py_buffer(written)) if field.name in table.column_names]
     return pa.Table.from_arrays([pa.nulls(table.num_rows) if pa.types.is_null(field.type)  # no cast to null
-                                 else table.column(field.name).cast(field.type) for field in fields],
+                                 else cast_column(table.column(field.name), field.type) for field in fields],
                                 schema=pa.schema(fields))
+
+
+def cast_column(column: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    """The column in type `to`, left as it is where it has it already: pyarrow's cast of a list of nulls to its
+    own type writes offsets past its values (an API judge's `logprobs_cr`, [null, null] a row, then fails to read)."""
+    return column if column.type == to else column.cast(to)
 
 
 def _parquet_records(source: str) -> Iterator[Record]:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.boundary_types import ArrowRow
-from benchmarks.records import WRITTEN_SCHEMA
+from benchmarks.records import WRITTEN_SCHEMA, cast_column
 from benchmarks.row_types import PART_KEYS, Answer
 
 _ARROW_TYPES = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
@@ -103,6 +103,7 @@ def conformed(part: pa.Table, schema: pa.Schema) -> pa.Table:
     metadata = part.schema.metadata or {}
     written = metadata.get(WRITTEN_SCHEMA) or part.schema.remove_metadata().serialize().to_pybytes()
     return pa.Table.from_arrays(
-        [part.column(field.name).cast(field.type) if field.name in part.column_names
+        [cast_column(part.column(field.name), field.type) if field.name in part.column_names
          else pa.nulls(part.num_rows, field.type) for field in schema],
         schema=schema.with_metadata({**metadata, WRITTEN_SCHEMA: written}))
+

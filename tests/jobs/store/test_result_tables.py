@@ -176,3 +176,19 @@ def test_a_table_already_one_schema_is_not_rewritten_and_one_that_cannot_be_says
     why = unify_table(root, "predictions")
     assert why is not None and "ranking" in why and why.startswith(root.uri("predictions"))
     assert lone.read_bytes() == kept and [p.stat().st_mtime_ns for p in parts] == written
+
+
+def test_an_api_judges_list_of_nulls_is_rewritten_whole_beside_another_benchmarks_columns(tmp_path):
+    """An API judge's RAG-RewardBench rows hold `logprobs_cr` [None, None] (a list of nulls in Parquet) and its
+    Bi'anBench rows other columns: both parts are rewritten to one schema, and each reads back as written (pyarrow
+    casting a list of nulls to its own type wrote offsets past its values, and the rewrite failed)."""
+    root = RunRoot(str(tmp_path), "run")
+    judged = [{"item_id": str(i), "subset": "s", "logprobs_cr": [None, None], "correct": 0.5, "error": None}
+              for i in range(6)]
+    root.write_cell("rag_rewardbench", "api", judged, [])
+    root.write_cell("bianbench", "api", [{"item_id": "b", "subset": "s", "prediction": "PASS", "error": None}], [])
+    assert unify_table(root, "predictions") is None
+    assert root.read_rows("predictions", "rag_rewardbench", "api") == [
+        {**row, "benchmark": "rag_rewardbench", "model": "api"} for row in judged]
+    frame = pads.dataset(root.path("predictions"), format="parquet", partitioning="hive").to_table()
+    assert frame.num_rows == 7 and {"logprobs_cr", "prediction"} <= set(frame.column_names)

@@ -1,5 +1,13 @@
 # ==== storage fixtures (jobs/store/run_root.py): a real S3-compatible server on loopback, a shared local Ray ====
+import os as _os
 import socket as _storage_socket
+
+# No test reaches past the machine: Ray's dashboard otherwise asks cloud metadata addresses (169.254.169.254,
+# metadata.google.internal) and usage-stats.ray.io from every cluster a test starts, and vLLM reports its usage;
+# where those addresses do not answer at once, each waits out its own timeout. Every process the tests start
+# inherits these.
+for _name, _value in (("RAY_USAGE_STATS_ENABLED", "0"), ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1")):
+    _os.environ.setdefault(_name, _value)
 
 import pytest as _storage_pytest
 

@@ -35,7 +35,9 @@ class Templater:
     """A model's chat template and tokenizer, applied with add_special_tokens=False (the template writes BOS)."""
 
     def __init__(self, path: str, chat_template: str | None = None, revision: str | None = None,
-                 trust_remote_code: bool = False):
+                 trust_remote_code: bool = False, enable_thinking: bool | None = None):
+        """`enable_thinking`: passed to the template where set (a thinking model's templates read it, e.g.
+        Qwen3's; a template that does not read it renders as without it)."""
         from transformers import AutoTokenizer  # heavy; only where a model is actually used
 
         # trust_remote_code: the model file's own setting (InternLM2 ships its tokenizer as code), never global
@@ -43,12 +45,14 @@ class Templater:
         if chat_template:  # the Jinja text itself, or a file that holds it
             is_file = "{" not in chat_template and os.path.isfile(chat_template)
             self.tokenizer.chat_template = Path(chat_template).read_text() if is_file else chat_template
+        self.template_kwargs = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
     def _text(self, messages: Messages, open_turn: bool) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=open_turn)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=open_turn,
+                                                  **self.template_kwargs)
 
     def closed(self, messages: Messages) -> list[int]:
         """A finished conversation (e.g. user + assistant response), for classifier RMs."""
@@ -99,6 +103,6 @@ def overflow(n_tokens: int, max_model_len: int, generates: bool) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def templater(path: str, chat_template: str | None = None, revision: str | None = None,
-              trust_remote_code: bool = False) -> Templater:
+              trust_remote_code: bool = False, enable_thinking: bool | None = None) -> Templater:
     """One Templater per model per worker process: Ray reuses workers, so tokenizers load once."""
-    return Templater(path, chat_template, revision, trust_remote_code)
+    return Templater(path, chat_template, revision, trust_remote_code, enable_thinking)

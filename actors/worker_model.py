@@ -28,6 +28,8 @@ class WorkerModel:
     dtype: str
     max_model_len: int
     max_new_tokens: int
+    # a thinking judge's reasoning block (jobs.engines.reasoning.ReasoningSettings' fields); None: it does not think
+    reasoning: Mapping[str, Any] | None
     # where and how wide it runs
     batch_size: int
     min_actors: int
@@ -53,9 +55,20 @@ class WorkerModel:
     target_ongoing_requests: int
     downscale_delay_s: float
 
+    @property
+    def enable_thinking(self) -> bool | None:
+        """What the chat template is asked of thinking (reasoning.enable_thinking); None: its default."""
+        return (self.reasoning or {}).get("enable_thinking")
+
+    @property
+    def trace_field(self) -> str | None:
+        """The API reply's message field that carries the trace (reasoning.api_field); None: none is read."""
+        return (self.reasoning or {}).get("api_field")
+
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> WorkerModel:
         """The record of a model's settings as a plain mapping (its config's to_dict); other keys are left."""
+        settings = {"reasoning": None, **settings}  # the flat view leaves out a reasoning block that is not set
         missing = [f.name for f in fields(cls) if f.name not in settings]
         if missing:
             raise KeyError(f"model settings lack {', '.join(missing)}")

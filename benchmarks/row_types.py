@@ -67,7 +67,9 @@ class TaskColumns(TypedDict, total=False):
     """The columns of an engine's task (ANSWER_KEYS), as a score head or a generation computes them; None where
     an error left them unanswered."""
 
-    text: str | None  # judge: the generated text
+    text: str | None  # judge: the generated text (a thinking judge's: after its trace; None where it did not end)
+    thinking: str | None  # a thinking judge's trace (jobs.engines.reasoning)
+    thinking_finished: bool | None  # whether the trace ended; None: the model does not think, or it failed
     candidate_logprobs: list[float | None] | None  # judge with a prefill: per candidate, None outside top-k
     score: float | None  # classify: the score head's value (a raw logit for a stock classifier)
     preference: list[float] | None  # classify with a GPM head: the response's preference vector ...

@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import MISSING, OmegaConf
 
 from benchmarks.boundary_types import JsonObject, Kwargs
+from jobs.config.reasoning import ReasoningSettings
 from jobs.engines.http.settings import ApiSettings, BatchSettings
 from jobs.engines.transformers.settings import TransformersSettings
 from jobs.engines.vllm.settings import ServeSettings, VllmSettings
@@ -93,6 +94,9 @@ class ModelConfig:
     verdict: str | None = None
     # overrides the tokenizer's template; flat: vLLM, transformers and `ragjudge validate` template with it
     chat_template: str | None = None
+    # a judge that thinks before it answers: how its trace is delimited or carried (jobs.engines.reasoning);
+    # `reasoning: true` takes the defaults (<think> ... </think>). Its verdict is read after the trace.
+    reasoning: ReasoningSettings | None = None
     # let transformers (and vLLM) run code the model's repository ships: its tokenizer, its model class. Per
     # model on purpose: it executes that repository's Python on every worker that loads the model
     trust_remote_code: bool = False
@@ -136,6 +140,8 @@ def flat_settings(model: ModelConfig) -> JsonObject:
     """The model's settings as one flat mapping: the common keys, and each section's keys under their flat
     names (MOVED's keys), in place of the sections."""
     settings = to_dict(model)
+    if settings["reasoning"] is None:  # absent, as before the setting existed: a model that does not think hashes as before
+        del settings["reasoning"]
     for section, schema in SECTIONS.items():
         values = settings.pop(section)
         settings.update({flat_name(f): values[f.name] for f in fields(schema)})

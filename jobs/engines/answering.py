@@ -13,6 +13,7 @@ from jobs.config import ModelConfig
 from jobs.engines.base import BatchSlot, Engine, Log, Requests, engine_of, engines
 from jobs.engines.errors import retryable
 from jobs.engines.host import EngineHost
+from jobs.engines.reasoning import split_answer
 
 
 def answer_requests(requests: Requests, model: ModelConfig, log: Log = print,
@@ -52,8 +53,11 @@ def _own_host(engine: Engine, requests: Requests, model: ModelConfig, log: Log,
 
 
 def _checked_answers(answers: Iterable[Answer], engine: Engine, model: ModelConfig) -> Iterator[Answer]:
-    """Each answer as it comes, with `retryable`; one that did not fail has every key the engine writes."""
+    """Each answer as it comes, with `retryable`, and a thinking judge's split from its trace; one that did not
+    fail has every key the engine writes."""
     writes, name = engine.writes(model), engine_label(engine, model)
     for answer in answers:
         check_keys([answer], ANSWER_BASE_KEYS if answer.get("error") else writes, name, "answer")
+        if model.reasoning is not None:
+            answer = split_answer(answer, model.reasoning)
         yield {**answer, "retryable": retryable(answer.get("error"))}

@@ -27,13 +27,14 @@ from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.recorder import RowRecorder
 from jobs.flow.reducers import reducer_of
 from jobs.flow.rounds import requests_to_retry
+from jobs.flow.thinking_counts import ThinkingCounts
 from jobs.flow.walk import first_requests, in_shards, item_rows, newest_answers, read_items
 
 
 @dataclass
 class ShardTally:
     """What a shard's walk counted: whether it was walked (else the driver walks it), its rows recorded, its
-    bad input rows, its request errors and the answers it took from the answer store."""
+    bad input rows, its request errors, the answers it took from the answer store and a thinking judge's traces."""
 
     shard: int
     walked: bool = False
@@ -42,6 +43,7 @@ class ShardTally:
     n_bad: int = 0  # input rows that could not be read
     request_errors: RequestErrors = field(default_factory=RequestErrors)
     cached: int = 0
+    thinking: ThinkingCounts = field(default_factory=ThinkingCounts)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,8 @@ def record_shard(recorder: RowRecorder, shard: int, items: Sequence[Item], rows:
     bad = bad_rows(recorder.benchmark, recorder.model, items, rows)
     recorder.record_rows(shard, rows, bad)
     return ShardTally(shard, True, len(rows), len(bad), sum(bool(item.get("error")) for item in items),
-                      RequestErrors().add(answers), sum(bool(answer.get("cached")) for answer in answers))
+                      RequestErrors().add(answers), sum(bool(answer.get("cached")) for answer in answers),
+                      ThinkingCounts().add(answers))
 
 
 def bad_rows(benchmark: str, model: str, items: Sequence[Item], rows: list[Row]) -> list[ArrowRow]:

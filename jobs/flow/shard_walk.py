@@ -16,18 +16,20 @@ from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.rounds import answer_rounds
 from jobs.flow.shard_tasks import ShardTally, ShardWalk, record_shard, walked_shards
 from jobs.flow.text_pairs import with_text_pair_scores
+from jobs.flow.thinking_counts import ThinkingCounts
 from jobs.flow.walk import item_rows
 
 
 @dataclass
 class CellTotals:
-    """What a judged cell's shards add up to: their reducer states, request errors, stored rows and bad input
-    rows."""
+    """What a judged cell's shards add up to: their reducer states, request errors, stored rows, bad input
+    rows and a thinking judge's traces."""
 
     metrics: CellMetrics
     errors: RequestErrors = field(default_factory=RequestErrors)
     stored: Counter[str] = field(default_factory=lambda: Counter(predictions=0, errors=0))
     n_bad: int = 0
+    thinking: ThinkingCounts = field(default_factory=ThinkingCounts)
 
     def summary(self, cell: JudgedCell) -> tuple[JsonObject, dict[str, int]]:
         """The cell's metrics.json, and how many rows each table got."""
@@ -35,6 +37,8 @@ class CellTotals:
         metrics = self.metrics.summarize(cell.bench.bootstrap_resamples)
         metrics.update(model=model.name, kind=model.kind, note=model.note, n_bad_rows=self.n_bad, config=cell.bench.name,
                        request_errors=self.errors.counts())
+        if model.reasoning is not None:
+            metrics["thinking"] = self.thinking.summary()
         return metrics, dict(self.stored)
 
     def add(self, tally: ShardTally) -> None:
@@ -42,6 +46,7 @@ class CellTotals:
         self.stored.update(predictions=tally.predictions, errors=tally.errors)
         self.errors.merge(tally.request_errors)
         self.n_bad += tally.n_bad
+        self.thinking.merge(tally.thinking)
 
 
 def walk_shard(cell: JudgedCell, totals: CellTotals, streamed: bool, shard: int, items: list[Item]) -> None:

@@ -157,6 +157,22 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"{model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
             raise ConfigError(f"{where}.{key}': {why}")
+        if model.reasoning is not None:
+            _check_reasoning(model, where)
+
+
+def _check_reasoning(model: ModelConfig, where: str) -> None:
+    """A `reasoning:` block belongs to a model that generates, and its verdict is read from its text: a log-prob
+    verdict is read right after the prompt, which for a thinking model is inside its trace."""
+    if not KINDS[model.kind].generates:
+        raise ConfigError(f"{where}.reasoning': kind {model.kind} generates no text to think in; only a generative "
+                          "judge (kind generative or api) has a reasoning block")
+    if model.verdict == "logprob":
+        raise ConfigError(f"{where}.verdict': logprob is read right after the prompt, inside a thinking judge's trace;"
+                          " a model with a reasoning block has its verdict read from the text after the trace (drop "
+                          "verdict, or set it to text)")
+    for key, why in model.reasoning.problems():
+        raise ConfigError(f"{where}.reasoning.{key}': {why}")
 
 
 def _first_set(model: ModelConfig, defaults: ModelConfig, section: str) -> str | None:

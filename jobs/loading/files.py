@@ -32,6 +32,8 @@ def conf_folders(sweep_file: Path) -> list[Path]:
 def structured(schema: type, data: Any, source: str) -> DictConfig:
     """`data` typed by `schema`; a model's key that moved into an engine's section fails naming its new place."""
     if schema is ModelConfig and isinstance(data, Mapping | DictConfig):
+        if isinstance(data.get("reasoning"), bool):  # `reasoning: true` is the block with its defaults
+            data = {**data, "reasoning": {} if data["reasoning"] else None}
         for key in data:
             if key in MOVED:
                 raise ConfigError(f"{source}: key 'models.{data.get('name', '?')}.{key}': {moved(str(key))}")

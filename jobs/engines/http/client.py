@@ -89,7 +89,14 @@ def chat_request(row: Request, model: WorkerModel) -> tuple[list[dict[str, str]]
     """A request row as a chat API takes it: its messages, and its sampling in the endpoint's terms (the model's
     `api.params`). Shared by the http engine and the batch engines, which send the same body another way."""
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
-    return messages, request_params(text_sampling(row, model), dict(model.api_params or {}))
+    body = request_params(text_sampling(row, model), dict(model.api_params or {}))
+    if model.enable_thinking is not None:  # vLLM's and SGLang's servers pass it to the model's chat template
+        body["chat_template_kwargs"] = {"enable_thinking": model.enable_thinking}
+    return messages, body
+
+
+# Body keys the openai client has no parameter for: sent through its extra_body.
+EXTRA_BODY = ("chat_template_kwargs",)
 
 
 def refused_key(model: WorkerModel, status: int | None) -> ApiAuthError:
@@ -153,8 +160,9 @@ class HttpJudge:
         conversations, samplings = zip(*(chat_request(row, self.model) for row in rows))
         answered = asyncio.run(self._answer_all(list(conversations), list(samplings)))
         out = {key: values for key, values in batch.items() if key not in REQUEST_INPUTS}
-        for key in ("text", "error", "n_tokens"):
-            out[key] = [a.answer[key] for a in answered]
+        traced = ("thinking", "thinking_finished") if self.model.trace_field else ()
+        for key in ("text", "error", "n_tokens", *traced):
+            out[key] = [a.answer.get(key) for a in answered]
         for key, value in TEXT_ONLY.items():
             out[key] = [value] * len(answered)
         for key in USAGE_KEYS:
@@ -187,8 +195,11 @@ class HttpJudge:
 
         tried = len(usage["tries"])
         client = self.client.with_options(max_retries=int(self.model.max_retries) - tried) if tried else self.client
+        extra = {key: sampling[key] for key in EXTRA_BODY if key in sampling}
+        sampling = {key: value for key, value in sampling.items() if key not in extra}
         try:
-            response = await client.chat.completions.create(model=self.model.path, messages=messages, **sampling)
+            response = await client.chat.completions.create(model=self.model.path, messages=messages, **sampling,
+                                                            **({"extra_body": extra} if extra else {}))
         except openai.AuthenticationError as exc:
             raise refused_key(self.model, exc.status_code) from None
         # After the client's retries, or a 200 whose body says it is JSON and is not (the client lets
@@ -201,8 +212,11 @@ class HttpJudge:
         text, failure = completion_text(response)
         if failure:
             failure = failure._replace(tries=len(usage["tries"]))
-        return {"text": text, "error": failure and failure.row_error(self.model.name),
-                "n_tokens": _count(getattr(response, "usage", None), "prompt_tokens")}, failure is not None
+        answer: PromptAnswer = {"text": text, "error": failure and failure.row_error(self.model.name),
+                                "n_tokens": _count(getattr(response, "usage", None), "prompt_tokens")}
+        if self.model.trace_field and not failure:
+            answer.update(completion_thinking(response, self.model.trace_field))
+        return answer, failure is not None
 
 
 def taken_usage(answer: ArrowRow) -> RequestUsage:
@@ -271,6 +285,19 @@ def _cause_message(exc: BaseException) -> str:
             break
         cause = cause.__cause__ or cause.__context__
     return f"{type(cause).__name__}: {cause}" if cause is not None else ""
+
+
+def completion_thinking(response: Any, trace_field: str) -> PromptAnswer:
+    """The trace a chat completion carries in its message's `trace_field`, and whether it ended: a reply cut at
+    its token limit (finish_reason "length") with no content ended inside the trace. Nothing where the reply has
+    no such field (the server runs no reasoning parser): the trace is then split from the text by its
+    delimiters (jobs.engines.reasoning)."""
+    choice = response.choices[0]
+    trace = getattr(choice.message, trace_field, None)
+    if not isinstance(trace, str):
+        return {}
+    finished = bool(choice.message.content) or getattr(choice, "finish_reason", None) != "length"
+    return {"thinking": trace, "thinking_finished": finished, **({} if finished else {"text": None})}
 
 
 def completion_text(response: Any) -> tuple[str | None, Failure | None]:

@@ -70,7 +70,8 @@ def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_message
     A prompt over the context limit is not sent as is: the row carries its error and a one-token stand-in
     prompt goes through instead, so one long pair never fails a batch and nothing is truncated silently.
     """
-    tpl = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code))
+    tpl = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code),
+                    model.enable_thinking)
     messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
     out = {key: value for key, value in row.items() if key not in REQUEST_INPUTS and key != "request_id"}
     out[_OUR_ID] = row["request_id"]

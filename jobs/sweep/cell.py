@@ -147,10 +147,15 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
             raise PreflightError("; ".join(problems))
         metrics, stored = evaluate(cell, recorder)
         recorder.record_metrics(metrics)
+        thinking = metrics.get("thinking")
+        if thinking and thinking["unfinished"]:
+            cell.log(f"{cell.key}: {thinking['unfinished']} of {thinking['traces']} thinking traces did not end within "
+                     f"max_new_tokens ({model.max_new_tokens}): no verdict is read from them")
         over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
         status = FAILED_ERRORS if over else "done"
         recorder.record_entry({"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],
                                "request_errors": metrics.get("request_errors"), "rows": stored,
+                               **({"thinking": thinking} if thinking else {}),
                                **({"message": over} if over else {}), "cached_answers": cell.cached_answers,
                                "started_at": round(start, 3), "finished_at": round(time.time(), 3),
                                "seconds": round(time.time() - start, 1)})

@@ -97,7 +97,8 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
     with serving(_Thinking, threading.Event()) as base:
         monkeypatch.setenv("RAGJUDGE_TEST_THINKING_BASE", base)
         monkeypatch.setenv("RAGJUDGE_TEST_THINKING_KEY", "sk-test")
-        outcomes = {o.benchmark: o for o in run_sweep(load_sweep(_sweep(tmp_path)), log=lambda line: None)}
+        lines: list[str] = []
+        outcomes = {o.benchmark: o for o in run_sweep(load_sweep(_sweep(tmp_path)), log=lines.append)}
     assert {b: o.status for b, o in outcomes.items()} == {"rag_rewardbench": "done", "bianbench": "done"}
     assert len(_Thinking.seen) == 12 + 12
     assert all(body["chat_template_kwargs"] == {"enable_thinking": True} for body in _Thinking.seen)
@@ -120,3 +121,6 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
         [("qa", "en", "FAIL", 1.0)] * 3 + [("qa", "zh", "ERROR", 0.0)] * 3
         + [("data_to_text", "en", "ERROR", 0.0)] * 3 + [("translation", "zh", "PASS", 1.0)] * 3)
     assert outcomes["bianbench"].metrics["thinking"] == {"traces": 12, "unfinished": 3, "unfinished_thinking_rate": 0.25}
+    assert run.read_json("manifest.json")["cells"]["bianbench/thinker"]["thinking"]["unfinished"] == 3
+    assert ("rag_rewardbench/thinker: 4 of 12 thinking traces did not end within max_new_tokens (64): no verdict is "
+            "read from them") in lines

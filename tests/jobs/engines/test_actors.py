@@ -213,6 +213,25 @@ def test_judge_request_becomes_two_rows_with_uniform_sampling_params(smollm2_pat
     assert "request_id" not in verdict and verdict["ragjudge_request_id"] == request["request_id"]
 
 
+# A template that opens the assistant's trace only when asked to think, as Qwen3's do.
+THINKING_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                     "{% if add_generation_prompt %}<|im_start|>assistant\n"
+                     "{% if enable_thinking %}<think>\n{% endif %}{% endif %}")
+
+
+@pytest.mark.parametrize("thinking, opened", [(True, "<|im_start|>assistant\n<think>\n"),
+                                              (False, "<|im_start|>assistant\n"), (None, "<|im_start|>assistant\n")])
+def test_a_judges_enable_thinking_reaches_its_chat_template(smollm2_path, thinking, opened):
+    request = {"request_id": "r", "item_id": "i", "subset": "s", "variant": "v",
+               "messages": [{"role": "user", "content": "Is the sky green?"}]}
+    reasoning = {} if thinking is None else {"enable_thinking": thinking}
+    model = _model(chat_template=THINKING_TEMPLATE, reasoning=reasoning)
+    [part] = vllm_stage.split_judge_request(request)
+    prompt = templater(smollm2_path).tokenizer.decode(vllm_stage.prepare(part, model, smollm2_path, "judge")
+                                                      ["tokenized_prompt"])
+    assert prompt == "<|im_start|>user\nIs the sky green?<|im_end|>\n" + opened
+
+
 def test_sampled_request_keeps_its_parameters_and_needs_no_verdict_part(smollm2_path):
     request = {"request_id": "b/1#run2", "item_id": "b/1", "subset": "s", "variant": "run2",
                "messages": [{"role": "user", "content": "Is the sky green?"}],

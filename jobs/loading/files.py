@@ -32,8 +32,7 @@ def conf_folders(sweep_file: Path) -> list[Path]:
 def structured(schema: type, data: Any, source: str) -> DictConfig:
     """`data` typed by `schema`; a model's key that moved into an engine's section fails naming its new place."""
     if schema is ModelConfig and isinstance(data, Mapping | DictConfig):
-        if isinstance(data.get("reasoning"), bool):  # `reasoning: true` is the block with its defaults
-            data = {**data, "reasoning": {} if data["reasoning"] else None}
+        data = with_reasoning_block(data)
         for key in data:
             if key in MOVED:
                 raise ConfigError(f"{source}: key 'models.{data.get('name', '?')}.{key}': {moved(str(key))}")
@@ -41,6 +40,14 @@ def structured(schema: type, data: Any, source: str) -> DictConfig:
         return OmegaConf.merge(OmegaConf.structured(schema), data)
     except OmegaConfBaseException as e:
         raise ConfigError(f"{source}: key '{e.full_key}': {reason(e)}") from None
+
+
+def with_reasoning_block(model: Any) -> Any:
+    """A model's settings with `reasoning: true` as the block with its defaults and `false` as none (in a model
+    file or a `models.NAME.reasoning=true` override)."""
+    if not isinstance(model.get("reasoning"), bool):
+        return model
+    return {**model, "reasoning": {} if model["reasoning"] else None}
 
 
 def moved(key: str) -> str:

@@ -33,6 +33,7 @@ from jobs.loading.files import (
     own_conf,
     reason,
     structured,
+    with_reasoning_block,
 )
 from jobs.loading.names import check_name
 from jobs.store.redaction import declare_secret_variables
@@ -98,7 +99,11 @@ def load_sweep(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] =
     cfg = structured(SweepConfig, composed, str(sweep_file))
     if overrides:
         try:
-            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+            given = OmegaConf.to_container(OmegaConf.from_dotlist(list(overrides)))
+            if isinstance(given.get("models"), dict):
+                given["models"] = {name: with_reasoning_block(model) if isinstance(model, dict) else model
+                                   for name, model in given["models"].items()}
+            cfg = OmegaConf.merge(cfg, given)
         except OmegaConfBaseException as e:
             why = moved(key) if (key := moved_override(e.full_key)) else reason(e)
             raise ConfigError(f"command line override of {sweep_file}: key '{e.full_key}': {why}") from None

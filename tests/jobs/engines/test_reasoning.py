@@ -68,6 +68,11 @@ def test_reasoning_true_is_the_default_block_and_a_model_without_one_keeps_its_f
     assert thinking.reasoning == ReasoningSettings() and plain.reasoning is None
     assert "reasoning" not in flat_settings(plain)  # hashed as before the block existed
     assert flat_settings(thinking)["reasoning"]["delimiters"] == "think"
+    # on the command line too, as any other key
+    sweep = write_sweep(tmp_path, "e", [_model_line("")])
+    assert load_sweep(sweep, ["models.judge.reasoning=true"]).models["judge"].reasoning == ReasoningSettings()
+    assert load_sweep(sweep, ["models.judge.reasoning.end=</r>", "models.judge.reasoning.start=<r>"]
+                      ).models["judge"].reasoning.pair() == ("<r>", "</r>")
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -18,6 +18,9 @@ CONF = ROOT / "conf"
 SWEEP = CONF / "sweeps" / "rag_rewardbench_45.yaml"
 DEMO = {"smollm2_judge", "smollm2_implicit", "tiny_classifier"}
 RETRIEVERS = {"bm25", "minilm"}  # mtRAG retrieval (Table 3), not RAG-RewardBench entries
+# Judges that think before they answer (a reasoning: block), from their model cards rather than a paper's table.
+THINKING = {"qwen3_8b_thinking", "qwen3_32b_thinking", "deepseek_r1_distill_qwen_7b", "deepseek_r1_distill_qwen_32b",
+            "rm_r1_deepseek_distilled_qwen_7b"}
 # RAG-RewardBench Table 3: RALMs scored as implicit RMs, each against its base model.
 RALMS = {"fgcite_rs", "fgcite_rs_rl", "self_rag_7b", "self_rag_13b", "retrobust_nq", "retrobust_2wiki",
          "chatqa_1_5_8b", "chatqa_2_8b", "auto_rag_8b"}
@@ -43,7 +46,7 @@ def table_2():
 def test_every_model_file_validates_and_is_named_after_its_file(registry):
     files = sorted(p.stem for p in (CONF / "models").glob("*.yaml"))
     assert sorted(registry) == files
-    assert len(files) == 45 + len(RALMS) + len(DEMO) + len(RETRIEVERS)
+    assert len(files) == 45 + len(RALMS) + len(DEMO) + len(RETRIEVERS) + len(THINKING)
 
 
 def test_registry_entries_say_how_to_run_them(registry):
@@ -51,7 +54,9 @@ def test_registry_entries_say_how_to_run_them(registry):
         if name in DEMO | RETRIEVERS:
             continue
         text = (CONF / "models" / f"{name}.yaml").read_text()
-        assert text.startswith("# RAG-RewardBench Table "), name  # which table and row it comes from
+        # which table and row it comes from, or which model card
+        assert text.startswith("# Thinking judge: " if name in THINKING else "# RAG-RewardBench Table "), name
+        assert (model.reasoning is not None) == (name in THINKING), name
         if model.kind == "api":
             continue
         assert model.dtype == "bfloat16" and model.num_gpus == 1, name
@@ -150,7 +155,7 @@ def test_format_models_is_one_row_per_model(registry):
 
 def _on_vllm_gpus(registry) -> list:
     on_vllm = [m for m in registry.values() if m.engine == "vllm" and m.num_gpus]
-    assert len(on_vllm) == 36
+    assert len(on_vllm) == 36 + len(THINKING)
     return on_vllm
 
 
@@ -253,3 +258,8 @@ def test_reference_null_scores_a_ralm_alone_and_the_manifest_says_so(tmp_path):
     assert stored["implicit_scores"] == {"self_rag_7b": ALONE,
                                          "chatqa_1_5_8b": "log-ratio vs meta-llama/Meta-Llama-3-8B"}
     assert stored["config"]["models"]["self_rag_7b"]["reference"] is None
+
+
+def test_the_thinking_judges_sweep_runs_every_thinking_judge_on_two_benchmarks():
+    sweep = load_sweep(CONF / "sweeps" / "thinking_judges.yaml")
+    assert set(sweep.models) == THINKING and set(sweep.benchmarks) == {"rag_rewardbench", "bianbench"}

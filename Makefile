@@ -15,9 +15,9 @@ demo: $(STAMP)
 # starting, leases timing out), so the seeds run beside the rest instead of after it; their lines come as one
 # block when they end.
 # `slow` tests stay out: `make test-slow`. `-rs` prints each skip's reason (`.ci/run` fails on a skip that
-# tests/allowed_skips.txt does not list); the slowest are named, and a test past pytest-timeout's limit
-# (pyproject.toml) fails on its own.
-INTEGRATION := $(VENV)/bin/python -m pytest -rs -m "integration and not slow" --durations 15
+# tests/allowed_skips.txt does not list); the 8 slowest are named (few enough to be in the last lines of CI's log,
+# which is all of it CI shows), and a test past pytest-timeout's limit (pyproject.toml) fails on its own.
+INTEGRATION := $(VENV)/bin/python -m pytest -rs -m "integration and not slow" --durations 8
 SEEDS_LOG := results/.chaos-seeds.log
 
 test: $(STAMP)

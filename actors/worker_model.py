@@ -28,7 +28,7 @@ class WorkerModel:
     dtype: str
     max_model_len: int
     max_new_tokens: int
-    # a thinking judge's reasoning block (jobs.engines.reasoning.ReasoningSettings' fields); None: it does not think
+    # a thinking judge's reasoning block (jobs.config.reasoning.ReasoningSettings' fields); None: it does not think
     reasoning: Mapping[str, Any] | None
     # where and how wide it runs
     batch_size: int

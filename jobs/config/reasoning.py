@@ -1,7 +1,7 @@
 """`reasoning:`, how a judge that thinks before it answers writes its trace (jobs.engines.reasoning splits it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 DELIMITERS = {"think": ("<think>", "</think>")}  # name -> (start, end): the tags thinking models write
 API_FIELDS = ("reasoning_content", "reasoning")
@@ -18,7 +18,7 @@ class ReasoningSettings:
     # the content is the answer (engine http)
     api_field: str | None = None
     # asked of the chat template (`enable_thinking`, as Qwen3's templates read it); None: the template's default
-    enable_thinking: bool | None = field(default=None)
+    enable_thinking: bool | None = None
 
     def pair(self) -> tuple[str, str]:
         """(start, end) delimiters of the trace."""

@@ -140,7 +140,7 @@ def flat_settings(model: ModelConfig) -> JsonObject:
     """The model's settings as one flat mapping: the common keys, and each section's keys under their flat
     names (MOVED's keys), in place of the sections."""
     settings = to_dict(model)
-    if settings["reasoning"] is None:  # absent, as before the setting existed: a model that does not think hashes as before
+    if settings["reasoning"] is None:  # left out, so a model that does not think hashes as before the key existed
         del settings["reasoning"]
     for section, schema in SECTIONS.items():
         values = settings.pop(section)

@@ -17,6 +17,8 @@ class ThinkingSummary(TypedDict):
 
 
 class ThinkingCounts:
+    """A cell's traces, added to shard by shard: answers with `thinking_finished` set, and those False."""
+
     def __init__(self) -> None:
         self.traces = self.unfinished = 0
 

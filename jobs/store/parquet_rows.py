@@ -106,4 +106,3 @@ def conformed(part: pa.Table, schema: pa.Schema) -> pa.Table:
         [cast_column(part.column(field.name), field.type) if field.name in part.column_names
          else pa.nulls(part.num_rows, field.type) for field in schema],
         schema=schema.with_metadata({**metadata, WRITTEN_SCHEMA: written}))
-

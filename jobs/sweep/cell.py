@@ -150,7 +150,8 @@ def run_cell(cell: Cell, problems: Iterable[str] = ()) -> CellOutcome:
         thinking = metrics.get("thinking")
         if thinking and thinking["unfinished"]:
             cell.log(f"{cell.key}: {thinking['unfinished']} of {thinking['traces']} thinking traces did not end within "
-                     f"max_new_tokens ({model.max_new_tokens}): no verdict is read from them")
+                     "their token limit (max_new_tokens, or the benchmark's options.max_tokens where it sets one): no "
+                     "verdict is read from them")
         over = over_budget(metrics.get("request_errors"), bench.max_error_rate)
         status = FAILED_ERRORS if over else "done"
         recorder.record_entry({"status": status, **stamp, "n": metrics["n"], "n_errors": metrics["n_errors"],

@@ -122,5 +122,5 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
         + [("data_to_text", "en", "ERROR", 0.0)] * 3 + [("translation", "zh", "PASS", 1.0)] * 3)
     assert outcomes["bianbench"].metrics["thinking"] == {"traces": 12, "unfinished": 3, "unfinished_thinking_rate": 0.25}
     assert run.read_json("manifest.json")["cells"]["bianbench/thinker"]["thinking"]["unfinished"] == 3
-    assert ("rag_rewardbench/thinker: 4 of 12 thinking traces did not end within max_new_tokens (64): no verdict is "
-            "read from them") in lines
+    assert ("rag_rewardbench/thinker: 4 of 12 thinking traces did not end within their token limit (max_new_tokens, "
+            "or the benchmark's options.max_tokens where it sets one): no verdict is read from them") in lines

@@ -101,11 +101,18 @@ class JudgedCell:
 
     def map_shards(self, step: Callable[[int, list[Item]], T], wanted: Collection[int] | None = None) -> list[T]:
         """step(shard, its items) for every shard of the items, or the `wanted` ones (the others read past),
-        each shard read as it is needed; after each step the C allocator's free pages go back to the system
-        (jobs.flow.freed_memory), so the driver's memory does not grow shard after shard."""
+        each shard read as it is needed and none past the last one wanted (a streamed cell whose shards were all
+        walked in a Ray task wants none, and read its whole data again for nothing); after each step the C
+        allocator's free pages go back to the system (jobs.flow.freed_memory), so the driver's memory does not
+        grow shard after shard."""
         results = []
+        if wanted is not None and not wanted:
+            return results
+        last = None if wanted is None else max(wanted)
         for shard, items in enumerate(in_shards(self.items(), self.shard_items)):
             if wanted is None or shard in wanted:
                 results.append(step(shard, items))
                 trim_heap()
+            if shard == last:
+                break
         return results

@@ -119,3 +119,24 @@ def test_parts_stored_before_shards_existed_are_the_first_shards(tmp_path, bench
     asked = {r for call in calls for r in call}
     assert again.status == "done" and again.metrics == whole.metrics
     assert not asked & {a["request_id"] for a in first_shard} and len(asked) == REQUESTS - len(first_shard)
+
+
+class _CountedCell(judged_cell.JudgedCell):
+    """A cell of ten items in shards of two, counting the items its data gave."""
+
+    read = 0
+
+    def items(self):
+        for n in range(10):
+            type(self).read += 1
+            yield {"item_id": str(n)}
+
+
+@pytest.mark.parametrize(("wanted", "shards", "read"), [(None, [0, 1, 2, 3, 4], 10), ([1], [1], 4), ((), [], 0),
+                                                         ([3, 0], [0, 3], 8)])
+def test_map_shards_reads_no_item_past_the_last_shard_it_wants(wanted, shards, read):
+    cell = _CountedCell(None, None, None, "generative", None, None, 2)
+    _CountedCell.read = 0
+    walked = cell.map_shards(lambda shard, items: (shard, [i["item_id"] for i in items]), wanted)
+    assert walked == [(s, [str(2 * s), str(2 * s + 1)]) for s in shards]
+    assert _CountedCell.read == read  # a cell whose shards were all walked elsewhere reads no item again

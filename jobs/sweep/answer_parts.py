@@ -14,6 +14,10 @@ from benchmarks.row_types import Answer
 from jobs.sweep.interrupt import Stop
 
 POLL_S = 0.2  # how often a cell waiting on its engine looks at the Stop
+# How many parts the engine's stream may run ahead of the cell storing them. Unbounded, the answers waiting
+# grew with the run wherever storing was the slower side, and with them the driver's private memory
+# (docs/measurements.md, "The answers waiting between the stream and the store").
+PARTS_AHEAD = 2
 
 _END = object()  # the engine's stream ended
 _DUE = object()  # no answer came before the part was due
@@ -32,8 +36,9 @@ def answered_parts(rows: Iterable[Answer], size: int, stop: Stop, seconds: float
     rows or its first row has waited `seconds` (so a slow engine's answers are stored as often as a fast one's
     are, without a fast one writing a small part many times a second). Once `stop` is set: one last part of the
     answers already here, then Interrupted. The stream is read on its own thread, so a cell waiting on its
-    engine sees the stop within POLL_S; that thread is abandoned (a daemon) when the cell stops."""
-    answers: queue.Queue = queue.Queue()
+    engine sees the stop within POLL_S; that thread is abandoned (a daemon) when the cell stops. The thread
+    reads at most PARTS_AHEAD parts ahead of the caller."""
+    answers: queue.Queue = queue.Queue(maxsize=PARTS_AHEAD * size)
     abandoned = threading.Event()
     threading.Thread(target=_pump, args=(rows, answers, abandoned), name="answers", daemon=True).start()
     part: list[Answer] = []
@@ -58,13 +63,24 @@ def answered_parts(rows: Iterable[Answer], size: int, stop: Stop, seconds: float
 def _pump(rows: Iterable[Answer], answers: queue.Queue, abandoned: threading.Event) -> None:
     try:
         for row in rows:
-            answers.put(row)
-            if abandoned.is_set():
+            if not _put(answers, row, abandoned):
                 return
     except Exception as e:  # noqa: BLE001 - handed to the cell's thread, which raises it
-        answers.put(_Failed(e))
+        _put(answers, _Failed(e), abandoned)
     else:
-        answers.put(_END)
+        _put(answers, _END, abandoned)
+
+
+def _put(answers: queue.Queue, item: Any, abandoned: threading.Event) -> bool:
+    """Put `item` once the cell has room for it; False, without it, once the cell has stopped taking answers.
+    The wait lasts as long as the cell does, which takes a part within its flush seconds or stops."""
+    while not abandoned.is_set():
+        try:
+            answers.put(item, timeout=POLL_S)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 def _next(answers: queue.Queue, stop: Stop, due: float = math.inf) -> Any:

@@ -58,3 +58,45 @@ def test_an_engine_error_is_raised_in_the_cells_thread():
 
     with pytest.raises(RuntimeError, match="engine died"):
         list(answered_parts(failing(), 8, Stop()))
+
+
+def _counted(read: list[int]):
+    """An engine with answers without end, counting in `read` how many the cell's thread has taken."""
+    i = 0
+    while True:
+        read[0] = i
+        yield {"request_id": str(i)}
+        i += 1
+
+
+def _settled(read: list[int]) -> int:
+    """`read` once the pump has taken no answer for a second (the wait bounded at 10 s)."""
+    deadline, last, still = time.monotonic() + 10, -1, 0
+    while still < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        still, last = (still + 1, last) if read[0] == last else (0, read[0])
+    return read[0]
+
+
+def test_the_engines_stream_runs_at_most_two_parts_ahead_of_the_cell():
+    read = [0]
+    parts = answered_parts(_counted(read), 5, Stop())
+    assert [row["request_id"] for row in next(parts)] == ["0", "1", "2", "3", "4"]
+    # 5 taken, 10 queued (two parts) and the 16th, index 15, in the pump's hand; unbounded it never stops
+    assert _settled(read) == 5 + 2 * 5
+    assert [row["request_id"] for row in next(parts)] == ["5", "6", "7", "8", "9"]
+    assert _settled(read) == 10 + 2 * 5
+    parts.close()
+
+
+def test_a_pump_waiting_for_room_ends_once_the_cell_stops():
+    read, stop, before = [0], Stop(), set(threading.enumerate())
+    parts = answered_parts(_counted(read), 3, stop)
+    next(parts)
+    _settled(read)
+    stop.request(signal.SIGTERM)
+    with pytest.raises(Interrupted):
+        list(parts)  # one last part of what was queued, then the stop
+    [pump] = [t for t in set(threading.enumerate()) - before if t.name == "answers"]
+    pump.join(timeout=5)
+    assert not pump.is_alive()

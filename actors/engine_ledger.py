@@ -14,8 +14,8 @@ from typing import Any, TypedDict
 
 from benchmarks.boundary_types import JsonObject
 
-COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens")
-TOKENS = ("prompt_tokens", "cached_prompt_tokens", "generated_tokens")
+COUNTERS = ("busy_s", "requests", "prompt_tokens", "cached_prompt_tokens", "generated_tokens", "thinking_tokens")
+TOKENS = ("prompt_tokens", "cached_prompt_tokens", "generated_tokens", "thinking_tokens")
 USAGE_KEYS = ("tries", *TOKENS)  # a RequestUsage's
 MODELS_JOINED_BY = " + "  # an entry's "model": the model files a shared engine served
 
@@ -35,6 +35,7 @@ class EngineEntry(TypedDict, total=False):
     prompt_tokens: int
     cached_prompt_tokens: int
     generated_tokens: int
+    thinking_tokens: int  # of the generated, those a thinking judge's traces took (where its engine counts them)
     requested_at: float  # the host: when it asked Ray for the actor ...
     released_at: float  # ... and when it killed it
     lost_nodes: list[str]  # the host: nodes it ran on that have died since (Ray restarted it elsewhere)
@@ -46,12 +47,14 @@ class EngineEntry(TypedDict, total=False):
 class RequestUsage(TypedDict):
     """One API request as its worker counted it: what each of its HTTP calls met, in order ('timeout',
     'connection failed', 'HTTP 500', 'malformed reply', 'HTTP 200'; each but the last was asked again for
-    what it met), and the tokens its replies' usage counted (generated: the provider's completion tokens)."""
+    what it met), and the tokens its replies' usage counted (generated: the provider's completion tokens;
+    thinking: the reasoning tokens among them)."""
 
     tries: list[str]
     prompt_tokens: int
     cached_prompt_tokens: int
     generated_tokens: int
+    thinking_tokens: int
 
 
 class EngineLedger:

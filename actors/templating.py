@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,3 +107,20 @@ def templater(path: str, chat_template: str | None = None, revision: str | None 
               trust_remote_code: bool = False, enable_thinking: bool | None = None) -> Templater:
     """One Templater per model per worker process: Ray reuses workers, so tokenizers load once."""
     return Templater(path, chat_template, revision, trust_remote_code, enable_thinking)
+
+
+def trace_token_count(token_ids: Sequence[int], decode: Callable[[Sequence[int]], str], end: str) -> int:
+    """How many of the generated `token_ids` the trace took: those up to and including the one that completes
+    the first `end` in their decoded text, or all of them where it never ends. Counted on the engine's own
+    tokens rather than by tokenizing the trace again, which can split a text differently than the model wrote
+    it; a binary search, since a decoded prefix that holds `end` holds it for every longer prefix."""
+    low, high = 1, len(token_ids)
+    if not token_ids or end not in decode(token_ids):
+        return len(token_ids)
+    while low < high:
+        middle = (low + high) // 2
+        if end in decode(token_ids[:middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return low

@@ -65,6 +65,12 @@ class WorkerModel:
         """The API reply's message field that carries the trace (reasoning.api_field); None: none is read."""
         return (self.reasoning or {}).get("api_field")
 
+    @property
+    def trace_end(self) -> str | None:
+        """The end delimiter of a thinking judge's trace (reasoning.end, which the driver sets to the pair the
+        settings name: jobs.engines.base.worker_model); None: it does not think."""
+        return (self.reasoning or {}).get("end")
+
     @classmethod
     def of(cls, settings: Mapping[str, Any]) -> WorkerModel:
         """The record of a model's settings as a plain mapping (its config's to_dict); other keys are left."""

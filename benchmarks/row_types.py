@@ -70,6 +70,8 @@ class TaskColumns(TypedDict, total=False):
     text: str | None  # judge: the generated text (a thinking judge's: after its trace; None where it did not end)
     thinking: str | None  # a thinking judge's trace (jobs.engines.reasoning)
     thinking_finished: bool | None  # whether the trace ended; None: the model does not think, or it failed
+    # the tokens the trace took, as the engine counted them (an API's reasoning_tokens); None: not counted
+    thinking_tokens: int | None
     candidate_logprobs: list[float | None] | None  # judge with a prefill: per candidate, None outside top-k
     score: float | None  # classify: the score head's value (a raw logit for a stock classifier)
     preference: list[float] | None  # classify with a GPM head: the response's preference vector ...

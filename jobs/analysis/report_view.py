@@ -99,7 +99,7 @@ def subset_matrix(view: BenchmarkView, models: list[str]) -> tuple[list[str], np
 
 
 ENGINE_COLUMNS = ("starts", "start_s", "busy_s", "requests", "prompt_tokens", "cached_prompt_tokens",
-                  "generated_tokens")
+                  "generated_tokens", "thinking_tokens")
 
 
 def engine_rows(manifest: JsonObject) -> list[list[str]]:

@@ -226,6 +226,9 @@ def engine_of(model: ModelConfig) -> Engine:
 def worker_model(model: ModelConfig) -> WorkerModel:
     """What the model's workers read of it, with local folders for the weights this cluster loads."""
     worker = WorkerModel.of(flat_settings(model))
+    if model.reasoning is not None:  # the delimiters a name stands for, which workers cannot look up
+        start, end = model.reasoning.pair()
+        worker = replace(worker, reasoning={**worker.reasoning, "start": start, "end": end})
     if not engine_of(model).weights:
         return worker
     return replace(worker, path=resolve_model(model.path),

@@ -35,6 +35,7 @@ def split_answer(answer: Answer, settings: ReasoningSettings) -> Answer:
     split = Answer(**answer)
     if "candidate_logprobs" in split:
         split["candidate_logprobs"] = None
+    split.setdefault("thinking_tokens", None)  # where the engine counted none (jobs.flow.thinking_counts)
     if split.get("thinking_finished") is not None or split.get("text") is None:
         split.setdefault("thinking", None)
         split.setdefault("thinking_finished", None)

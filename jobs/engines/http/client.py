@@ -161,6 +161,7 @@ class HttpJudge:
         answered = asyncio.run(self._answer_all(list(conversations), list(samplings)))
         out = {key: values for key, values in batch.items() if key not in REQUEST_INPUTS}
         traced = ("thinking", "thinking_finished") if self.model.trace_field else ()
+        traced += ("thinking_tokens",) if self.model.reasoning is not None else ()
         for key in ("text", "error", "n_tokens", *traced):
             out[key] = [a.answer.get(key) for a in answered]
         for key, value in TEXT_ONLY.items():
@@ -178,7 +179,8 @@ class HttpJudge:
                       ) -> Answered:
         """The request asked until it is answered or `max_retries` retries are spent, whatever their causes."""
         async with limit:
-            usage: RequestUsage = {"tries": [], "prompt_tokens": 0, "cached_prompt_tokens": 0, "generated_tokens": 0}
+            usage = RequestUsage(tries=[], prompt_tokens=0, cached_prompt_tokens=0, generated_tokens=0,
+                                 thinking_tokens=0)
             _TRIES.set(usage["tries"])
             while True:
                 answer, malformed = await self._ask(messages, sampling, usage)
@@ -216,6 +218,8 @@ class HttpJudge:
                                 "n_tokens": _count(getattr(response, "usage", None), "prompt_tokens")}
         if self.model.trace_field and not failure:
             answer.update(completion_thinking(response, self.model.trace_field))
+        if self.model.reasoning is not None and not failure:
+            answer["thinking_tokens"] = reasoning_tokens(response)
         return answer, failure is not None
 
 
@@ -224,7 +228,8 @@ def taken_usage(answer: ArrowRow) -> RequestUsage:
     taken = {key: answer.pop(USAGE_COLUMN.format(key)) for key in USAGE_KEYS}
     return RequestUsage(tries=list(taken["tries"]), prompt_tokens=int(taken["prompt_tokens"]),
                         cached_prompt_tokens=int(taken["cached_prompt_tokens"]),
-                        generated_tokens=int(taken["generated_tokens"]))
+                        generated_tokens=int(taken["generated_tokens"]),
+                        thinking_tokens=int(taken["thinking_tokens"]))
 
 
 def add_usage(usage: RequestUsage, reply: Any) -> None:
@@ -234,6 +239,7 @@ def add_usage(usage: RequestUsage, reply: Any) -> None:
     usage["prompt_tokens"] += _count(counted, "prompt_tokens")
     usage["generated_tokens"] += _count(counted, "completion_tokens")
     usage["cached_prompt_tokens"] += _count(getattr(counted, "prompt_tokens_details", None), "cached_tokens")
+    usage["thinking_tokens"] += _count(getattr(counted, "completion_tokens_details", None), "reasoning_tokens")
 
 
 def _count(usage: Any, name: str) -> int:
@@ -285,6 +291,13 @@ def _cause_message(exc: BaseException) -> str:
             break
         cause = cause.__cause__ or cause.__context__
     return f"{type(cause).__name__}: {cause}" if cause is not None else ""
+
+
+def reasoning_tokens(response: Any) -> int | None:
+    """The tokens a reply says its model spent thinking (`usage.completion_tokens_details.reasoning_tokens`: the
+    OpenAI API, vLLM's server with a reasoning parser); None where it says nothing, which is not zero."""
+    details = getattr(getattr(response, "usage", None), "completion_tokens_details", None)
+    return _count(details, "reasoning_tokens") if getattr(details, "reasoning_tokens", None) is not None else None
 
 
 def completion_thinking(response: Any, trace_field: str) -> PromptAnswer:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from actors.hardware import resolve_dtype
 from actors.sampling import Sampling
-from actors.templating import Messages, overflow, templater
+from actors.templating import Messages, overflow, templater, trace_token_count
 from benchmarks.row_types import PromptAnswer, TaskColumns
 from jobs.engines.transformers.devices import visible_devices
 from jobs.engines.transformers.heads import make_head
@@ -57,12 +57,22 @@ class TransformersEngine:
             raise ValueError(f"this method needs an engine built with task='classify', not {self.task!r}")
         return self._rows(conversations, "classify", self.head.prompt, self.head.answer, dict(self.head.columns))
 
-    def generate(self, conversations: Sequence[Messages], samplings: Sequence[Sampling]) -> list[PromptAnswer]:
+    def generate(self, conversations: Sequence[Messages], samplings: Sequence[Sampling],
+                 trace_end: str | None = None) -> list[PromptAnswer]:
         """Continuation of the opened assistant turn (actors.sampling.text_sampling per conversation), special
-        tokens stripped."""
+        tokens stripped; with a thinking judge's `trace_end`, also the tokens its trace took."""
+        tokenizer = self.templater.tokenizer
+
+        def answer(ids: list[int], sampling: Sampling) -> TaskColumns:
+            generated = self._continue(ids, sampling)
+            text: TaskColumns = {"text": tokenizer.decode(generated, skip_special_tokens=True)}
+            if trace_end is not None:  # an end delimiter may be a special token: decoded with them
+                text["thinking_tokens"] = trace_token_count(
+                    generated, lambda part: tokenizer.decode(part, skip_special_tokens=False), trace_end)
+            return text
+
         return self._rows(list(zip(conversations, samplings)), "generate",
-                          lambda pair: (self.templater.opened(pair[0]), pair[1]),
-                          lambda ids, sampling: {"text": self._continue(ids, sampling)}, {"text": None})
+                          lambda pair: (self.templater.opened(pair[0]), pair[1]), answer, {"text": None})
 
     def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str,
                          candidates: list[str]) -> list[PromptAnswer]:
@@ -126,7 +136,8 @@ class TransformersEngine:
         with torch.no_grad():
             return self.model(torch.tensor([ids], device=self.device), **kwargs).logits[0, -keep:].float()
 
-    def _continue(self, ids: list[int], sampling: Sampling) -> str:
+    def _continue(self, ids: list[int], sampling: Sampling) -> list[int]:
+        """The token ids generated after `ids`."""
         import torch
 
         tokenizer = self.templater.tokenizer
@@ -141,4 +152,4 @@ class TransformersEngine:
             out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=sampled,
                                       max_new_tokens=min(sampling["max_tokens"], self.max_model_len - len(ids)),
                                       pad_token_id=pad, **options)
-        return tokenizer.decode(out[0, len(ids):], skip_special_tokens=True)
+        return out[0, len(ids):].tolist()

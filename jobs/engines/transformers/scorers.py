@@ -76,7 +76,8 @@ class RequestScorer:
 
     def _judge(self, batch: dict[str, np.ndarray], conversations: list[list[dict[str, str]]]) -> list[PromptAnswer]:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
-        answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows])
+        answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows],
+                                       self.model.trace_end)
         if "prefill" not in batch:
             return answers
         # One call per (prefill, candidates): a padded-batch engine then batches the verdicts it reads.
@@ -115,7 +116,8 @@ class ScorerServer:
         start = time.time()
         out = self.scorer(batch)
         counts = {"busy_s": time.time() - start, "requests": len(batch["messages"]),
-                  "prompt_tokens": sum(int(n or 0) for n in out.get("n_tokens", []))}
+                  "prompt_tokens": sum(int(n or 0) for n in out.get("n_tokens", [])),
+                  "thinking_tokens": sum(int(n or 0) for n in out.get("thinking_tokens", []))}
         report(self.ledger, "add", self.key, self.model_name, "transformers", counts)
         return out
 

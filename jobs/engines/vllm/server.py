@@ -27,8 +27,10 @@ import os
 import time
 from typing import Any
 
+from actors.built_in_models import revision_for
 from actors.engine_ledger import report, this_node
 from actors.hardware import numerics, rank_threads
+from actors.templating import templater, trace_token_count
 from actors.worker_model import WorkerModel
 from benchmarks.row_types import Answer, Request
 from jobs.engines.vllm.process_owner import own_engine_processes
@@ -98,15 +100,34 @@ class VllmServer:
         for group, answers in groups:
             for i, out in zip(group, answers):
                 outputs[i] = out
+        thinking = self._thinking_tokens(outputs, rows, task, model, path)
         busy, self.busy_s = self.busy_s, 0.0
         counts = {"busy_s": busy, "requests": len(rows),
                   "prompt_tokens": sum(len(out.prompt_token_ids or []) for out in outputs),
                   "cached_prompt_tokens": sum(out.num_cached_tokens or 0 for out in outputs),
                   "generated_tokens": sum(len(out.outputs[0].token_ids) for out in outputs
-                                          if task != "classify")}
+                                          if task != "classify"),
+                  "thinking_tokens": sum(counted.get("thinking_tokens", 0) for counted in thinking)}
         report(self.ledger, "add", self.key, model.name, "vllm", counts)
-        return [read_answer({**row, **self._columns(out, task, int(row.get("response_start") or 0))}, task, columns,
-                            prefix) for row, out in zip(rows, outputs)]
+        return [read_answer({**row, **self._columns(out, task, int(row.get("response_start") or 0)), **counted},
+                            task, columns, prefix) for row, out, counted in zip(rows, outputs, thinking)]
+
+    @staticmethod
+    def _thinking_tokens(outputs: list[Any], rows: list[EngineRow], task: str, model: WorkerModel, path: str
+                         ) -> list[EngineRow]:
+        """Per output, {"thinking_tokens": n} for a thinking judge's generated text, counted on the tokens vLLM
+        generated (actors.templating.trace_token_count); {} for every other output."""
+        end = model.trace_end if task == "judge" else None
+        if end is None:
+            return [{} for _ in outputs]
+        tokenizer = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code),
+                              model.enable_thinking).tokenizer
+
+        def decode(ids) -> str:
+            return tokenizer.decode(ids, skip_special_tokens=False)  # an end delimiter may be a special token
+
+        return [{"thinking_tokens": trace_token_count(list(out.outputs[0].token_ids), decode, end)}
+                if row.get("part") == "text" and not row.get("error") else {} for out, row in zip(outputs, rows)]
 
     @staticmethod
     def _by_prompt(rows: list[EngineRow], reads_cache: bool) -> list[list[int]]:

@@ -125,6 +125,8 @@ def read_answer(row: EngineRow, task: str, columns: tuple[str, ...], prefix: str
         out["candidate_logprobs"] = [by_id.get(int(t)) for t in row["candidate_ids"]]
     else:
         out["text"] = None if failed else str(row["generated_text"])
+        if "thinking_tokens" in row:  # a thinking judge's, counted by its server (jobs.engines.vllm.server)
+            out["thinking_tokens"] = row["thinking_tokens"]
     return out
 
 

@@ -218,12 +218,13 @@ def test_engine_rows_show_each_engine_with_its_cached_share_of_prompt_tokens():
 
     manifest = {"engines": [
         {"model": "judge", "engine": "vllm", "starts": 2, "start_s": 40.04, "busy_s": 12.5, "requests": 8,
-         "prompt_tokens": 200, "cached_prompt_tokens": 50, "generated_tokens": 30},
+         "prompt_tokens": 200, "cached_prompt_tokens": 50, "generated_tokens": 30, "thinking_tokens": 21},
         {"model": "rm", "engine": "transformers", "starts": 1, "start_s": 3.0, "busy_s": 1.0, "requests": 4,
          "prompt_tokens": 0, "cached_prompt_tokens": 0, "generated_tokens": 0}]}
     header, judge, rm = engine_rows(manifest)
     assert header[0] == "model" and header[-1] == "cached %"
-    assert judge == ["judge", "vllm", "2", "40.0", "12.5", "8", "200", "50", "30", "25.0"]
+    assert judge == ["judge", "vllm", "2", "40.0", "12.5", "8", "200", "50", "30", "21", "25.0"]
+    assert rm[-2] == "0"  # a manifest from before thinking tokens were counted shows none
     assert rm[-1] == "-"  # no prompt tokens counted: no share to show
     assert engine_rows({"cells": {}}) == []
 

@@ -273,3 +273,20 @@ def test_read_answer_sums_prompt_logprobs_from_the_response_start():
     verdict = {"ragjudge_request_id": "r", "part": "verdict", "error": None, "candidate_ids": [16, 17],
                "logprobs": [{"17": {"logprob": -0.2}, "16": {"logprob": -1.8}, "3": {"logprob": -0.1}}]}
     assert vllm_stage.read_answer(verdict, "judge", ())["candidate_logprobs"] == [-1.8, -0.2]
+
+
+@pytest.mark.integration
+def test_a_thinking_judges_trace_is_counted_on_the_tokens_it_generated(hf_policy, pairs):
+    conversation, greedy = [pairs[0][0]], {"max_tokens": 12, "temperature": 0.0, "top_p": 1.0, "seed": 0}
+    plain = hf_policy.generate([conversation], [greedy])[0]
+    assert "thinking_tokens" not in plain
+    generated = hf_policy._continue(hf_policy.templater.opened(conversation), greedy)
+    tokenizer = hf_policy.templater.tokenizer
+    assert tokenizer.decode(generated, skip_special_tokens=True) == plain["text"]
+    end = tokenizer.decode(generated[4:6], skip_special_tokens=False)  # a delimiter its 5th and 6th tokens write
+    first = next(n for n in range(1, len(generated) + 1)
+                 if end in tokenizer.decode(generated[:n], skip_special_tokens=False))
+    counted = hf_policy.generate([conversation], [greedy], trace_end=end)[0]
+    assert counted == {**plain, "thinking_tokens": first} and first <= 6
+    never = hf_policy.generate([conversation], [greedy], trace_end="</never-written>")[0]
+    assert never["thinking_tokens"] == len(generated)  # a trace that does not end: every token was thinking

@@ -76,7 +76,8 @@ def test_an_api_judges_answers_have_the_judge_keys():
                       "http://127.0.0.1:9", Secret("k"))
 
     async def answer_all(conversations, samplings):
-        usage = {"tries": ["HTTP 200"], "prompt_tokens": 3, "cached_prompt_tokens": 0, "generated_tokens": 2}
+        usage = {"tries": ["HTTP 200"], "prompt_tokens": 3, "cached_prompt_tokens": 0, "generated_tokens": 2,
+                 "thinking_tokens": 0}
         return [Answered({"text": "Choose 1", "error": None, "n_tokens": 3}, usage) for _ in conversations]
 
     judge._answer_all = answer_all
@@ -91,7 +92,7 @@ class _StandInEngine:
     def classify(self, conversations):
         return [{"score": 1.0, "n_tokens": 3, "truncated": False, "error": None} for _ in conversations]
 
-    def generate(self, conversations, samplings):
+    def generate(self, conversations, samplings, trace_end=None):
         return [{"text": "Choose 1", "n_tokens": 3, "truncated": False, "error": None} for _ in conversations]
 
     def verdict_logprobs(self, conversations, prefill, candidates):

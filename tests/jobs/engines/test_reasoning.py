@@ -8,9 +8,10 @@ from openai.types.chat import ChatCompletion
 from sweeps import write_sweep
 from worker_models import worker
 
-from jobs.config import ConfigError
+from jobs.config import ConfigError, ModelConfig
 from jobs.config.reasoning import ReasoningSettings
 from jobs.config.schema import flat_settings
+from jobs.engines.base import worker_model
 from jobs.engines.http.client import chat_request, completion_thinking
 from jobs.engines.reasoning import split_answer, split_trace
 from jobs.loading import load_sweep
@@ -40,11 +41,24 @@ def test_a_models_own_delimiters_replace_the_named_pair():
 def test_split_answer_drops_prefill_logprobs_and_keeps_failed_and_api_split_answers():
     settings = ReasoningSettings()
     split = split_answer({"text": "<think>Choose 1</think>Choose 2", "candidate_logprobs": [-0.1, -3.0]}, settings)
-    assert split == {"text": "Choose 2", "thinking": "Choose 1", "thinking_finished": True, "candidate_logprobs": None}
+    assert split == {"text": "Choose 2", "thinking": "Choose 1", "thinking_finished": True, "candidate_logprobs": None,
+                     "thinking_tokens": None}
     failed = {"text": None, "error": "api: HTTP 500"}
-    assert split_answer(failed, settings) == {**failed, "thinking": None, "thinking_finished": None}
-    api = {"text": "</think>Choose 1", "thinking": "Choose 2", "thinking_finished": True}
+    assert split_answer(failed, settings) == {**failed, "thinking": None, "thinking_finished": None,
+                                              "thinking_tokens": None}
+    api = {"text": "</think>Choose 1", "thinking": "Choose 2", "thinking_finished": True, "thinking_tokens": 12}
     assert split_answer(api, settings) == api  # the server split it: its content is the answer as it is
+
+
+@pytest.mark.parametrize("settings, end", [
+    (ReasoningSettings(), "</think>"),
+    (ReasoningSettings(start="[[plan]]", end="[[/plan]]"), "[[/plan]]"),
+    (None, None),
+])
+def test_a_workers_trace_end_is_the_delimiter_the_settings_name(settings, end):
+    """Workers cannot look a delimiters name up (jobs.config is the driver's): the driver writes the pair."""
+    model = ModelConfig(name="m", path="p", kind="generative", engine="stand_in", reasoning=settings)
+    assert worker_model(model).trace_end == end
 
 
 @pytest.mark.parametrize("settings, problem", [

@@ -8,6 +8,24 @@ def test_unfinished_traces_over_the_answers_that_had_one_across_shards():
     first = ThinkingCounts().add([{"thinking_finished": True}, {"thinking_finished": False},
                                   {"thinking_finished": None, "error": "api: HTTP 500"}, {}])
     second = ThinkingCounts().add([{"thinking_finished": False}, {"thinking_finished": True}])
-    assert first.merge(second).summary() == {"traces": 4, "unfinished": 2, "unfinished_thinking_rate": 0.5}
+    assert first.merge(second).summary() == {"traces": 4, "unfinished": 2, "unfinished_thinking_rate": 0.5,
+                                             "thinking_tokens": None}
     assert ThinkingCounts().add([{"thinking_finished": None}]).summary() == {
-        "traces": 0, "unfinished": 0, "unfinished_thinking_rate": None}
+        "traces": 0, "unfinished": 0, "unfinished_thinking_rate": None, "thinking_tokens": None}
+
+
+def test_thinking_tokens_of_the_counted_traces_across_shards_with_linear_percentiles():
+    first = ThinkingCounts().add([
+        {"thinking_finished": True, "thinking_tokens": 10},
+        {"thinking_finished": False, "thinking_tokens": 40},  # a cut trace's tokens were spent too
+        {"thinking_finished": True, "thinking_tokens": None},  # an API that reports no reasoning_tokens
+        {"thinking_finished": None, "thinking_tokens": 99, "error": "api: HTTP 500"},  # no trace: not counted
+    ])
+    second = ThinkingCounts().add([{"thinking_finished": True, "thinking_tokens": 30},
+                                   {"thinking_finished": True, "thinking_tokens": 20}])
+    summary = first.merge(second).summary()
+    # 10, 20, 30, 40: the p95 sits 0.85 of the way from 30 to 40 (0.95 x 3 = 2.85); nearest rank would say 40
+    assert summary["thinking_tokens"] == {"counted": 4, "mean": 25.0, "p50": 25.0, "p95": 38.5}
+    assert (summary["traces"], summary["unfinished"]) == (5, 1)
+    repeated = ThinkingCounts().add([{"thinking_finished": True, "thinking_tokens": 7}] * 3).summary()
+    assert repeated["thinking_tokens"] == {"counted": 3, "mean": 7.0, "p50": 7.0, "p95": 7.0}

@@ -69,7 +69,7 @@ def test_an_api_judges_entry_is_the_servers_own_count_of_calls_retries_and_token
     [entry] = host.close()
     assert entry == {"model": "api_judge", "engine": "http", "requests": 12, "http_calls": 15,
                      "retries": {"HTTP 500": 1, "malformed reply": 2}, "prompt_tokens": prompt,
-                     "cached_prompt_tokens": 0, "generated_tokens": completion,
+                     "cached_prompt_tokens": 0, "generated_tokens": completion, "thinking_tokens": 0,
                      "dollars": pytest.approx((prompt * INPUT + completion * OUTPUT) / 1e6, rel=1e-12)}
     assert host.accounting() == []  # a closed host accounts for nothing
 
@@ -127,7 +127,7 @@ def test_ragjudge_run_records_the_servers_counts_and_retry_errors_asks_a_persist
     assert _api_entry(run) == {
         "model": "api_judge", "engine": "http", "requests": 12, "http_calls": 18,
         "retries": {"timeout": 1, "HTTP 500": 1, "malformed reply": 4}, "prompt_tokens": prompt,
-        "cached_prompt_tokens": 0, "generated_tokens": completion,
+        "cached_prompt_tokens": 0, "generated_tokens": completion, "thinking_tokens": 0,
         "dollars": pytest.approx((prompt * INPUT + completion * OUTPUT) / 1e6, rel=1e-12)}
     failed = [a for a in run.read_rows("requests", "rag_rewardbench", "api_judge") if a["error"]]
     assert sorted(a["item_id"][-1] for a in failed) == ["5", "5"] and all(a["retryable"] for a in failed)
@@ -150,5 +150,5 @@ def test_ragjudge_run_records_the_servers_counts_and_retry_errors_asks_a_persist
     prompt, completion = api.tokens["prompt_tokens"], api.tokens["completion_tokens"]
     assert _api_entry(run) == {  # this attempt's
         "model": "api_judge", "engine": "http", "requests": 2, "http_calls": 2, "retries": {},
-        "prompt_tokens": prompt, "cached_prompt_tokens": 0, "generated_tokens": completion,
+        "prompt_tokens": prompt, "cached_prompt_tokens": 0, "generated_tokens": completion, "thinking_tokens": 0,
         "dollars": pytest.approx((prompt * INPUT + completion * OUTPUT) / 1e6, rel=1e-12)}

@@ -20,6 +20,8 @@ from benchmarks import rag_rewardbench as rb
 pytestmark = pytest.mark.integration
 
 WRONG_RIGHT = {"cr": (2, 1), "rc": (1, 2)}  # order -> (the rejected response's position, the chosen one's)
+# usage.completion_tokens_details.reasoning_tokens per case, both orders; (c)'s reply reports none
+REASONING_TOKENS = {"a": 1, "b": 2, "c": None, "d": 3, "e": 4, "f": 10}
 
 
 def _rag_rewardbench_replies() -> dict[str, dict]:
@@ -38,7 +40,8 @@ def _rag_rewardbench_replies() -> dict[str, dict]:
                 "e": ("", f"Choose {right} since it", "length"),
                 "f": (f"<think>Choose {right}</think>Choose {wrong}", None, "stop"),
             }[case]
-            replies[request["messages"][-1]["content"]] = {"content": content, "trace": trace, "finish": finish}
+            replies[request["messages"][-1]["content"]] = {"content": content, "trace": trace, "finish": finish,
+                                                           "reasoning_tokens": REASONING_TOKENS[case]}
     return replies
 
 
@@ -67,6 +70,8 @@ class _Thinking(JsonHandler):
         choice["finish_reason"] = reply["finish"]
         if reply["trace"] is not None:
             choice["message"]["reasoning_content"] = reply["trace"]
+        if reply.get("reasoning_tokens") is not None:
+            completion["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply["reasoning_tokens"]}
         self._reply(200, completion)
 
 
@@ -112,15 +117,23 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
     assert answers[f"{items[0]}#cr"]["thinking"] == "Choose 2"
     assert answers[f"{items[3]}#rc"]["thinking"] == "Choose 1?"  # from reasoning_content
     assert [answers[f"{i}#cr"]["thinking_finished"] for i in items] == [True, True, False, True, False, True]
+    assert [answers[f"{i}#rc"]["thinking_tokens"] for i in items] == [1, 2, None, 3, 4, 10]
+    # 1, 1, 2, 2, 3, 3, 4, 4, 10, 10: (c)'s two traces reported no tokens, which is not zero tokens
+    tokens = {"counted": 10, "mean": 4.0, "p50": 3.0, "p95": 10.0}
     assert outcomes["rag_rewardbench"].metrics["thinking"] == {"traces": 12, "unfinished": 4,
-                                                               "unfinished_thinking_rate": 4 / 12}
+                                                               "unfinished_thinking_rate": 4 / 12,
+                                                               "thinking_tokens": tokens}
 
     predictions = sorted((r["task"], r["language"], r["prediction"], r["correct"])
                          for r in run.read_rows("predictions", "bianbench", "thinker"))
     assert predictions == sorted(
         [("qa", "en", "FAIL", 1.0)] * 3 + [("qa", "zh", "ERROR", 0.0)] * 3
         + [("data_to_text", "en", "ERROR", 0.0)] * 3 + [("translation", "zh", "PASS", 1.0)] * 3)
-    assert outcomes["bianbench"].metrics["thinking"] == {"traces": 12, "unfinished": 3, "unfinished_thinking_rate": 0.25}
-    assert run.read_json("manifest.json")["cells"]["bianbench/thinker"]["thinking"]["unfinished"] == 3
+    assert outcomes["bianbench"].metrics["thinking"] == {"traces": 12, "unfinished": 3, "unfinished_thinking_rate": 0.25,
+                                                         "thinking_tokens": None}
+    manifest = run.read_json("manifest.json")
+    assert manifest["cells"]["bianbench/thinker"]["thinking"]["unfinished"] == 3
+    # the replies' reasoning_tokens, 40 for RAG-RewardBench's and none for Bi'anBench's
+    assert [e["thinking_tokens"] for e in manifest["engines"] if e["model"] == "thinker"] == [40]
     assert ("rag_rewardbench/thinker: 4 of 12 thinking traces did not end within their token limit (max_new_tokens, "
             "or the benchmark's options.max_tokens where it sets one): no verdict is read from them") in lines

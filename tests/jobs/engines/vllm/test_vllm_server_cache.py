@@ -6,6 +6,7 @@ values that are not log-probs for the cached positions, so the server must ask a
 The same engine answers a judge's rows as well (the demo's judge shares it: jobs.engines.host.engine_name).
 """
 import asyncio
+import dataclasses
 import gc
 
 import pytest
@@ -13,6 +14,7 @@ from reference import smollm2_verdict_logprobs
 from worker_models import worker_of
 
 from actors.built_in_models import resolve_model
+from actors.templating import templater
 from benchmarks import rag_rewardbench as rb
 from jobs.engines.vllm.stage import engine_settings, prepare, split_judge_request
 from jobs.loading import load_model
@@ -82,19 +84,46 @@ def test_cached_prompt_logprobs_equal_uncached_ones(implicit_server, monkeypatch
     assert cached[0]["logp_sum"] != pytest.approx(cached[1]["logp_sum"], abs=1e-2)  # two different responses
 
 
+def _judge_request(monkeypatch) -> tuple[list, object, dict]:
+    """(the ledger reports the server sends, the demo judge's worker record, its first request on the pair)."""
+    reports = []
+    monkeypatch.setattr("jobs.engines.vllm.server.report", lambda ledger, method, *args: reports.append(args))
+    item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
+            "reject": ANSWERS[1]}
+    return reports, worker_of(load_model("smollm2_judge", "test")), rb.expand(item, "generative")[0]
+
+
 def test_the_same_engine_answers_a_judges_rows_as_a_judge(implicit_server, monkeypatch):
     """A judge's text and verdict parts on the implicit RM's engine: the verdict's log-probs equal a direct
     transformers computation, the text is generated, and the judge's rows are counted for the judge."""
     server, _, path, loop = implicit_server
-    reports = []
-    monkeypatch.setattr("jobs.engines.vllm.server.report", lambda ledger, method, *args: reports.append(args))
-    judge = worker_of(load_model("smollm2_judge", "test"))
-    item = {"item_id": "nile", "subset": "s", "prompt": PROMPT[0]["content"], "chosen": ANSWERS[0],
-            "reject": ANSWERS[1]}
-    request = rb.expand(item, "generative")[0]
+    reports, judge, request = _judge_request(monkeypatch)
     answered = loop.run_until_complete(server.answer(split_judge_request(request), "judge", judge, path, ("part",)))
     text, verdict = sorted(answered, key=lambda a: a["part"])
     assert verdict["candidate_logprobs"] == pytest.approx(smollm2_verdict_logprobs(request["messages"]), abs=2e-3)
     assert text["text"]
     [(_, model, _, counts)] = reports
     assert model == judge.name and counts["requests"] == 2 and counts["generated_tokens"] >= 2
+
+
+def test_a_thinking_judges_trace_is_counted_on_the_tokens_vllm_generated(implicit_server, monkeypatch):
+    """A thinking judge's text part carries `thinking_tokens`: every generated token where its end delimiter
+    never came (the ledger's generated_tokens), and up to the token that completes it where it did."""
+    server, _, path, loop = implicit_server
+    reports, judge, request = _judge_request(monkeypatch)
+    [text_part] = [p for p in split_judge_request(request) if p["part"] == "text"]
+
+    def ask(end: str) -> dict:
+        thinking = dataclasses.replace(judge, reasoning={"start": "<think>", "end": end})
+        return loop.run_until_complete(server.answer([text_part], "judge", thinking, path))[0]
+
+    never = ask("</never-written>")
+    generated = reports[-1][-1]["generated_tokens"]
+    assert never["thinking_tokens"] == generated > 4
+    tokenizer = templater(path, judge.chat_template).tokenizer
+    ids = tokenizer(never["text"], add_special_tokens=False)["input_ids"]
+    end = tokenizer.decode(ids[2:4])  # what its 3rd and 4th tokens write
+    first = next(n for n in range(1, len(ids) + 1) if end in tokenizer.decode(ids[:n]))
+    assert ask(end)["thinking_tokens"] == first <= 4
+    plain = loop.run_until_complete(server.answer([text_part], "judge", judge, path))[0]
+    assert "thinking_tokens" not in plain and plain["text"] == never["text"]

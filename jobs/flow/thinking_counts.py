@@ -62,8 +62,6 @@ class ThinkingCounts:
     def _token_summary(self) -> TokenSummary | None:
         if not self.tokens:
             return None
-        values = np.array(sorted(self.tokens), dtype=float)
-        counts = np.array([self.tokens[int(v)] for v in values])
-        every = np.repeat(values, counts)
+        every = np.repeat(np.array(list(self.tokens), dtype=float), list(self.tokens.values()))
         p50, p95 = np.percentile(every, [50, 95])
-        return TokenSummary(counted=int(counts.sum()), mean=float(every.mean()), p50=float(p50), p95=float(p95))
+        return TokenSummary(counted=len(every), mean=float(every.mean()), p50=float(p50), p95=float(p95))

@@ -100,7 +100,8 @@ class VllmServer:
         for group, answers in groups:
             for i, out in zip(group, answers):
                 outputs[i] = out
-        thinking = self._thinking_tokens(outputs, rows, task, model, path)
+        # In a thread, as the rows were prepared: the count decodes each trace a few times over.
+        thinking = await asyncio.to_thread(self._thinking_tokens, outputs, rows, task, model, path)
         busy, self.busy_s = self.busy_s, 0.0
         counts = {"busy_s": busy, "requests": len(rows),
                   "prompt_tokens": sum(len(out.prompt_token_ids or []) for out in outputs),

@@ -4,32 +4,34 @@ VENV := .venv
 STAMP := $(VENV)/.installed
 LOCK := requirements/cpu.lock
 
-.PHONY: demo test test-integration test-seeds test-slow check chaos chaos-shrink perf mutants lock clean
+.PHONY: demo test test-integration test-own-ray test-slow check chaos chaos-shrink perf mutants lock clean
 
 demo: $(STAMP)
 	$(VENV)/bin/ragjudge run conf/sweeps/demo.yaml
 
-# Unit tests on up to 4 processes, then the integration tests: the chaos seeds (tests/jobs/sweep/test_chaos.py and the
-# shrink fault's test_chaos_shrink.py, their own clusters in processes of their own) beside the others, which run
-# one at a time (they share one Ray cluster and the demo's engines). A serial run mostly waits (engines
-# starting, leases timing out), so the seeds run beside the rest instead of after it; their lines come as one
-# block when they end.
+# Unit tests on up to 4 processes, then the integration tests in two streams side by side, since a serial run
+# mostly waits (engines starting, leases timing out): the tests that start a Ray of their own (the chaos seeds,
+# tests/jobs/sweep/test_chaos.py and test_chaos_shrink.py, in processes of their own; `ragjudge eval` in a
+# subprocess; the retrieval cells, on a local Ray of their stream's) beside the rest, which run one at a time
+# (they share one Ray cluster and the demo's engines). The first stream's lines come as one block when it ends.
 # `slow` tests stay out: `make test-slow`. `-rs` prints each skip's reason (`.ci/run` fails on a skip that
 # tests/allowed_skips.txt does not list); the 8 slowest are named (few enough to be in the last lines of CI's log,
 # which is all of it CI shows), and a test past pytest-timeout's limit (pyproject.toml) fails on its own.
 INTEGRATION := $(VENV)/bin/python -m pytest -rs -m "integration and not slow" --durations 8
-SEEDS_LOG := results/.chaos-seeds.log
+OWN_RAY := tests/jobs/sweep/test_chaos.py tests/jobs/sweep/test_chaos_shrink.py tests/jobs/cli/test_eval_command.py \
+  tests/actors/test_retrievers.py
+OWN_RAY_LOG := results/.own-ray-tests.log
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -rs -m "not integration and not slow" -n auto --maxprocesses 4
-	$(MAKE) --no-print-directory -j 2 test-integration test-seeds
+	$(MAKE) --no-print-directory -j 2 test-integration test-own-ray
 
 test-integration: $(STAMP)
-	$(INTEGRATION) --ignore tests/jobs/sweep/test_chaos.py --ignore tests/jobs/sweep/test_chaos_shrink.py
+	$(INTEGRATION) $(addprefix --ignore ,$(OWN_RAY))
 
-test-seeds: $(STAMP)
+test-own-ray: $(STAMP)
 	mkdir -p results
-	$(INTEGRATION) tests/jobs/sweep/test_chaos.py tests/jobs/sweep/test_chaos_shrink.py > $(SEEDS_LOG) 2>&1; status=$$?; cat $(SEEDS_LOG); exit $$status
+	$(INTEGRATION) $(OWN_RAY) > $(OWN_RAY_LOG) 2>&1; status=$$?; cat $(OWN_RAY_LOG); exit $$status
 
 # What `make test` leaves out, each minutes of engine time on 2 CPU cores: Serve's replica autoscaling (a
 # library's behaviour) and a node joining mid-sweep (both nodes share the same cores, so it cannot be quicker

@@ -23,13 +23,13 @@ import numpy as np
 
 from benchmarks.protocol import Benchmark
 from benchmarks.records import Columns, id_digests
-from benchmarks.row_types import Item, Request, check_keys
+from benchmarks.row_types import Answer, Item, Request, check_keys
 from jobs.engines.preflight import PreflightError
 from jobs.engines.rows import LIGHT, in_blocks_of
 from jobs.flow.answerer import StreamTarget
 from jobs.flow.freed_memory import trim_heap
 from jobs.flow.judged_cell import JudgedCell, NoReadableRows
-from jobs.flow.recorder import ShardAnswers
+from jobs.flow.recorder import CellRecorder, ShardAnswers
 from jobs.flow.rounds import requests_to_retry
 from jobs.flow.walk import first_requests, in_shards, newest_answers, read_items, routed
 
@@ -60,7 +60,7 @@ class CellSurvey:
     item_digests: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
     item_shards: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint32))
     done: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # answered request ids' digests
-    recorders: list[ShardAnswers] = field(default_factory=list)  # each shard's, its stored parts counted
+    next_parts: list[int] = field(default_factory=list)  # each shard's next answer part (ShardAnswers.next_part)
     problems: list[str] = field(default_factory=list)  # of the items under the cell's options, each once
 
     def shards_of(self, item_ids: Sequence[str]) -> np.ndarray:
@@ -69,6 +69,29 @@ class CellSurvey:
         if not found.all():
             raise RuntimeError(f"an answer for item {item_ids[int(np.argmin(found))]!r}, which the cell has no item for")
         return self.item_shards[at]
+
+    def record_answers(self, recorder: CellRecorder, shard: int, answers: list[Answer]) -> None:
+        """Store answers of the stream in their shard's next part."""
+        shard_answers = recorder.shard_answers(shard, self.next_parts[shard])
+        shard_answers.record_answers(answers)
+        self.next_parts[shard] = shard_answers.next_part
+
+
+@dataclass
+class _PlanParts:
+    """The survey's plan as its shards add to it: their item digests, each item's shard and their answered
+    request digests, appended as raw bytes to one buffer each, which grows in place. Kept as arrays a shard,
+    each shard left Python objects behind among the items it had read, and those kept whole pages of Python's
+    small-object allocator from going back (docs/measurements.md, "What the survey leaves behind")."""
+
+    item_digests: bytearray = field(default_factory=bytearray)
+    item_shards: bytearray = field(default_factory=bytearray)
+    done: bytearray = field(default_factory=bytearray)
+
+    def add(self, item_digests: np.ndarray, item_shards: np.ndarray, done: np.ndarray) -> None:
+        self.item_digests += item_digests.astype(np.uint64, copy=False).data
+        self.item_shards += item_shards.astype(np.uint32, copy=False).data
+        self.done += done.astype(np.uint64, copy=False).data
 
 
 @dataclass(frozen=True)
@@ -96,7 +119,7 @@ def survey(cell: JudgedCell) -> CellSurvey:
     target = cell.answerer.stream_target()
     plan, problems = CellSurvey(), {}  # problems in the order found, each once
 
-    def survey_shard(shard: int, items: list[Item]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def survey_shard(shard: int, items: list[Item]) -> None:
         good = [item for item in items if not item.get("error")]
         plan.good += len(good)
         for item in items:
@@ -106,11 +129,13 @@ def survey(cell: JudgedCell) -> CellSurvey:
                     plan.first_bad.append(str(item["error"]))
         problems.update(dict.fromkeys(cell.spec.check_items(good, cell.options)))
         plan.shards = shard + 1
-        return _plan_shard(cell, shard, good, target, plan) if target is not None else None
+        if target is not None:
+            _plan_shard(cell, shard, good, target, plan, parts)
 
-    found = [part for part in cell.map_shards(survey_shard) if part is not None]
-    if found:
-        plan.item_digests, plan.item_shards, plan.done = _joined(found)
+    parts = _PlanParts()
+    cell.map_all_shards(survey_shard)
+    if target is not None:
+        plan.item_digests, plan.item_shards, plan.done = _joined(parts)
         trim_heap()
     plan.problems = list(problems)
     return plan
@@ -131,10 +156,11 @@ def check_survey(cell: JudgedCell, plan: CellSurvey) -> None:
                  f"errors/, counted as n_bad_rows); first: {first}")
 
 
-def _plan_shard(cell: JudgedCell, shard: int, good: list[Item], target: StreamTarget, plan: CellSurvey
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One shard's part of the plan, counted into `plan`: its items' digests and shard, and the digests of its
-    answered first-round requests (those its stored parts hold, and those the answer store keeps, stored here).
+def _plan_shard(cell: JudgedCell, shard: int, good: list[Item], target: StreamTarget, plan: CellSurvey,
+                parts: _PlanParts) -> None:
+    """One shard's part of the plan, counted into `plan` and added to `parts`: its items' digests and shard, and
+    the digests of its answered first-round requests (those its stored parts hold, and those the answer store
+    keeps, stored here).
 
     The shard's requests are expanded READ_ITEMS items at a time (`_own_chunks`) and never held together; where
     an answer store is asked, they are expanded twice (once for its lookup, once to count what it answered), so
@@ -150,10 +176,9 @@ def _plan_shard(cell: JudgedCell, shard: int, good: list[Item], target: StreamTa
         plan.first += len(own)
         plan.answered += sum(r["request_id"] in settled for r in own)
     plan.batch = target.batch
-    plan.recorders.append(shard_answers)
+    plan.next_parts.append(shard_answers.next_part)
     plan.items += len(good)
-    return (id_digests(item["item_id"] for item in good), np.full(len(good), shard, np.uint32),
-            id_digests(settled))
+    parts.add(id_digests(item["item_id"] for item in good), np.full(len(good), shard, np.uint32), id_digests(settled))
 
 
 def _settled(shard_answers: ShardAnswers, retry_errors: bool) -> set[str]:
@@ -176,24 +201,20 @@ def _own_chunks(spec: Benchmark, items: Iterable[Item], kind: str, options: Any)
         yield _own_first_requests(spec, [item for item in chunk if not item.get("error")], kind, options)
 
 
-def _joined(found: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The shards' parts of the plan as three arrays: the item digests sorted, each item's shard in that order,
-    and the answered request ids' digests sorted and unique. `found` is emptied as it is read, and each array
-    made from the one before it is freed: made all at once (a `np.unique` beside the shards' parts still held)
-    they were a resumed cell's peak (docs/measurements.md, "What the survey kept, and a resumed cell")."""
-    digests, shards, done = (list(parts) for parts in zip(*found, strict=True))
-    found.clear()
-    item_digests = np.concatenate(digests)
-    digests.clear()
-    order = np.argsort(item_digests, kind="stable")
-    item_digests = item_digests[order]
-    item_shards = np.concatenate(shards)
-    shards.clear()
-    item_shards = item_shards[order]
+def _joined(parts: _PlanParts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plan's parts as three arrays: the item digests sorted, each item's shard in that order, and the
+    answered request ids' digests sorted and unique. Each buffer of `parts` is let go once its array is made,
+    so no two copies of one are held at once (made all at once, a `np.unique` beside the shards' parts still
+    held, they were a resumed cell's peak: docs/measurements.md, "What the survey kept, and a resumed cell")."""
+    order = np.argsort(np.frombuffer(parts.item_digests, np.uint64), kind="stable")
+    item_digests = np.frombuffer(parts.item_digests, np.uint64)[order]
+    parts.item_digests = bytearray()
+    item_shards = np.frombuffer(parts.item_shards, np.uint32)[order]
+    parts.item_shards = bytearray()
     del order
-    answered = np.concatenate(done)
-    done.clear()
-    answered.sort()  # in place: np.unique would sort a copy
+    answered = np.frombuffer(parts.done, np.uint64)  # a view of the buffer, sorted in place
+    parts.done = bytearray()
+    answered.sort()
     unique = np.ones(len(answered), bool)
     np.not_equal(answered[1:], answered[:-1], out=unique[1:])
     return item_digests, item_shards, answered[unique]
@@ -225,7 +246,7 @@ def stream_first_round(cell: JudgedCell, plan: CellSurvey) -> bool:
     for part in cell.answerer.ask_stream(_dataset(read, block_rows(to_go, plan.batch))):
         shards = plan.shards_of([answer["item_id"] for answer in part])
         for shard in np.unique(shards):
-            plan.recorders[shard].record_answers([a for a, s in zip(part, shards, strict=True) if s == shard])
+            plan.record_answers(cell.recorder, shard, [a for a, s in zip(part, shards, strict=True) if s == shard])
         cell.job.progress.advanced(len(part))
         if (since_trimmed := since_trimmed + len(part)) >= FREE_EVERY:
             trim_heap()

@@ -99,18 +99,25 @@ class JudgedCell:
         """Every item of the cell's data, in file order (bad rows as items with `error`)."""
         return read_items(self.spec, self.bench.data, self.bench.limit, self.bench.columns)
 
-    def map_shards(self, step: Callable[[int, list[Item]], T], wanted: Collection[int] | None = None) -> list[T]:
-        """step(shard, its items) for every shard of the items, or the `wanted` ones (the others read past),
-        each shard read as it is needed and none past the last one wanted (a streamed cell whose shards were all
-        walked in a Ray task wants none, and read its whole data again for nothing); after each step the C
-        allocator's free pages go back to the system (jobs.flow.freed_memory), so the driver's memory does not
-        grow shard after shard."""
+    def map_all_shards(self, step: Callable[[int, list[Item]], T]) -> list[T]:
+        """step(shard, its items) for every shard of the items, read as each is needed (`map_shards`)."""
         results = []
-        if wanted is not None and not wanted:
-            return results
-        last = None if wanted is None else max(wanted)
         for shard, items in enumerate(in_shards(self.items(), self.shard_items)):
-            if wanted is None or shard in wanted:
+            results.append(step(shard, items))
+            trim_heap()
+        return results
+
+    def map_shards(self, step: Callable[[int, list[Item]], T], wanted: Collection[int]) -> list[T]:
+        """step(shard, its items) for the `wanted` shards (the others read past), each shard read as it is needed
+        and none past the last one wanted (a streamed cell whose shards were all walked in a Ray task wants none,
+        and read its whole data again for nothing); after each step the C allocator's free pages go back to the
+        system (jobs.flow.freed_memory), so the driver's memory does not grow shard after shard."""
+        results = []
+        if not wanted:
+            return results
+        last = max(wanted)
+        for shard, items in enumerate(in_shards(self.items(), self.shard_items)):
+            if shard in wanted:
                 results.append(step(shard, items))
                 trim_heap()
             if shard == last:

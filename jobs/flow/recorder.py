@@ -50,8 +50,9 @@ class CellRecorder:
     def record_metrics(self, metrics: JsonObject) -> None:
         self.root.write_json(self.root.metrics_path(self.benchmark, self.model), metrics)
 
-    def shard_answers(self, index: int) -> ShardAnswers:
-        return ShardAnswers(self, index)
+    def shard_answers(self, index: int, next_part: int = 0) -> ShardAnswers:
+        """The k-th shard's answers; `next_part` where its stored parts were counted before (stored_answers)."""
+        return ShardAnswers(self, index, next_part)
 
     def quarantined(self, unreadable: list[QuarantinedPart]) -> None:
         """Say and record the parts read_whole_rows moved to quarantine/."""
@@ -99,10 +100,10 @@ class RowRecorder:
 class ShardAnswers:
     """One shard's answers: its parts, read back and added to."""
 
-    def __init__(self, cell: CellRecorder, index: int):
+    def __init__(self, cell: CellRecorder, index: int, next_part: int = 0):
         self.cell, self.index = cell, index
         self.prefix = f"s{index:05d}-"
-        self.next_part = 0  # the next part's name: past the shard's rows read and every stored part's name
+        self.next_part = next_part  # the next part's name: past the shard's rows read and every stored part's name
 
     def _mine(self, name: str) -> bool:
         return in_shard(name, self.index)

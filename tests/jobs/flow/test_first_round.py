@@ -296,13 +296,16 @@ def test_the_streams_read_task_cuts_its_own_blocks_of_whole_batches(ray_session)
 def test_the_shards_parts_of_the_plan_join_sorted_with_each_answered_request_once():
     """Item digests sorted with their shards moved along; answered digests sorted and unique (a request can be
     answered in two shards' parts only by a bug, but a retried one is found twice in its shard's)."""
-    found = [(np.array([50, 10], np.uint64), np.array([0, 0], np.uint32), np.array([90, 30, 30], np.uint64)),
-             (np.array([30], np.uint64), np.array([1], np.uint32), np.array([70, 30], np.uint64)),
-             (np.empty(0, np.uint64), np.empty(0, np.uint32), np.empty(0, np.uint64))]
-    digests, shards, done = first_round._joined(found)
+    parts = first_round._PlanParts()
+    parts.add(np.array([50, 10], np.uint64), np.array([0, 0], np.uint32), np.array([90, 30, 30], np.uint64))
+    parts.add(np.array([30], np.uint64), np.array([1], np.uint32), np.array([70, 30], np.uint64))
+    parts.add(np.empty(0, np.uint64), np.empty(0, np.uint32), np.empty(0, np.uint64))
+    digests, shards, done = first_round._joined(parts)
     assert digests.tolist() == [10, 30, 50] and shards.tolist() == [0, 1, 0] and done.tolist() == [30, 70, 90]
-    assert found == []  # emptied as it was read
-    _, _, none = first_round._joined([(np.array([1], np.uint64), np.array([0], np.uint32), np.empty(0, np.uint64))])
+    assert parts == first_round._PlanParts()  # emptied as it was read
+    one = first_round._PlanParts()
+    one.add(np.array([1], np.uint64), np.array([0], np.uint32), np.empty(0, np.uint64))
+    _, _, none = first_round._joined(one)
     assert none.tolist() == []
 
 

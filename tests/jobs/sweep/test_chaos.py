@@ -8,7 +8,7 @@ import pytest
 from chaos import run_seed
 from chaos_seeds import seed_line
 
-# `make test` runs this file beside the other integration tests (Makefile: test-seeds): the seeds start their
+# `make test` runs this file beside the other integration tests (Makefile: test-own-ray): the seeds start their
 # own clusters and share nothing with the session's Ray.
 pytestmark = pytest.mark.integration
 QUICK_SEED_S = 600  # one quick seed's process at most (each took 64 to 240 s, the slowest beside other tests)

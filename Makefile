@@ -13,7 +13,7 @@ demo: $(STAMP)
 # mostly waits (engines starting, leases timing out): the tests that start a Ray of their own (the chaos seeds,
 # tests/jobs/sweep/test_chaos.py and test_chaos_shrink.py, in processes of their own; `ragjudge eval` in a
 # subprocess; the retrieval cells, on a local Ray of their stream's) beside the rest, which run one at a time
-# (they share one Ray cluster and the demo's engines). The first stream's lines come as one block when it ends.
+# (they share one Ray cluster and the demo's engines). The own-Ray stream's lines come as one block when it ends.
 # `slow` tests stay out: `make test-slow`. `-rs` prints each skip's reason (`.ci/run` fails on a skip that
 # tests/allowed_skips.txt does not list); the 8 slowest are named (few enough to be in the last lines of CI's log,
 # which is all of it CI shows), and a test past pytest-timeout's limit (pyproject.toml) fails on its own.

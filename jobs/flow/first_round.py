@@ -133,7 +133,7 @@ def survey(cell: JudgedCell) -> CellSurvey:
             _plan_shard(cell, shard, good, target, plan, parts)
 
     parts = _PlanParts()
-    cell.map_all_shards(survey_shard)
+    cell.for_each_shard(survey_shard)
     if target is not None:
         plan.item_digests, plan.item_shards, plan.done = _joined(parts)
         trim_heap()
@@ -206,8 +206,10 @@ def _joined(parts: _PlanParts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     answered request ids' digests sorted and unique. Each buffer of `parts` is let go once its array is made,
     so no two copies of one are held at once (made all at once, a `np.unique` beside the shards' parts still
     held, they were a resumed cell's peak: docs/measurements.md, "What the survey kept, and a resumed cell")."""
-    order = np.argsort(np.frombuffer(parts.item_digests, np.uint64), kind="stable")
-    item_digests = np.frombuffer(parts.item_digests, np.uint64)[order]
+    digests = np.frombuffer(parts.item_digests, np.uint64)  # a view of the buffer
+    order = np.argsort(digests, kind="stable")
+    item_digests = digests[order]
+    del digests
     parts.item_digests = bytearray()
     item_shards = np.frombuffer(parts.item_shards, np.uint32)[order]
     parts.item_shards = bytearray()

@@ -99,13 +99,11 @@ class JudgedCell:
         """Every item of the cell's data, in file order (bad rows as items with `error`)."""
         return read_items(self.spec, self.bench.data, self.bench.limit, self.bench.columns)
 
-    def map_all_shards(self, step: Callable[[int, list[Item]], T]) -> list[T]:
+    def for_each_shard(self, step: Callable[[int, list[Item]], None]) -> None:
         """step(shard, its items) for every shard of the items, read as each is needed (`map_shards`)."""
-        results = []
         for shard, items in enumerate(in_shards(self.items(), self.shard_items)):
-            results.append(step(shard, items))
+            step(shard, items)
             trim_heap()
-        return results
 
     def map_shards(self, step: Callable[[int, list[Item]], T], wanted: Collection[int]) -> list[T]:
         """step(shard, its items) for the `wanted` shards (the others read past), each shard read as it is needed

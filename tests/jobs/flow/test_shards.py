@@ -137,7 +137,11 @@ class _CountedCell(judged_cell.JudgedCell):
 def test_map_shards_reads_no_item_past_the_last_shard_it_wants(wanted, shards, read):
     cell = _CountedCell(None, None, None, "generative", None, None, 2)
     _CountedCell.read = 0
-    step = lambda shard, items: (shard, [i["item_id"] for i in items])  # noqa: E731
-    walked = cell.map_all_shards(step) if wanted is None else cell.map_shards(step, wanted)
+    step = lambda shard, items: (shard, [i["item_id"] for i in items])
+    if wanted is None:
+        walked = []
+        cell.for_each_shard(lambda shard, items: walked.append(step(shard, items)))
+    else:
+        walked = cell.map_shards(step, wanted)
     assert walked == [(s, [str(2 * s), str(2 * s + 1)]) for s in shards]
     assert _CountedCell.read == read  # a cell whose shards were all walked elsewhere reads no item again

@@ -63,6 +63,13 @@ class Templater:
         """The conversation with a new assistant turn opened, for generation."""
         return self._ids(self._text(messages, open_turn=True))
 
+    def continued(self, messages: Messages, turn_so_far: str) -> list[int]:
+        """The conversation with a new assistant turn opened and `turn_so_far` written in it, for generating the
+        rest (a cut trace closed: jobs.flow.trace_budget). Where the opened turn already ends with the text that
+        `turn_so_far` begins with (a template that opens the trace itself), that text is not written twice."""
+        opened = self._text(messages, open_turn=True)
+        return self._ids(opened + turn_so_far[_overlap(opened, turn_so_far):])
+
     def response(self, messages: Messages) -> tuple[list[int], int]:
         """Ids of the closed conversation and where the last (assistant) message's tokens start.
 
@@ -90,6 +97,18 @@ class Templater:
         if len(set(deciding)) != len(deciding):
             raise ValueError(f"candidates {candidates} share their deciding token")
         return Verdict(ids[0][:common], deciding)
+
+
+OVERLAP_CHARS = 64
+
+
+def _overlap(text: str, after: str) -> int:
+    """The length of the longest head of `after` that `text` ends with and that holds more than whitespace, up to
+    OVERLAP_CHARS (an opened trace's delimiter, not a repeated passage)."""
+    for size in range(min(len(text), len(after), OVERLAP_CHARS), 0, -1):
+        if after[:size].strip() and text.endswith(after[:size]):
+            return size
+    return 0
 
 
 def overflow(n_tokens: int, max_model_len: int, generates: bool) -> str | None:

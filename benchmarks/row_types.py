@@ -49,6 +49,8 @@ class Request(_RequestKeys, total=False):
     seed: int
     max_tokens: int
     permutation: list[int]  # utility: the item's passages in prompt order; carried to the answer unread
+    # the assistant turn's text so far, generated after (a thinking judge's trace closed at its budget: jobs.flow)
+    continue_text: str
 
 
 class JudgePart(Request):

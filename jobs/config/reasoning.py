@@ -19,6 +19,9 @@ class ReasoningSettings:
     api_field: str | None = None
     # asked of the chat template (`enable_thinking`, as Qwen3's templates read it); None: the template's default
     enable_thinking: bool | None = None
+    # the tokens its trace may take: a generation stops at the end delimiter or the budget, and a trace cut there
+    # is closed and its answer asked for in a round of its own (jobs.flow.trace_budget); None: no budget
+    budget_tokens: int | None = None
 
     def pair(self) -> tuple[str, str]:
         """(start, end) delimiters of the trace."""
@@ -32,6 +35,8 @@ class ReasoningSettings:
         if not self.start and self.delimiters not in DELIMITERS:
             known = ", ".join(DELIMITERS)
             found.append(("delimiters", f"unknown delimiters {self.delimiters!r}; known: {known}, or set start and end"))
+        if self.budget_tokens is not None and self.budget_tokens < 1:
+            found.append(("budget_tokens", f"{self.budget_tokens} is not a number of tokens (1 or more)"))
         if self.api_field is not None and self.api_field not in API_FIELDS:
             found.append(("api_field", f"{self.api_field!r} is none of {', '.join(API_FIELDS)}"))
         return found

@@ -115,6 +115,8 @@ class Engine:
     hub_files: ClassVar[Loads] = CHECKPOINT  # what it reads of a hub repository that `path` or `reference` names
     remote: ClassVar[bool] = False  # answered by a service outside the cluster (no GPUs, no tensor parallelism)
     prefills: ClassVar[bool] = True  # a judge's verdict can be read from log-probs after a prefill
+    # generates after a request's `continue_text` in the opened assistant turn (a thinking budget needs it)
+    continues_turns: ClassVar[bool] = False
     answers: ClassVar[bool] = True  # answers requests (a retriever indexes and searches instead)
     hosted: ClassVar[bool] = False  # a long-lived engine of the sweep's EngineHost (jobs.engines.host)
     shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from benchmarks.row_types import Answer, Request
+from jobs.config.reasoning import ReasoningSettings
 
 if TYPE_CHECKING:
     from ray.data import Dataset
@@ -31,6 +32,10 @@ class Answerer(Protocol):
     # The cell runs on the sweep's Ray cluster (it has the sweep's engine host): its first round may stream and
     # its metrics are reduced there. A cell without one (a test, a dry run) is asked and reduced in the driver.
     on_cluster: bool
+
+    def reasoning(self, route: str | None) -> ReasoningSettings | None:
+        """The reasoning block of the route's model; None: it does not think."""
+        ...
 
     def stream_target(self) -> StreamTarget | None:
         """The engine the cell's own first-round requests stream to as one dataset; None: asked shard by shard."""

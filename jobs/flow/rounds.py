@@ -16,7 +16,8 @@ from jobs.engines.preflight import PreflightError
 from jobs.flow.error_budget import retried_failure
 from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.recorder import ShardAnswers
-from jobs.flow.walk import by_route, first_requests, followup_requests, newest_answers, routed
+from jobs.flow.trace_budget import closing_requests, merged_answers
+from jobs.flow.walk import by_route, first_requests, followup_requests, newest_answers, route_of, routed
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
 MAX_READS = 8  # times a shard's rounds start again because a part stored on the way no longer reads
@@ -37,12 +38,14 @@ def answer_rounds(cell: JudgedCell, shard: int, items: list[Item], streamed: boo
     for _ in range(MAX_READS):
         answered = _rounds(cell, shard, items, answers, streamed)
         if answers.parts_read_back():
-            cell.answerer.shard_answered(shard, answered)
-            return answered
+            cell.answerer.shard_answered(shard, list(answered.values()))
+            return merged_answers(answered)
     raise RuntimeError(f"stored parts were damaged again after {MAX_READS} reads")
 
 
-def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswers, streamed: bool) -> list[Answer]:
+def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswers,
+            streamed: bool) -> dict[str, Answer]:
+    """request id -> its newest answer, closing requests' (jobs.flow.trace_budget) included."""
     spec, kind, options = cell.spec, cell.kind, cell.options
     answered = newest_answers(answers.stored_answers())
     again = requests_to_retry(answered, cell.job.retry_errors)
@@ -55,26 +58,30 @@ def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswe
     cell.job.progress.requests(len(requests), sum(r["request_id"] in done for r in requests))
     told: set[str] = set()  # requests the answerer asked or was told were answered before
     for round_ in range(MAX_ROUNDS):
-        _ask_round(cell, shard, answers, round_, requests, answered, done, told)
+        _ask_round(cell, shard, answers, f"round {round_}" if round_ else "", requests, answered, done, told)
+        closing = closing_requests(requests, answered, lambda r: cell.answerer.reasoning(route_of(r)))
+        _ask_round(cell, shard, answers, f"round {round_}, traces cut at their budget closed", closing, answered,
+                   done, told)
         # The round's requests freed before the next round's are made (each holds its item's texts), which lowers
         # the walk's floor (docs/measurements.md, "Where the stream's CPU goes, bigger blocks, and the walk's
         # second copies").
-        del requests
-        requests = followup_requests(spec, items, answered.values(), kind, options)
+        del requests, closing
+        requests = followup_requests(spec, items, merged_answers(answered), kind, options)
         if all(r["request_id"] in done for r in requests):
-            return list(answered.values())
+            return answered
     raise RuntimeError(f"followup still asks for new requests after {MAX_ROUNDS} rounds")
 
 
-def _ask_round(cell: JudgedCell, shard: int, answers: ShardAnswers, round_: int, requests: list[Request],
+def _ask_round(cell: JudgedCell, shard: int, answers: ShardAnswers, name: str, requests: list[Request],
                answered: dict[str, Answer], done: set[str], told: set[str]) -> None:
     """A round: the answerer told which of its requests were answered before, then the rest asked, the cell's
-    own model first, then each judge, each part stored as it comes and added to `answered` and `done`."""
+    own model first, then each judge, each part stored as it comes and added to `answered` and `done`. `name`:
+    how the console names a round after the first ("" for the first, which the cell's start line counts)."""
     answerer, judges = cell.answerer, set(cell.answerer.judges)
     todo = [r for r in requests if r["request_id"] not in done]
-    if round_ and todo:
+    if name and todo:
         cell.job.progress.more_requests(len(todo))
-        cell.say(f"round {round_}: {len(todo)} requests to go")
+        cell.say(f"{name}: {len(todo)} requests to go")
     if unknown := sorted({str(r["route"]) for r in todo if routed(r) and r["route"] not in judges}):
         raise PreflightError(f"benchmark '{cell.bench.name}': requests for models it did not name as judges "
                              f"({', '.join(unknown)})")

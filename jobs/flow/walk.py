@@ -76,9 +76,14 @@ def routed(request: Request) -> bool:
     return request.get("route") not in (None, "self")
 
 
+def route_of(request: Request) -> str | None:
+    """Who answers a request: None (the cell's model) or a judge's name."""
+    return str(request["route"]) if routed(request) else None
+
+
 def by_route(requests: Iterable[Request]) -> list[tuple[str | None, list[Request]]]:
     """Requests grouped by who answers them: None (the cell's model) first, then judges by name."""
     groups: dict[str | None, list[Request]] = defaultdict(list)
     for request in requests:
-        groups[str(request["route"]) if routed(request) else None].append(request)
+        groups[route_of(request)].append(request)
     return sorted(groups.items(), key=lambda group: (group[0] is not None, group[0] or ""))

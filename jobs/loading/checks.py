@@ -173,6 +173,10 @@ def _check_reasoning(model: ModelConfig, where: str) -> None:
                           "verdict, or set it to text)")
     for key, why in model.reasoning.problems():
         raise ConfigError(f"{where}.reasoning.{key}': {why}")
+    if model.reasoning.budget_tokens is not None and not engines()[model.engine].continues_turns:
+        able = " or ".join(sorted(e.name for e in engines().values() if e.continues_turns))
+        raise ConfigError(f"{where}.reasoning.budget_tokens': a trace cut at its budget is closed and the answer "
+                          f"generated after it, which engine {model.engine} cannot do (engine {able} can)")
 
 
 def _first_set(model: ModelConfig, defaults: ModelConfig, section: str) -> str | None:

@@ -37,6 +37,7 @@ from jobs.config import (
     flat_settings,
     to_dict,
 )
+from jobs.config.reasoning import ReasoningSettings
 from jobs.engines.answering import answer_requests, engine_label
 from jobs.engines.base import engine_of
 from jobs.engines.host import EngineHost
@@ -219,6 +220,9 @@ class CellAnswerer:
         self.on_cluster = cell.engines is not None
         self.cached: dict[int, int] = {}  # shard -> its answers taken from the answer store
         self.store = CellAnswerStore(cell.answer_store, cell.root.run, lambda line: cell.log(f"{cell.key}: {line}"))
+
+    def reasoning(self, route: str | None) -> ReasoningSettings | None:
+        return self._model(route).reasoning
 
     def stream_target(self) -> StreamTarget | None:
         model = self.cell.model

@@ -24,10 +24,11 @@ Reply = Callable[[Request, ModelConfig], str]
 
 def stand_in_answers(requests: Iterable[Request], model: ModelConfig,
                      reply: Reply = stand_in_reply) -> Iterator[Answer]:
-    """Each request answered with reply(request, model), in order."""
+    """Each request answered with reply(request, model), in order, after the turn's `continue_text` where it has
+    one (as every engine that continues a turn writes it: the text is the whole turn's)."""
     for r in requests:
         yield {"request_id": r["request_id"], "item_id": r["item_id"], "subset": r["subset"],
-               "variant": r["variant"], "text": reply(r, model), "error": None}
+               "variant": r["variant"], "text": (r.get("continue_text") or "") + reply(r, model), "error": None}
 
 
 class StandIn(Engine):
@@ -36,6 +37,7 @@ class StandIn(Engine):
     name = "stand_in"
     weights = False
     streams = True
+    continues_turns = True
     unvalidated = "stand-in engine: no model"
     reply: Reply = staticmethod(stand_in_reply)
 

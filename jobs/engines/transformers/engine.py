@@ -25,6 +25,7 @@ class Transformers(Engine):
     packages = ("torch", "transformers")
     hosted = True
     streams = True
+    continues_turns = True
 
     def rank_demand(self, model: ModelConfig) -> Demand:
         """One actor holding every GPU its weights are split over (`tensor_parallel_size` whole ones: layers in

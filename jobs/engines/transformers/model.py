@@ -58,21 +58,30 @@ class TransformersEngine:
         return self._rows(conversations, "classify", self.head.prompt, self.head.answer, dict(self.head.columns))
 
     def generate(self, conversations: Sequence[Messages], samplings: Sequence[Sampling],
-                 trace_end: str | None = None) -> list[PromptAnswer]:
+                 trace_end: str | None = None, turns_so_far: Sequence[str] | None = None) -> list[PromptAnswer]:
         """Continuation of the opened assistant turn (actors.sampling.text_sampling per conversation), special
-        tokens stripped; with a thinking judge's `trace_end`, also the tokens its trace took."""
+        tokens stripped; with a thinking judge's `trace_end`, also the tokens its trace took. `turns_so_far`: per
+        conversation, the text already in the turn (a request's `continue_text`; "" for none), generated after
+        (Templater.continued) and written before what was generated, so the text is the whole turn's."""
         tokenizer = self.templater.tokenizer
 
-        def answer(ids: list[int], sampling: Sampling) -> TaskColumns:
+        def prompt(request: tuple[Messages, Sampling, str]) -> tuple[list[int], tuple[Sampling, str]]:
+            messages, sampling, so_far = request
+            ids = self.templater.continued(messages, so_far) if so_far else self.templater.opened(messages)
+            return ids, (sampling, so_far)
+
+        def answer(ids: list[int], asked: tuple[Sampling, str]) -> TaskColumns:
+            sampling, so_far = asked
             generated = self._continue(ids, sampling)
-            text: TaskColumns = {"text": tokenizer.decode(generated, skip_special_tokens=True)}
+            text: TaskColumns = {"text": so_far + tokenizer.decode(generated, skip_special_tokens=True)}
             if trace_end is not None:  # an end delimiter may be a special token: decoded with them
-                text["thinking_tokens"] = trace_token_count(
+                text["thinking_tokens"] = 0 if so_far else trace_token_count(
                     generated, lambda part: tokenizer.decode(part, skip_special_tokens=False), trace_end)
             return text
 
-        return self._rows(list(zip(conversations, samplings)), "generate",
-                          lambda pair: (self.templater.opened(pair[0]), pair[1]), answer, {"text": None})
+        so_far = list(turns_so_far) if turns_so_far is not None else [""] * len(conversations)
+        return self._rows(list(zip(conversations, samplings, so_far, strict=True)), "generate", prompt, answer,
+                          {"text": None})
 
     def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str,
                          candidates: list[str]) -> list[PromptAnswer]:
@@ -149,6 +158,8 @@ class TransformersEngine:
         else:
             options = {"top_p": None, "top_k": None, "temperature": None}
         with torch.no_grad():
+            if sampling.get("stop"):  # the generated text then ends with the stop string, as vLLM's does when asked
+                options.update(stop_strings=list(sampling["stop"]), tokenizer=tokenizer)
             out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=sampled,
                                       max_new_tokens=min(sampling["max_tokens"], self.max_model_len - len(ids)),
                                       pad_token_id=pad, **options)

@@ -77,7 +77,7 @@ class RequestScorer:
     def _judge(self, batch: dict[str, np.ndarray], conversations: list[list[dict[str, str]]]) -> list[PromptAnswer]:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
         answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows],
-                                       self.model.trace_end)
+                                       self.model.trace_end, [str(row.get("continue_text") or "") for row in rows])
         if "prefill" not in batch:
             return answers
         # One call per (prefill, candidates): a padded-batch engine then batches the verdicts it reads.

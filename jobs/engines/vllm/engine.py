@@ -88,6 +88,7 @@ class Vllm(Engine):
     hosted = True
     shares = True
     streams = True
+    continues_turns = True
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         return [(f"vllm.engine_args.{key}", f"set by the model file's own key '{_own_place(key)}', not here")

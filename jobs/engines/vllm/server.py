@@ -127,7 +127,9 @@ class VllmServer:
         def decode(ids) -> str:
             return tokenizer.decode(ids, skip_special_tokens=False)  # an end delimiter may be a special token
 
-        return [{"thinking_tokens": trace_token_count(list(out.outputs[0].token_ids), decode, end)}
+        # A turn continued after its closed trace (`turn_so_far`) generates none of the trace.
+        return [{"thinking_tokens": 0 if row.get("turn_so_far") else
+                 trace_token_count(list(out.outputs[0].token_ids), decode, end)}
                 if row.get("part") == "text" and not row.get("error") else {} for out, row in zip(outputs, rows)]
 
     @staticmethod

@@ -47,6 +47,7 @@ class EngineRow(JudgePart, total=False):
     sampling_params: Sampling  # judge and logprobs: vLLM's SamplingParams keywords
     response_start: int  # logprobs: where the scored response starts in the prompt
     candidate_ids: list[int]  # judge with a prefill: the candidates' first token ids
+    turn_so_far: str  # judge: the request's continue_text ("" for none), generated after and the text's start
     n_tokens: int
     error: str | None
     truncated: bool
@@ -91,11 +92,12 @@ def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_message
         if row.get("prefill") is not None:  # both parts ask for the candidates' log-probs: the same keys
             verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]])
             out["candidate_ids"] = params["logprob_token_ids"] = verdict.candidate_ids
+        out["turn_so_far"] = str(row.get("continue_text") or "")  # written before the generated text
         if row["part"] == "verdict":
             ids = verdict.prompt_ids
             params.update(max_tokens=1, temperature=0.0)
         else:
-            ids = tpl.opened(messages)
+            ids = tpl.continued(messages, out["turn_so_far"]) if out["turn_so_far"] else tpl.opened(messages)
         out["sampling_params"] = params
     problem = overflow(len(ids), int(model.max_model_len), generates=task != "classify")
     out["n_tokens"] = max(len(ids), int(row.get("n_tokens") or 0))
@@ -124,7 +126,7 @@ def read_answer(row: EngineRow, task: str, columns: tuple[str, ...], prefix: str
         by_id = {int(token): info["logprob"] for token, info in top.items() if info is not None}
         out["candidate_logprobs"] = [by_id.get(int(t)) for t in row["candidate_ids"]]
     else:
-        out["text"] = None if failed else str(row["generated_text"])
+        out["text"] = None if failed else str(row.get("turn_so_far") or "") + str(row["generated_text"])
         if "thinking_tokens" in row:  # a thinking judge's, counted by its server (jobs.engines.vllm.server)
             out["thinking_tokens"] = row["thinking_tokens"]
     return out

@@ -290,3 +290,26 @@ def test_a_thinking_judges_trace_is_counted_on_the_tokens_it_generated(hf_policy
     assert counted == {**plain, "thinking_tokens": first} and first <= 6
     never = hf_policy.generate([conversation], [greedy], trace_end="</never-written>")[0]
     assert never["thinking_tokens"] == len(generated)  # a trace that does not end: every token was thinking
+
+
+@pytest.mark.integration
+def test_a_budget_stops_at_the_end_delimiter_and_a_closed_trace_is_continued(hf_policy, pairs):
+    """Under a budget the generation stops where the end delimiter is written, and writes it (as vLLM's
+    include_stop_str_in_output); a turn continued after a closed trace starts with it and counts no trace."""
+    conversation, greedy = [pairs[0][0]], {"max_tokens": 12, "temperature": 0.0, "top_p": 1.0, "seed": 0}
+    tokenizer, templater = hf_policy.templater.tokenizer, hf_policy.templater
+    generated = hf_policy._continue(templater.opened(conversation), greedy)
+    end = tokenizer.decode(generated[4:6], skip_special_tokens=False)  # a delimiter its 5th and 6th tokens write
+    first = next(n for n in range(1, len(generated) + 1)
+                 if end in tokenizer.decode(generated[:n], skip_special_tokens=False))
+    stopped = hf_policy.generate([conversation], [{**greedy, "stop": [end], "include_stop_str_in_output": True}],
+                                 trace_end=end)[0]
+    assert stopped["text"] == tokenizer.decode(generated[:first], skip_special_tokens=True)
+    assert stopped["thinking_tokens"] == first < len(generated)
+    so_far = "<think>\nThe first response cites the passage.\n</think>\n\n"
+    continued = hf_policy.generate([conversation], [greedy], trace_end="</think>", turns_so_far=[so_far])[0]
+    after = hf_policy._continue(templater.continued(conversation, so_far), greedy)
+    assert templater.continued(conversation, so_far) == templater._ids(
+        templater._text(conversation, open_turn=True) + so_far)
+    assert continued["text"] == so_far + tokenizer.decode(after, skip_special_tokens=True)
+    assert continued["thinking_tokens"] == 0 and len(after) > 0

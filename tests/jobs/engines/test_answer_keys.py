@@ -92,7 +92,7 @@ class _StandInEngine:
     def classify(self, conversations):
         return [{"score": 1.0, "n_tokens": 3, "truncated": False, "error": None} for _ in conversations]
 
-    def generate(self, conversations, samplings, trace_end=None):
+    def generate(self, conversations, samplings, trace_end=None, turns_so_far=None):
         return [{"text": "Choose 1", "n_tokens": 3, "truncated": False, "error": None} for _ in conversations]
 
     def verdict_logprobs(self, conversations, prefill, candidates):

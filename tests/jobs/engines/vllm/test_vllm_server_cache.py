@@ -127,3 +127,31 @@ def test_a_thinking_judges_trace_is_counted_on_the_tokens_vllm_generated(implici
     assert ask(end)["thinking_tokens"] == first <= 4
     plain = loop.run_until_complete(server.answer([text_part], "judge", judge, path))[0]
     assert "thinking_tokens" not in plain and plain["text"] == never["text"]
+
+
+def test_a_budget_cuts_the_trace_and_a_closed_trace_is_continued_under_the_requests_own_limit(implicit_server,
+                                                                                             monkeypatch):
+    """Under `reasoning.budget_tokens` vLLM generates up to the end delimiter, which the text keeps, or the
+    budget; a request that continues the turn after a closed trace gets the text after it, under its own limit,
+    and counts no trace (jobs.flow.trace_budget asks it)."""
+    server, _, path, loop = implicit_server
+    reports, judge, request = _judge_request(monkeypatch)
+    [text_part] = [p for p in split_judge_request(request) if p["part"] == "text"]
+
+    def ask(row: dict, end: str, budget: int) -> tuple[dict, int]:
+        thinking = dataclasses.replace(judge, reasoning={"start": "<think>", "end": end, "budget_tokens": budget})
+        answer = loop.run_until_complete(server.answer([row], "judge", thinking, path))[0]
+        return answer, reports[-1][-1]["generated_tokens"]
+
+    cut, generated = ask(text_part, "</never-written>", 3)
+    assert generated == 3 == cut["thinking_tokens"]
+    unbudgeted = loop.run_until_complete(server.answer([text_part], "judge", judge, path))[0]["text"]
+    tokenizer = templater(path, judge.chat_template).tokenizer
+    ids = tokenizer(unbudgeted, add_special_tokens=False)["input_ids"]
+    end = tokenizer.decode(ids[4:6])  # what its 5th and 6th tokens write
+    stopped, generated = ask(text_part, end, 32)
+    assert stopped["text"].endswith(end) and end not in stopped["text"][:-len(end)] and generated <= 6
+    so_far = "<think>\nThe first response cites the passage.\n</never-written>\n\n"
+    closed, generated = ask({**text_part, "continue_text": so_far}, "</never-written>", 3)
+    assert closed["text"].startswith(so_far) and len(closed["text"]) > len(so_far)
+    assert closed["thinking_tokens"] == 0 and generated > 3  # the request's own limit, not the budget

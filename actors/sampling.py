@@ -30,7 +30,7 @@ def text_sampling(row: Request, model: WorkerModel) -> Sampling:
     same keys and types, because Ray Data stores a column of dicts as one Arrow struct. A thinking judge with a
     `reasoning.budget_tokens` generates a request's trace up to its end delimiter or the budget, whichever comes
     first; the answer after a trace cut there is asked for in a request of its own, which continues the turn
-    (`continue_text`: jobs.flow.trace_budget) under the request's own limit, as every row of that round is."""
+    (`continue_text`: jobs.flow.thinking_rounds) under the request's own limit, as every row of that round is."""
     sampling: Sampling = {"max_tokens": int(row.get("max_tokens") or model.max_new_tokens),
                           "temperature": float(row.get("temperature") or 0.0),
                           "top_p": float(row.get("top_p") or 1.0),

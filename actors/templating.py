@@ -65,7 +65,7 @@ class Templater:
 
     def continued(self, messages: Messages, turn_so_far: str) -> list[int]:
         """The conversation with a new assistant turn opened and `turn_so_far` written in it, for generating the
-        rest (a cut trace closed: jobs.flow.trace_budget). Where the opened turn already ends with the text that
+        rest (a cut trace closed: jobs.flow.thinking_rounds). Where the opened turn already ends with the text that
         `turn_so_far` begins with (a template that opens the trace itself), that text is not written twice."""
         opened = self._text(messages, open_turn=True)
         return self._ids(opened + turn_so_far[_overlap(opened, turn_so_far):])
@@ -81,14 +81,16 @@ class Templater:
         prefix = self.opened(messages[:-1])
         return full, _common_prefix(full, prefix)
 
-    def verdict(self, messages: Messages, prefill: str, candidates: list[str]) -> Verdict:
-        """The prompt (opened turn + prefill) and each candidate's deciding token.
+    def verdict(self, messages: Messages, prefill: str, candidates: list[str], turn_so_far: str = "") -> Verdict:
+        """The prompt (opened turn, `turn_so_far` as `continued` writes it, prefill) and each candidate's
+        deciding token.
 
         Tokenising prefill and candidate together ("Choose 1") and splitting at the first token where the
         candidates differ reads the verdict where the model would write it: BPE tokenizers merge the space
         into the digit (" 1"), so a prompt ending in a bare "Choose " token would be off-distribution.
         """
-        text = self._text(messages, open_turn=True) + prefill
+        opened = self._text(messages, open_turn=True)
+        text = opened + turn_so_far[_overlap(opened, turn_so_far):] + prefill
         ids = [self._ids(text + candidate) for candidate in candidates]
         common = min(_common_prefix(ids[0], other) for other in ids[1:]) if len(ids) > 1 else len(ids[0]) - 1
         if any(len(c) <= common for c in ids):

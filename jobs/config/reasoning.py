@@ -20,7 +20,7 @@ class ReasoningSettings:
     # asked of the chat template (`enable_thinking`, as Qwen3's templates read it); None: the template's default
     enable_thinking: bool | None = None
     # the tokens its trace may take: a generation stops at the end delimiter or the budget, and a trace cut there
-    # is closed and its answer asked for in a round of its own (jobs.flow.trace_budget); None: no budget
+    # is closed and its answer asked for in a round of its own (jobs.flow.thinking_rounds); None: no budget
     budget_tokens: int | None = None
 
     def pair(self) -> tuple[str, str]:

@@ -16,6 +16,10 @@ from __future__ import annotations
 from benchmarks.row_types import Answer
 from jobs.config.reasoning import ReasoningSettings
 
+# The ids of the requests a thinking judge's answer adds (jobs.flow.thinking_rounds): the request's own, then
+CLOSED = "+closed"  # ... this for the answer after its trace cut at the budget, closed
+VERDICT = "+verdict"  # ... this for the log-prob verdict read after its trace
+
 
 def split_trace(text: str, start: str, end: str) -> tuple[str | None, str, bool]:
     """(answer, trace, finished) of a generated text. The trace ends at the first `end`; a start delimiter is
@@ -30,10 +34,10 @@ def split_trace(text: str, start: str, end: str) -> tuple[str | None, str, bool]
 def split_answer(answer: Answer, settings: ReasoningSettings) -> Answer:
     """The answer with its text after the trace, `thinking` (the trace) and `thinking_finished`. An answer
     whose engine split it already (an API's own field: thinking_finished set) or that has no text (it failed)
-    keeps its text. Log-probs read at a prefill after the prompt are read inside the trace, so they are
-    dropped: the verdict of a thinking judge is its text's."""
+    keeps its text. Log-probs read at a prefill right after the prompt are read inside the trace, so they are
+    dropped; a VERDICT request's were read after the trace and are kept."""
     split = Answer(**answer)
-    if "candidate_logprobs" in split:
+    if "candidate_logprobs" in split and not str(split.get("request_id", "")).endswith(VERDICT):
         split["candidate_logprobs"] = None
     split.setdefault("thinking_tokens", None)  # where the engine counted none (jobs.flow.thinking_counts)
     if split.get("thinking_finished") is not None or split.get("text") is None:

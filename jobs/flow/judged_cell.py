@@ -70,9 +70,11 @@ class JudgedCell:
     def of(cls, spec: Benchmark, job: CellJob) -> JudgedCell:
         options = typed_options(spec.Options, job.bench.options)
         kind = protocol_kind(job.model)
-        # An engine that cannot prefill (an HTTP API), or a judge that thinks (its prefill would be read inside
-        # its trace: jobs.engines.reasoning), has its verdict read from the text.
-        reads_text = job.model.reasoning is not None or not engine_of(job.model).prefills
+        # An engine that cannot prefill (an HTTP API) has its verdict read from the text, and so has a judge that
+        # thinks unless it asks for log-probs (`verdict: logprob`), which are then read after its trace in a
+        # round of their own (jobs.flow.thinking_rounds).
+        thinks_in_text = job.model.reasoning is not None and job.model.verdict != "logprob"
+        reads_text = thinks_in_text or not engine_of(job.model).prefills
         verdict = ("text" if reads_text else job.model.verdict) if KINDS[kind].generates else None
         return cls(spec, job, options, kind, verdict, encoder_settings(spec, options, job.bench.name), SHARD_ITEMS)
 

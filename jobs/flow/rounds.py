@@ -12,11 +12,12 @@ answers are all in parts that read.
 from __future__ import annotations
 
 from benchmarks.row_types import Answer, Item, Request
+from jobs.config.reasoning import ReasoningSettings
 from jobs.engines.preflight import PreflightError
 from jobs.flow.error_budget import retried_failure
 from jobs.flow.judged_cell import JudgedCell
 from jobs.flow.recorder import ShardAnswers
-from jobs.flow.trace_budget import closing_requests, merged_answers
+from jobs.flow.thinking_rounds import closing_requests, merged_answers, verdict_requests
 from jobs.flow.walk import by_route, first_requests, followup_requests, newest_answers, route_of, routed
 
 MAX_ROUNDS = 8  # a benchmark's followup rounds (e.g. generate, then judge, then judge each statement)
@@ -27,6 +28,13 @@ def requests_to_retry(answered: dict[str, Answer], retry_errors: bool) -> set[st
     """Of the stored answers (request id -> its newest), the requests to ask again: with `retry_errors`, those
     whose answer failed with an error that may pass."""
     return {rid for rid, row in answered.items() if retried_failure(row)} if retry_errors else set()
+
+
+def reads_logprobs_after_trace(cell: JudgedCell, request: Request) -> ReasoningSettings | None:
+    """The reasoning block of the cell's own model where its verdict is read from log-probs after its trace
+    (`verdict: logprob` on a thinking judge, jobs.flow.judged_cell) and `request` is its own; else None."""
+    thinks = cell.model.reasoning is not None and cell.verdict == "logprob"
+    return cell.model.reasoning if thinks and route_of(request) is None else None
 
 
 def answer_rounds(cell: JudgedCell, shard: int, items: list[Item], streamed: bool) -> list[Answer]:
@@ -45,7 +53,7 @@ def answer_rounds(cell: JudgedCell, shard: int, items: list[Item], streamed: boo
 
 def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswers,
             streamed: bool) -> dict[str, Answer]:
-    """request id -> its newest answer, closing requests' (jobs.flow.trace_budget) included."""
+    """request id -> its newest answer, closing requests' (jobs.flow.thinking_rounds) included."""
     spec, kind, options = cell.spec, cell.kind, cell.options
     answered = newest_answers(answers.stored_answers())
     again = requests_to_retry(answered, cell.job.retry_errors)
@@ -62,10 +70,13 @@ def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswe
         closing = closing_requests(requests, answered, lambda r: cell.answerer.reasoning(route_of(r)))
         _ask_round(cell, shard, answers, f"round {round_}, traces cut at their budget closed", closing, answered,
                    done, told)
+        verdicts = verdict_requests(requests, answered, lambda r: reads_logprobs_after_trace(cell, r))
+        _ask_round(cell, shard, answers, f"round {round_}, log-prob verdicts after the trace", verdicts, answered,
+                   done, told)
         # The round's requests freed before the next round's are made (each holds its item's texts), which lowers
         # the walk's floor (docs/measurements.md, "Where the stream's CPU goes, bigger blocks, and the walk's
         # second copies").
-        del requests, closing
+        del requests, closing, verdicts
         requests = followup_requests(spec, items, merged_answers(answered), kind, options)
         if all(r["request_id"] in done for r in requests):
             return answered

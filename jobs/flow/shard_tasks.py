@@ -58,7 +58,7 @@ class ShardPlacement:
 
 def place_shards(cell: JudgedCell, shards: int, streamed: bool) -> ShardPlacement:
     """Every shard in a Ray task where the cell's first round was streamed (or found answered before) and
-    nothing is asked after it (no followup round, no judge, no trace closed at its budget), nor scored by an
+    nothing is asked after it (no followup round, no judge, no thinking judge's round), nor scored by an
     encoder stage (an actor the driver holds), and the run's write
     fence works in another process (the lease's does: jobs.store.lease `TokenFence`); else every shard in the
     driver, where the answerer, the progress and manifest.json are."""
@@ -66,12 +66,17 @@ def place_shards(cell: JudgedCell, shards: int, streamed: bool) -> ShardPlacemen
     why = ("its first round was not streamed" if not streamed else
            "its benchmark asks followup rounds" if type(spec).followup is not Benchmark.followup else
            "its benchmark routes requests to judges" if spec.routes(cell.options) else
-           "its judge's traces cut at their budget are closed in a round of their own"
-           if cell.model.reasoning is not None and cell.model.reasoning.budget_tokens is not None else
+           "its judge's traces are closed or read for log-probs in rounds of their own" if _thinking_rounds(cell) else
            "its benchmark scores text pairs with an encoder" if cell.encoder is not None else
            "the run root's write fence works only in this process" if not cell.recorder.root.fence_travels else "")
     everything = tuple(range(shards))
     return ShardPlacement((), everything, why) if why else ShardPlacement(everything, ())
+
+
+def _thinking_rounds(cell: JudgedCell) -> bool:
+    """Whether the cell's own judge adds rounds to its answers (jobs.flow.thinking_rounds)."""
+    reasoning = cell.model.reasoning
+    return reasoning is not None and (reasoning.budget_tokens is not None or cell.verdict == "logprob")
 
 
 @dataclass(frozen=True)

@@ -167,13 +167,15 @@ def _check_reasoning(model: ModelConfig, where: str) -> None:
     if not KINDS[model.kind].generates:
         raise ConfigError(f"{where}.reasoning': kind {model.kind} generates no text to think in; only a generative "
                           "judge (kind generative or api) has a reasoning block")
-    if model.verdict == "logprob":
-        raise ConfigError(f"{where}.verdict': logprob is read right after the prompt, inside a thinking judge's trace;"
-                          " a model with a reasoning block has its verdict read from the text after the trace (drop "
-                          "verdict, or set it to text)")
+    engine = engines()[model.engine]
+    if model.verdict == "logprob" and not (engine.prefills and engine.continues_turns):
+        able = " or ".join(sorted(e.name for e in engines().values() if e.prefills and e.continues_turns))
+        raise ConfigError(f"{where}.verdict': a thinking judge's log-prob verdict is read after its trace, in a "
+                          f"request that continues the turn, which engine {model.engine} cannot do (engine {able} "
+                          "can); drop verdict, or set it to text")
     for key, why in model.reasoning.problems():
         raise ConfigError(f"{where}.reasoning.{key}': {why}")
-    if model.reasoning.budget_tokens is not None and not engines()[model.engine].continues_turns:
+    if model.reasoning.budget_tokens is not None and not engine.continues_turns:
         able = " or ".join(sorted(e.name for e in engines().values() if e.continues_turns))
         raise ConfigError(f"{where}.reasoning.budget_tokens': a trace cut at its budget is closed and the answer "
                           f"generated after it, which engine {model.engine} cannot do (engine {able} can)")

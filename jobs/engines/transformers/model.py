@@ -83,18 +83,21 @@ class TransformersEngine:
         return self._rows(list(zip(conversations, samplings, so_far, strict=True)), "generate", prompt, answer,
                           {"text": None})
 
-    def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str,
-                         candidates: list[str]) -> list[PromptAnswer]:
-        """Log-prob of each candidate's deciding token after the opened turn plus `prefill` (Templater.verdict)."""
-        def prompt(messages: Messages):
-            verdict = self.templater.verdict(messages, prefill, candidates)
+    def verdict_logprobs(self, conversations: Sequence[Messages], prefill: str, candidates: list[str],
+                         turns_so_far: Sequence[str] | None = None) -> list[PromptAnswer]:
+        """Log-prob of each candidate's deciding token after the opened turn, the conversation's text so far in
+        it (`turns_so_far`, as `generate` takes them) and `prefill` (Templater.verdict)."""
+        def prompt(asked: tuple[Messages, str]):
+            verdict = self.templater.verdict(asked[0], prefill, candidates, asked[1])
             return verdict.prompt_ids, verdict.candidate_ids
 
         def answer(ids: list[int], candidate_ids: list[int]) -> TaskColumns:
             logp = self._logits(ids, keep=1)[-1].log_softmax(-1)
             return {"candidate_logprobs": [float(logp[t]) for t in candidate_ids]}
 
-        return self._rows(conversations, "generate", prompt, answer, {"candidate_logprobs": None})
+        so_far = list(turns_so_far) if turns_so_far is not None else [""] * len(conversations)
+        return self._rows(list(zip(conversations, so_far, strict=True)), "generate", prompt, answer,
+                          {"candidate_logprobs": None})
 
     def response_logprobs(self, conversations: Sequence[Messages]) -> list[PromptAnswer]:
         """Sum and mean log-prob of the last (assistant) message's tokens, the prompt masked (Templater.response)."""

@@ -76,8 +76,9 @@ class RequestScorer:
 
     def _judge(self, batch: dict[str, np.ndarray], conversations: list[list[dict[str, str]]]) -> list[PromptAnswer]:
         rows = [{key: values[i] for key, values in batch.items()} for i in range(len(conversations))]
+        so_far = [str(row.get("continue_text") or "") for row in rows]
         answers = self.engine.generate(conversations, [text_sampling(row, self.model) for row in rows],
-                                       self.model.trace_end, [str(row.get("continue_text") or "") for row in rows])
+                                       self.model.trace_end, so_far)
         if "prefill" not in batch:
             return answers
         # One call per (prefill, candidates): a padded-batch engine then batches the verdicts it reads.
@@ -85,7 +86,8 @@ class RequestScorer:
         for i, (prefill, candidates) in enumerate(zip(batch["prefill"], batch["candidates"])):
             groups.setdefault((str(prefill), tuple(str(c) for c in candidates)), []).append(i)
         for (prefill, candidates), rows in groups.items():
-            verdicts = self.engine.verdict_logprobs([conversations[i] for i in rows], prefill, list(candidates))
+            verdicts = self.engine.verdict_logprobs([conversations[i] for i in rows], prefill, list(candidates),
+                                                    [so_far[i] for i in rows])
             for i, verdict in zip(rows, verdicts):
                 self._add_verdict(answers[i], verdict)
         return answers

@@ -89,10 +89,11 @@ def prepare(row: Request, model: WorkerModel, path: str, task: str, keep_message
         # Both parts carry the same keys with the same types: Ray Data stores the column in one block, and a
         # key missing from some rows becomes a null that turns the other rows' integers into floats.
         params = text_sampling(row, model)
-        if row.get("prefill") is not None:  # both parts ask for the candidates' log-probs: the same keys
-            verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]])
-            out["candidate_ids"] = params["logprob_token_ids"] = verdict.candidate_ids
         out["turn_so_far"] = str(row.get("continue_text") or "")  # written before the generated text
+        if row.get("prefill") is not None:  # both parts ask for the candidates' log-probs: the same keys
+            verdict = tpl.verdict(messages, str(row["prefill"]), [str(c) for c in row["candidates"]],
+                                  out["turn_so_far"])
+            out["candidate_ids"] = params["logprob_token_ids"] = verdict.candidate_ids
         if row["part"] == "verdict":
             ids = verdict.prompt_ids
             params.update(max_tokens=1, temperature=0.0)

@@ -50,6 +50,10 @@ def _load(tmp_path: Path, text: str, name: str = "m"):
 def test_a_model_whose_settings_only_moved_hashes_and_names_its_engines_as_before(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BASE_VAR", raising=False)
+    # The pins were made where tcmalloc is installed, which a vLLM engine's environment preloads: pinned here
+    # too, so the names do not depend on whether this machine has it.
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.setattr("actors.hardware.tcmalloc", lambda *dirs: "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")
     Path("items.jsonl").write_text('{"a": 1}\n')
     bench = BenchmarkConfig(name="b", module="rag_rewardbench", data=["items.jsonl"])
     judge = load_model(JUDGE, "test")

@@ -313,3 +313,33 @@ def test_a_budget_stops_at_the_end_delimiter_and_a_closed_trace_is_continued(hf_
         templater._text(conversation, open_turn=True) + so_far)
     assert continued["text"] == so_far + tokenizer.decode(after, skip_special_tokens=True)
     assert continued["thinking_tokens"] == 0 and len(after) > 0
+    # the log-prob verdict after that trace: read where the closed turn and the prefill end
+    after_trace = hf_policy.verdict_logprobs([conversation], VERDICT_PREFILL, list(VERDICT_TOKENS), [so_far])[0]
+    right_after_prompt = hf_policy.verdict_logprobs([conversation], VERDICT_PREFILL, list(VERDICT_TOKENS))[0]
+    prompt = templater.verdict(conversation, VERDICT_PREFILL, list(VERDICT_TOKENS), so_far)
+    assert tokenizer.decode(prompt.prompt_ids).rstrip().endswith(so_far + VERDICT_PREFILL.rstrip())
+    logp = hf_policy._logits(prompt.prompt_ids, keep=1)[-1].log_softmax(-1)
+    assert after_trace["candidate_logprobs"] == pytest.approx([float(logp[t]) for t in prompt.candidate_ids])
+    assert after_trace["candidate_logprobs"] != pytest.approx(right_after_prompt["candidate_logprobs"], abs=1e-3)
+
+
+def test_a_verdict_after_a_trace_reads_the_candidates_after_the_closed_trace_and_the_prefill(smollm2_path):
+    """A VERDICT request (jobs.flow.thinking_rounds): its verdict part's prompt is the opened turn, the closed
+    trace and "Choose", and the candidates' deciding token is the next one; its text part is one token after the
+    trace, not a generation from the prompt."""
+    so_far = "<think>\nThe first response cites the passage.\n</think>\n\n"
+    row = {"request_id": "b/1#cr+verdict", "item_id": "b/1", "subset": "s", "variant": "cr",
+           "messages": [{"role": "user", "content": "Which response is better?"}], "prefill": VERDICT_PREFILL,
+           "candidates": list(VERDICT_TOKENS), "max_tokens": 1, "continue_text": so_far}
+    model = _model()
+    text, verdict = (vllm_stage.prepare(part, model, smollm2_path, "judge")
+                     for part in vllm_stage.split_judge_request(row))
+    tpl = templater(smollm2_path)
+    opened = tpl._text(row["messages"], open_turn=True)
+    for candidate, candidate_id in zip(VERDICT_TOKENS, verdict["candidate_ids"], strict=True):
+        with_choice = tpl._ids(opened + so_far + VERDICT_PREFILL + candidate)
+        assert with_choice == [*verdict["tokenized_prompt"], candidate_id]
+    assert tpl.tokenizer.decode(verdict["tokenized_prompt"]).rstrip().endswith(so_far + VERDICT_PREFILL.rstrip())
+    assert text["tokenized_prompt"] == tpl._ids(opened + so_far) and text["sampling_params"]["max_tokens"] == 1
+    engine_row = {**text, "generated_text": " x", "logprobs": []}
+    assert vllm_stage.read_answer(engine_row, "judge", ())["text"] == so_far + " x"  # the whole turn's text

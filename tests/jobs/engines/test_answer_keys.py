@@ -95,7 +95,7 @@ class _StandInEngine:
     def generate(self, conversations, samplings, trace_end=None, turns_so_far=None):
         return [{"text": "Choose 1", "n_tokens": 3, "truncated": False, "error": None} for _ in conversations]
 
-    def verdict_logprobs(self, conversations, prefill, candidates):
+    def verdict_logprobs(self, conversations, prefill, candidates, turns_so_far=None):
         return [{"candidate_logprobs": [-0.1, -2.0], "n_tokens": 4, "truncated": False, "error": None}
                 for _ in conversations]
 

@@ -3,6 +3,8 @@ loads, and an API's trace field read (jobs.engines.http.client): hand-written te
 that would take the verdict from inside the trace."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from openai.types.chat import ChatCompletion
 from sweeps import write_sweep
@@ -90,12 +92,19 @@ def test_reasoning_true_is_the_default_block_and_a_model_without_one_keeps_its_f
 
 
 @pytest.mark.parametrize("extra, message", [
-    (", reasoning: true, verdict: logprob", "models.judge.verdict': logprob is read right after the prompt"),
+    (", engine: stand_in, reasoning: true, verdict: logprob", None),  # read after the trace, in a round of its own
+    (", kind: api, engine: http, api: {base_env: B}, reasoning: true, verdict: logprob",
+     ("models.judge.verdict': a thinking judge's log-prob verdict is read after its trace, in a request that "
+      "continues the turn, which engine http cannot do (engine stand_in or transformers or vllm can)")),
     (", reasoning: {start: '<s>'}", "models.judge.reasoning.end': start and end are set together"),
 ])
 def test_a_reasoning_block_that_cannot_work_fails_where_the_sweep_loads(tmp_path, extra, message):
-    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
-        load_sweep(write_sweep(tmp_path, "c", [_model_line(extra)]))
+    sweep = write_sweep(tmp_path, "c", [_model_line(extra).replace("kind: generative, kind: api", "kind: api")])
+    if message is None:
+        assert load_sweep(sweep).models["judge"].verdict == "logprob"
+        return
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_sweep(sweep)
 
 
 def test_a_scorer_has_no_reasoning_block(tmp_path):

@@ -133,7 +133,7 @@ def test_a_budget_cuts_the_trace_and_a_closed_trace_is_continued_under_the_reque
                                                                                              monkeypatch):
     """Under `reasoning.budget_tokens` vLLM generates up to the end delimiter, which the text keeps, or the
     budget; a request that continues the turn after a closed trace gets the text after it, under its own limit,
-    and counts no trace (jobs.flow.trace_budget asks it)."""
+    and counts no trace (jobs.flow.thinking_rounds asks it)."""
     server, _, path, loop = implicit_server
     reports, judge, request = _judge_request(monkeypatch)
     [text_part] = [p for p in split_judge_request(request) if p["part"] == "text"]

@@ -1,6 +1,7 @@
-"""A thinking judge's budget (jobs.flow.trace_budget): a trace cut at `reasoning.budget_tokens` is closed and its
-answer asked for in a round of its own, stored, resumed and kept in the answer store like any other round's;
-the benchmark reads the closing answer's verdict, never the trace's. The registered stand-in engine answers
+"""A thinking judge's rounds (jobs.flow.thinking_rounds): a trace cut at `reasoning.budget_tokens` is closed and its
+answer asked for in a round of its own, and a `verdict: logprob` judge's log-probs are read after its trace in
+another, each stored, resumed and kept in the answer store like any other round's; the benchmark reads the
+closing answer's verdict and the verdict request's log-probs, never the trace's. The registered stand-in engine answers
 (stand_in.py), its text written after a request's `continue_text` as every engine that continues a turn writes
 it; the engines' own generation under a budget is tested with SmolLM2 (tests/jobs/engines/test_actors.py,
 tests/jobs/engines/vllm/test_vllm_server_cache.py)."""
@@ -15,7 +16,8 @@ from stand_in import run, stand_in_engine, stand_in_model
 from benchmarks.rag_rewardbench import synthetic
 from jobs.config import BenchmarkConfig
 from jobs.config.reasoning import ReasoningSettings
-from jobs.flow.trace_budget import CLOSED, closing_requests, merged_answers
+from jobs.engines.reasoning import CLOSED, VERDICT, split_answer
+from jobs.flow.thinking_rounds import closing_requests, merged_answers, verdict_requests
 
 BUDGET = ReasoningSettings(budget_tokens=8)
 RIGHT = {"cr": "Choose 1", "rc": "Choose 2"}  # the chosen response is first in `cr`, second in `rc`
@@ -123,3 +125,50 @@ def test_the_answer_store_keys_on_the_budget(tmp_path, bench, monkeypatch):
     _, other = run(tmp_path, bench, replace(model, reasoning=ReasoningSettings(budget_tokens=16)), run_name="c",
                    cache=True)
     assert other.status == "done" and [len(call) for call in calls] == [6, 6]  # another budget: asked again
+
+
+def test_the_log_prob_verdict_is_asked_after_a_trace_that_ended_or_was_closed():
+    requests = [{**_request(v), "prefill": "Choose ", "candidates": ["1", "2"]} for v in ("ended", "closed", "cut")]
+    answered = {"i#ended": _answer("ended", text="Choose 1", thinking="So 2", thinking_finished=True),
+                "i#closed": _answer("closed", text=None, thinking="So", thinking_finished=False),
+                "i#closed" + CLOSED: {**_answer("closed", text="Choose 2", thinking="So", thinking_finished=True),
+                                      "request_id": "i#closed" + CLOSED},
+                "i#cut": _answer("cut", text=None, thinking="no end", thinking_finished=False)}
+    assert verdict_requests(requests, answered, lambda r: BUDGET) == [
+        {**requests[0], "request_id": "i#ended+verdict", "max_tokens": 1, "continue_text": "<think>\nSo 2\n</think>\n\n"},
+        {**requests[1], "request_id": "i#closed+verdict", "max_tokens": 1, "continue_text": "<think>\nSo\n</think>\n\n"}]
+    assert verdict_requests([_request("ended")], answered, lambda r: BUDGET) == []  # no prefill, no verdict
+    assert verdict_requests(requests, answered, lambda r: None) == []  # its verdict is its text's
+    answered["i#ended" + VERDICT] = {**_answer("ended", text="x", candidate_logprobs=[-0.2, -1.9]),
+                                     "request_id": "i#ended" + VERDICT}
+    assert merged_answers(answered)[0] == {**answered["i#ended"], "candidate_logprobs": [-0.2, -1.9]}
+
+
+def test_log_probs_read_after_the_prompt_are_dropped_and_a_verdict_requests_are_kept():
+    read = {"request_id": "i#cr", "text": "<think>Choose 1</think>Choose 2", "candidate_logprobs": [-0.1, -3.0]}
+    assert split_answer(read, BUDGET)["candidate_logprobs"] is None  # read inside the trace
+    after = {**read, "request_id": "i#cr" + VERDICT}
+    assert split_answer(after, BUDGET)["candidate_logprobs"] == [-0.1, -3.0]
+
+
+def test_a_logprob_judges_verdict_requests_continue_after_its_trace_and_are_asked_once(tmp_path, bench,
+                                                                                       monkeypatch):
+    asked = []
+
+    def ends_its_trace(request, model) -> str:
+        asked.append((request["request_id"], request.get("continue_text"), request.get("max_tokens")))
+        return "x" if request.get("continue_text") else f"<think>{WRONG[request['variant']]}</think>Choose 1"
+
+    calls = stand_in_engine(monkeypatch, ends_its_trace)
+    model = replace(stand_in_model(), reasoning=ReasoningSettings(), verdict="logprob")
+    root, outcome = run(tmp_path, bench, model)
+    first = sorted(f"{p['item_id']}#{order}" for p in root.read_rows("predictions", bench.name, "judge")
+                   for order in ("cr", "rc"))
+    assert outcome.status == "done" and [sorted(call) for call in calls] == [first, [rid + VERDICT for rid in first]]
+    closed = {rid + VERDICT: f"<think>\n{WRONG[rid[-2:]]}\n</think>\n\n" for rid in first}
+    assert sorted(a for a in asked if a[0].endswith(VERDICT)) == sorted((rid, text, 1) for rid, text in closed.items())
+    assert len(root.read_rows("requests", bench.name, "judge")) == 12
+    calls.clear()
+    root.write_json("manifest.json", {"run": "run", "cells": {}, "attempts": 1})
+    _, again = run(tmp_path, bench, model)
+    assert again.status == "done" and calls == []

@@ -167,8 +167,10 @@ def plan_cell(bench: BenchmarkConfig, model: ModelConfig, gpu: GpuSpec,
         chars = sum(len(m["content"]) for r in requests for m in r["messages"])
         prompt = int(chars / gpu.chars_per_token)
         tokens_from = f"chars/{gpu.chars_per_token:g}"
-    n_requests = round(len(requests) * scale)
-    prompt_tokens = round(prompt * scale)
+    asks = _asks_per_request(model, kind)
+    n_requests = round(len(requests) * asks * scale)
+    # Each later ask of a thinking judge's request sends its prompt again with the trace, at most its budget.
+    prompt_tokens = round((prompt * asks + len(requests) * (asks - 1) * _budget(model)) * scale)
     output_tokens = round(sum(_output_tokens(r, model, kind) for r in requests) * scale)
     passes = 2 if model.reference else 1  # an implicit RM with a reference runs both models
     if engine.remote or model.params_b is None:
@@ -199,10 +201,32 @@ def start_seconds(model: ModelConfig, gpu: GpuSpec) -> float:
 
 def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
     """Judges write up to their request's (or the model's) token budget and read one verdict token after a
-    prefill; scorers write nothing (an implicit RM samples 1 token beside its prompt log-probs)."""
+    prefill; scorers write nothing (an implicit RM samples 1 token beside its prompt log-probs). A thinking
+    judge with a budget writes its trace up to the budget and, planned as if every trace were cut there, the
+    answer after it closed; one whose log-prob verdict is read after the trace, one token and a verdict more
+    (jobs.flow.thinking_rounds)."""
     if KINDS[kind].generates:
-        return int(request.get("max_tokens") or model.max_new_tokens) + (request.get("prefill") is not None)
+        own = int(request.get("max_tokens") or model.max_new_tokens) + (request.get("prefill") is not None)
+        return own + _budget(model) + 2 * _reads_logprobs_after_trace(model)
     return 1 if KINDS[kind].reads_logprobs else 0
+
+
+def _budget(model: ModelConfig) -> int:
+    """A thinking judge's trace budget (reasoning.budget_tokens); 0 without one."""
+    return (model.reasoning.budget_tokens or 0) if model.reasoning is not None else 0
+
+
+def _asks_per_request(model: ModelConfig, kind: str) -> int:
+    """How many times a request is asked at most: once, and once more for each round a thinking judge adds (its
+    trace closed at a budget, its log-prob verdict read after the trace: jobs.flow.thinking_rounds)."""
+    if model.reasoning is None or not KINDS[kind].generates:
+        return 1
+    return 1 + (model.reasoning.budget_tokens is not None) + _reads_logprobs_after_trace(model)
+
+
+def _reads_logprobs_after_trace(model: ModelConfig) -> bool:
+    """A thinking judge whose verdict is read from log-probs after its trace (jobs.flow.judged_cell)."""
+    return model.reasoning is not None and model.verdict == "logprob" and engine_of(model).prefills
 
 
 # A retrieval cell's plan: nothing wrong with it, and nothing to count in tokens.

@@ -291,3 +291,28 @@ def test_a_gpu_count_below_one_is_one_line(tmp_path, capsys, flags, line):
     assert main(["plan", str(_two_widths(tmp_path)), *flags]) == 2
     out, err = capsys.readouterr()
     assert err.splitlines() == [line] and out == ""
+
+
+@pytest.mark.parametrize("reasoning, asks, extra_output", [
+    ("{budget_tokens: 64}", 2, 64),  # the trace up to its budget, then the answer after it closed
+    ("{budget_tokens: 64}, verdict: logprob", 3, 64 + 2),  # and one token and a verdict after the trace
+    ("true, verdict: logprob", 2, 2),
+])
+def test_a_thinking_judges_rounds_are_planned_as_if_every_trace_took_its_budget(tmp_path, reasoning, asks,
+                                                                               extra_output):
+    gpu = GpuSpec(peak_tflops=1000.0, efficiency=0.5, count=4, chars_per_token=4.0, start_s=100.0,
+                  compile_s=30.0, load_gb_per_s=2.0)
+
+    def planned(extra: str):
+        sweep = write_sweep(tmp_path, "think", [
+            '{name: judge, path: "org/remote-judge", kind: generative, params_b: 1.0, max_new_tokens: 9' + extra + "}"],
+            data=str(SAMPLE))
+        [plan] = plan_sweep(load_sweep(sweep), gpu)
+        return plan
+
+    plain, thinking = planned(""), planned(f", reasoning: {reasoning}")
+    budget = 64 if "budget" in reasoning else 0
+    assert (plain.requests, plain.output_tokens) == (12, 12 * 10)  # 9 + the verdict after the prompt
+    assert thinking.requests == 12 * asks
+    assert thinking.prompt_tokens == plain.prompt_tokens * asks + 12 * (asks - 1) * budget
+    assert thinking.output_tokens == 12 * (10 + extra_output)

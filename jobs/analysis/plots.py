@@ -125,3 +125,25 @@ def position_plot(judges: Sequence[Mapping[str, Any]], title: str) -> str:
             a.grid(axis="x", color="#e5e5e5", lw=0.6)
         axes[0][0].set_title(title, loc="left")
         return _svg(fig, title)
+
+
+def thinking_plot(judges: Sequence[Mapping[str, Any]], title: str) -> str:
+    """Each thinking judge's accuracy by quartile of an item's thinking tokens (metrics.json's
+    `accuracy_by_thinking_quartile`), its quartiles' token ranges in the legend: what thinking longer bought."""
+    plt = _pyplot()
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.5, 2.8))
+        for judge in judges:
+            quartiles = judge["quartiles"]
+            accuracy = [np.nan if q["accuracy"] is None else q["accuracy"] for q in quartiles]
+            ranges = ", ".join(f"{q['tokens_to']:g}" for q in quartiles)
+            ax.plot(range(1, len(quartiles) + 1), accuracy, "o-", ms=3.5, lw=1,
+                    label=f"{judge['model']} (quartiles up to {ranges} tokens)")
+        ax.set_xticks([1, 2, 3, 4], ["Q1 (shortest)", "Q2", "Q3", "Q4 (longest)"])
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("accuracy")
+        ax.set_xlabel("quartile of the item's thinking tokens")
+        ax.grid(axis="y", color="#e5e5e5", lw=0.6)
+        ax.legend(loc="lower left", fontsize=7, frameon=False)
+        ax.set_title(title, loc="left")
+        return _svg(fig, title)

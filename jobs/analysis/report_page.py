@@ -92,6 +92,12 @@ def _pairs(board: JsonObject, benchmark: str) -> str:
             + "</details>")
 
 
+def thinking_quartiles(view: BenchmarkView) -> list[JsonObject]:
+    """The benchmark's thinking judges whose items' thinking tokens were counted, with their quartiles."""
+    return [{"model": m["model"], "quartiles": quartiles} for m in view.metrics
+            if (quartiles := (m.get("thinking") or {}).get("accuracy_by_thinking_quartile"))]
+
+
 def _section(view: BenchmarkView, board: JsonObject | None, paper: PaperTable) -> str:
     parts = [f"<h2 id='{_e(view.name)}'>{_e(view.name)}</h2>"]
     if board and board["models"]:
@@ -108,6 +114,8 @@ def _section(view: BenchmarkView, board: JsonObject | None, paper: PaperTable) -
         judges = [{"model": m, **view.position[m]} for m in models if m in view.position]
         if judges:
             parts.append(plots.position_plot(judges, f"{view.name}: position bias of the judges"))
+        if thinkers := thinking_quartiles(view):
+            parts.append(plots.thinking_plot(thinkers, f"{view.name}: accuracy by thinking length"))
         parts.append(bias_section(board))
         parts.append(items_section(view, board))
     parts += [f"<p class='note incomplete'>{_e(note)}</p>" for note in incomplete_notes(view)]

@@ -162,7 +162,7 @@ def record_shard(recorder: RowRecorder, shard: int, items: Sequence[Item], rows:
     recorder.record_rows(shard, rows, bad)
     return ShardTally(shard, True, len(rows), len(bad), sum(bool(item.get("error")) for item in items),
                       RequestErrors().add(answers), sum(bool(answer.get("cached")) for answer in answers),
-                      ThinkingCounts().add(answers))
+                      ThinkingCounts().add(answers, rows))
 
 
 def bad_rows(benchmark: str, model: str, items: Sequence[Item], rows: list[Row]) -> list[ArrowRow]:

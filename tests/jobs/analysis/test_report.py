@@ -272,3 +272,22 @@ def test_report_text_gives_each_config_of_a_benchmark_its_own_titled_table():
     text = report_text([{**cell, "config": "my_pairs"}, {**cell, "config": "rag_rewardbench"}])
     titles = [line for line in text.splitlines() if "RAG-RewardBench" in line]
     assert [t.split(":")[0] for t in titles] == ["my_pairs (RAG-RewardBench)", "RAG-RewardBench"]
+
+
+def test_a_thinking_judges_accuracy_by_thinking_length_is_plotted_with_its_quartiles(tmp_path, monkeypatch):
+    root = build_run(str(tmp_path), "thinking", models=3, items=40, bianbench_judges=0)
+    judge = "synthetic-rm-02"  # every third model is a generative judge
+    path = root.metrics_path("rag_rewardbench", judge)
+    metrics = root.read_json(path)
+    quartiles = [{"tokens_from": lo, "tokens_to": hi, "n": 10, "accuracy": a}
+                 for lo, hi, a in ((12, 40, 0.9), (40, 75.5, 0.8), (75.5, 130, None), (130, 512, 0.4))]
+    metrics["thinking"] = {"traces": 80, "unfinished": 3, "unfinished_thinking_rate": 3 / 80,
+                           "thinking_tokens": None, "accuracy_by_thinking_quartile": quartiles}
+    root.write_json(path, metrics)
+    _stub_protocol(monkeypatch)
+    write_report(root, out=lambda line: None)
+    page = Path(root.path("report/index.html")).read_text(encoding="utf-8")
+    labels = re.findall(r'<svg class="plot" role="img" aria-label="([^"]+)"', page)
+    assert labels.count("rag_rewardbench: accuracy by thinking length") == 1
+    plot = page.split('aria-label="rag_rewardbench: accuracy by thinking length"')[1].split("</svg>")[0]
+    assert f"{judge} (quartiles up to 40, 75.5, 130, 512 tokens)" in plot and "Q4 (longest)" in plot

@@ -120,9 +120,15 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
     assert [answers[f"{i}#rc"]["thinking_tokens"] for i in items] == [1, 2, None, 3, 4, 10]
     # 1, 1, 2, 2, 3, 3, 4, 4, 10, 10: (c)'s two traces reported no tokens, which is not zero tokens
     tokens = {"counted": 10, "mean": 4.0, "p50": 3.0, "p95": 10.0}
+    # items' tokens, both orders: (a) 2, (b) 4, (d) 6, (e) 8, (f) 20, (c) uncounted; linear quartile edges 4, 6, 8
+    quartiles = [{"tokens_from": 2.0, "tokens_to": 4.0, "n": 2, "accuracy": 0.75},
+                 {"tokens_from": 4.0, "tokens_to": 6.0, "n": 1, "accuracy": 1.0},
+                 {"tokens_from": 6.0, "tokens_to": 8.0, "n": 1, "accuracy": 0.5},
+                 {"tokens_from": 8.0, "tokens_to": 20.0, "n": 1, "accuracy": 0.0}]
     assert outcomes["rag_rewardbench"].metrics["thinking"] == {"traces": 12, "unfinished": 4,
                                                                "unfinished_thinking_rate": 4 / 12,
-                                                               "thinking_tokens": tokens}
+                                                               "thinking_tokens": tokens,
+                                                               "accuracy_by_thinking_quartile": quartiles}
 
     predictions = sorted((r["task"], r["language"], r["prediction"], r["correct"])
                          for r in run.read_rows("predictions", "bianbench", "thinker"))
@@ -130,7 +136,7 @@ def test_verdicts_come_from_after_the_trace_and_cut_traces_are_counted(ray_sessi
         [("qa", "en", "FAIL", 1.0)] * 3 + [("qa", "zh", "ERROR", 0.0)] * 3
         + [("data_to_text", "en", "ERROR", 0.0)] * 3 + [("translation", "zh", "PASS", 1.0)] * 3)
     assert outcomes["bianbench"].metrics["thinking"] == {"traces": 12, "unfinished": 3, "unfinished_thinking_rate": 0.25,
-                                                         "thinking_tokens": None}
+                                                         "thinking_tokens": None, "accuracy_by_thinking_quartile": None}
     manifest = run.read_json("manifest.json")
     assert manifest["cells"]["bianbench/thinker"]["thinking"]["unfinished"] == 3
     # the replies' reasoning_tokens, 40 for RAG-RewardBench's and none for Bi'anBench's

@@ -66,6 +66,11 @@ class WorkerModel:
         return (self.reasoning or {}).get("api_field")
 
     @property
+    def reasoning_parser(self) -> str | None:
+        """vLLM's reasoning parser that splits the trace (reasoning.parser); None: the delimiters do."""
+        return (self.reasoning or {}).get("parser")
+
+    @property
     def trace_end(self) -> str | None:
         """The end delimiter of a thinking judge's trace (reasoning.end, which the driver sets to the pair the
         settings name: jobs.engines.base.worker_model); None: it does not think."""

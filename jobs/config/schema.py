@@ -142,8 +142,10 @@ def flat_settings(model: ModelConfig) -> JsonObject:
     settings = to_dict(model)
     if settings["reasoning"] is None:  # left out, so a model that does not think hashes as before the key existed
         del settings["reasoning"]
-    elif settings["reasoning"]["budget_tokens"] is None:  # and a thinking judge without a budget likewise
-        del settings["reasoning"]["budget_tokens"]
+    else:  # and a thinking judge without a budget or a parser likewise
+        for key in ("budget_tokens", "parser"):
+            if settings["reasoning"][key] is None:
+                del settings["reasoning"][key]
     for section, schema in SECTIONS.items():
         values = settings.pop(section)
         settings.update({flat_name(f): values[f.name] for f in fields(schema)})

@@ -117,6 +117,7 @@ class Engine:
     prefills: ClassVar[bool] = True  # a judge's verdict can be read from log-probs after a prefill
     # generates after a request's `continue_text` in the opened assistant turn (a thinking budget needs it)
     continues_turns: ClassVar[bool] = False
+    runs_reasoning_parsers: ClassVar[bool] = False  # splits a trace with vLLM's parser named by reasoning.parser
     answers: ClassVar[bool] = True  # answers requests (a retriever indexes and searches instead)
     hosted: ClassVar[bool] = False  # a long-lived engine of the sweep's EngineHost (jobs.engines.host)
     shares: ClassVar[bool] = False  # a generative judge may be one Ray Serve deployment for the sweep

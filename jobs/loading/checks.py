@@ -23,7 +23,7 @@ from jobs.config import (
     ensemble_name,
     setting,
 )
-from jobs.engines.base import engines
+from jobs.engines.base import Engine, engines
 from jobs.engines.transformers.heads import HEADS
 from jobs.loading.names import check_env_names, check_name
 
@@ -175,10 +175,40 @@ def _check_reasoning(model: ModelConfig, where: str) -> None:
                           "can); drop verdict, or set it to text")
     for key, why in model.reasoning.problems():
         raise ConfigError(f"{where}.reasoning.{key}': {why}")
+    if model.reasoning.parser is not None:
+        _check_parser(model, where, engine)
     if model.reasoning.budget_tokens is not None and not engine.continues_turns:
         able = " or ".join(sorted(e.name for e in engines().values() if e.continues_turns))
         raise ConfigError(f"{where}.reasoning.budget_tokens': a trace cut at its budget is closed and the answer "
                           f"generated after it, which engine {model.engine} cannot do (engine {able} can)")
+
+
+def _check_parser(model: ModelConfig, where: str, engine: Engine) -> None:
+    """vLLM's reasoning parser: a name its registry has, on the engine that runs it, and neither a budget nor a
+    log-prob verdict after the trace, whose requests the driver writes with the trace's delimiters."""
+    parser = model.reasoning.parser
+    if not engine.runs_reasoning_parsers:
+        runs = " or ".join(sorted(e.name for e in engines().values() if e.runs_reasoning_parsers))
+        raise ConfigError(f"{where}.reasoning.parser': vLLM's reasoning parsers run in engine {runs}, not "
+                          f"{model.engine}; name the trace's delimiters (reasoning.start and end) instead")
+    from vllm.reasoning import (
+        ReasoningParserManager,  # vLLM's registry, imported only where a parser is named
+    )
+
+    if parser not in (known := ReasoningParserManager.list_registered()):
+        raise ConfigError(f"{where}.reasoning.parser': vLLM {_vllm_version()} has no reasoning parser {parser!r}; "
+                          f"it has {', '.join(known)}")
+    if model.reasoning.budget_tokens is not None or model.verdict == "logprob":
+        key = "reasoning.budget_tokens" if model.reasoning.budget_tokens is not None else "verdict"
+        raise ConfigError(f"{where}.{key}': a budget and a log-prob verdict after the trace are asked with the "
+                          "trace's delimiters, which reasoning.parser leaves to vLLM; name them (reasoning.start and "
+                          "end) instead of a parser")
+
+
+def _vllm_version() -> str:
+    import vllm
+
+    return str(vllm.__version__)
 
 
 def _first_set(model: ModelConfig, defaults: ModelConfig, section: str) -> str | None:

@@ -89,6 +89,7 @@ class Vllm(Engine):
     shares = True
     streams = True
     continues_turns = True
+    runs_reasoning_parsers = True
 
     def own_setting_problems(self, model: ModelConfig) -> list[tuple[str, str]]:
         return [(f"vllm.engine_args.{key}", f"set by the model file's own key '{_own_place(key)}', not here")

@@ -36,6 +36,7 @@ from benchmarks.row_types import Answer, Request
 from jobs.engines.vllm.process_owner import own_engine_processes
 from jobs.engines.vllm.ranks import WORKER_EXTENSION
 from jobs.engines.vllm.stage import ANSWER_COLUMNS, EngineRow, engine_settings, prepare, read_answer
+from jobs.engines.vllm.trace_parser import trace_parser
 
 RUNNERS = {"classify": {"runner": "pooling", "convert": "classify"}, "judge": {"runner": "generate"},
            "logprobs": {"runner": "generate"}}
@@ -108,7 +109,7 @@ class VllmServer:
                   "cached_prompt_tokens": sum(out.num_cached_tokens or 0 for out in outputs),
                   "generated_tokens": sum(len(out.outputs[0].token_ids) for out in outputs
                                           if task != "classify"),
-                  "thinking_tokens": sum(counted.get("thinking_tokens", 0) for counted in thinking)}
+                  "thinking_tokens": sum(counted.get("thinking_tokens") or 0 for counted in thinking)}
         report(self.ledger, "add", self.key, model.name, "vllm", counts)
         return [read_answer({**row, **self._columns(out, task, int(row.get("response_start") or 0)), **counted},
                             task, columns, prefix) for row, out, counted in zip(rows, outputs, thinking)]
@@ -117,20 +118,30 @@ class VllmServer:
     def _thinking_tokens(outputs: list[Any], rows: list[EngineRow], task: str, model: WorkerModel, path: str
                          ) -> list[EngineRow]:
         """Per output, {"thinking_tokens": n} for a thinking judge's generated text, counted on the tokens vLLM
-        generated (actors.templating.trace_token_count); {} for every other output."""
+        generated (actors.templating.trace_token_count), and where vLLM's reasoning parser splits its trace, the
+        parser's split (jobs.engines.vllm.trace_parser: `parsed_text`, `thinking`, `thinking_finished`); {} for
+        every other output."""
         end = model.trace_end if task == "judge" else None
         if end is None:
             return [{} for _ in outputs]
-        tokenizer = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code),
-                              model.enable_thinking).tokenizer
+        tpl = templater(path, model.chat_template, revision_for(model, path), bool(model.trust_remote_code),
+                        model.enable_thinking)
+        parser = trace_parser(model.reasoning_parser, tpl) if model.reasoning_parser else None
 
         def decode(ids) -> str:
-            return tokenizer.decode(ids, skip_special_tokens=False)  # an end delimiter may be a special token
+            return tpl.tokenizer.decode(ids, skip_special_tokens=False)  # an end delimiter may be a special token
 
-        # A turn continued after its closed trace (`turn_so_far`) generates none of the trace.
-        return [{"thinking_tokens": 0 if row.get("turn_so_far") else
-                 trace_token_count(list(out.outputs[0].token_ids), decode, end)}
-                if row.get("part") == "text" and not row.get("error") else {} for out, row in zip(outputs, rows)]
+        def counted(out: Any, row: EngineRow) -> EngineRow:
+            if row.get("part") != "text" or row.get("error"):
+                return {}
+            ids = list(out.outputs[0].token_ids)
+            if parser is not None:  # the whole turn's text, a continued turn's text so far included
+                split = parser.split(str(row.get("turn_so_far") or "") + out.outputs[0].text, ids, decode)
+                return {**split, "parsed_text": split.pop("text")}
+            # A turn continued after its closed trace (`turn_so_far`) generates none of the trace.
+            return {"thinking_tokens": 0 if row.get("turn_so_far") else trace_token_count(ids, decode, end)}
+
+        return [counted(out, row) for out, row in zip(outputs, rows)]
 
     @staticmethod
     def _by_prompt(rows: list[EngineRow], reads_cache: bool) -> list[list[int]]:

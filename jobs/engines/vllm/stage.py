@@ -54,6 +54,9 @@ class EngineRow(JudgePart, total=False):
     # the engine's output
     embeddings: list[float]  # classify
     generated_text: str  # judge
+    parsed_text: str | None  # judge, its trace split by vLLM's reasoning parser: the answer after it (and these)
+    thinking: str
+    thinking_finished: bool
     logprobs: list[dict[int, dict[str, float]]]  # judge: per generated token, the top log-probs by token id
     prompt_logprobs: list[dict[int, dict[str, float]] | None] | None  # logprobs: per prompt token, from the response on
 
@@ -130,6 +133,8 @@ def read_answer(row: EngineRow, task: str, columns: tuple[str, ...], prefix: str
         out["text"] = None if failed else str(row.get("turn_so_far") or "") + str(row["generated_text"])
         if "thinking_tokens" in row:  # a thinking judge's, counted by its server (jobs.engines.vllm.server)
             out["thinking_tokens"] = row["thinking_tokens"]
+        if "thinking_finished" in row:  # split by vLLM's reasoning parser (jobs.engines.vllm.trace_parser)
+            out.update(text=row["parsed_text"], thinking=row["thinking"], thinking_finished=row["thinking_finished"])
     return out
 
 

@@ -155,3 +155,20 @@ def test_a_budget_cuts_the_trace_and_a_closed_trace_is_continued_under_the_reque
     closed, generated = ask({**text_part, "continue_text": so_far}, "</never-written>", 3)
     assert closed["text"].startswith(so_far) and len(closed["text"]) > len(so_far)
     assert closed["thinking_tokens"] == 0 and generated > 3  # the request's own limit, not the budget
+
+
+def test_vllms_own_reasoning_parser_splits_the_whole_turn_in_the_engine(implicit_server, monkeypatch):
+    """`reasoning.parser` (jobs.engines.vllm.trace_parser): the server splits each judge turn with vLLM's parser
+    of that name, the turn's text so far included; granite's parser finds its trace by phrases, which any
+    tokenizer writes."""
+    server, _, path, loop = implicit_server
+    _, judge, request = _judge_request(monkeypatch)
+    [text_part] = [p for p in split_judge_request(request) if p["part"] == "text"]
+    parsed = dataclasses.replace(judge, reasoning={"parser": "granite", "start": "<think>", "end": "</think>"})
+    so_far = "Here is my thought process: the first response cites the passage. Here is my response:"
+    answer = loop.run_until_complete(server.answer([{**text_part, "continue_text": so_far}], "judge", parsed,
+                                                   path))[0]
+    plain = loop.run_until_complete(server.answer([{**text_part, "continue_text": so_far}], "judge", judge, path))[0]
+    assert answer["thinking"] == "the first response cites the passage." and answer["thinking_finished"] is True
+    assert answer["text"] == plain["text"][len(so_far):].strip() != ""  # the generated answer after the phrase
+    assert answer["thinking_tokens"] is None  # granite's parser names no end delimiter to count through

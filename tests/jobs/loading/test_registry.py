@@ -20,7 +20,10 @@ DEMO = {"smollm2_judge", "smollm2_implicit", "tiny_classifier"}
 RETRIEVERS = {"bm25", "minilm"}  # mtRAG retrieval (Table 3), not RAG-RewardBench entries
 # Judges that think before they answer (a reasoning: block), from their model cards rather than a paper's table.
 THINKING = {"qwen3_8b_thinking", "qwen3_32b_thinking", "deepseek_r1_distill_qwen_7b", "deepseek_r1_distill_qwen_32b",
-            "rm_r1_deepseek_distilled_qwen_7b"}
+            "rm_r1_deepseek_distilled_qwen_7b", "gpt_oss_20b", "gpt_oss_120b"}
+# Mixtures of experts whose experts are MXFP4 (about half a byte a parameter): one 80 GB GPU each, as their model
+# cards say, whatever their bfloat16 size would need.
+MXFP4 = {"gpt_oss_20b", "gpt_oss_120b"}
 # RAG-RewardBench Table 3: RALMs scored as implicit RMs, each against its base model.
 RALMS = {"fgcite_rs", "fgcite_rs_rl", "self_rag_7b", "self_rag_13b", "retrobust_nq", "retrobust_2wiki",
          "chatqa_1_5_8b", "chatqa_2_8b", "auto_rag_8b"}
@@ -62,7 +65,7 @@ def test_registry_entries_say_how_to_run_them(registry):
         assert model.dtype == "bfloat16" and model.num_gpus == 1, name
         assert model.params_b and model.params_b > 0, name
         assert 0 < model.max_model_len <= 32768, name
-        expected_tp = 1 if model.params_b <= 20 else 2 if model.params_b <= 50 else 4
+        expected_tp = (1 if model.params_b <= 20 or name in MXFP4 else 2 if model.params_b <= 50 else 4)
         assert model.tensor_parallel_size == expected_tp, name
         if model.engine == "transformers":
             assert "# engine transformers: " in text, name  # why vLLM cannot load it

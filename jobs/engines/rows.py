@@ -84,6 +84,6 @@ def merge_parts(rows: Iterable[Answer]) -> Iterator[Answer]:
             for key, value in part.items():
                 if key == "n_tokens":
                     merged[key] = max(merged.get(key) or 0, value or 0)
-                elif merged.get(key) in (None, False):
+                elif merged.get(key) is None or merged.get(key) is False:  # not `in (None, False)`: 0 == False
                     merged[key] = value
         yield merged

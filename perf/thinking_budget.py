@@ -1,14 +1,14 @@
 """What a thinking budget costs and changes (issue 66): SmolLM2 on vLLM's CPU engine as a thinking judge on the
 bundled RAG-RewardBench and Bi'anBench samples, without a budget and with each of `--budgets`.
 
-    python perf/thinking_budget.py OUT.json [--budgets 16,64,256] [--engine vllm] [--root DIR]
+    python perf/thinking_budget.py OUT.json [--budgets none,16,64,256] [--engine vllm] [--root DIR]
 
 The judge is conf/models/smollm2_judge.yaml's with a chat template that opens a `<think>` trace after the
 assistant's turn starts (ChatML, as SmolLM2's own template writes it, plus the tag) and `reasoning: true`
 (`<think>`/`</think>`), so every answer is a trace first; SmolLM2-135M was never taught to close one, so the
 traces show the plumbing, not reasoning. Each budget is one `ragjudge run` of its own (a fresh process, a
-fresh engine, a local Ray as `make demo` starts it), one after the other; "none" is the same judge without a
-budget, whose traces run to the request's own token limit (RAG-RewardBench: the judge's max_new_tokens;
+fresh engine, a local Ray as `make demo` starts it), one after the other; "none", where asked, is the same
+judge without a budget, whose traces run to the request's own token limit (RAG-RewardBench: the judge's max_new_tokens;
 Bi'anBench: its options.max_tokens) and, where they do not end there, leave no verdict.
 
 Per (budget, benchmark): the cell's seconds, its requests (first round and closing requests), traces,
@@ -76,7 +76,8 @@ def run_budget(folder: Path, results: Path, budget: int | None, engine: str, tem
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--budgets", default="16,64,256", help="comma-separated; 'none' runs first in any case")
+    parser.add_argument("--budgets", default="16,64,256", help="comma-separated token budgets; 'none' for the judge "
+                        "without one")
     parser.add_argument("--engine", default="vllm", choices=("vllm", "transformers"))
     parser.add_argument("--root", type=Path, help="where the runs go (default: a temporary folder, kept)")
     args = parser.parse_args()
@@ -85,7 +86,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="thinking-budget-conf-"))
     template = folder / "thinking_chatml.jinja"
     template.write_text(THINKING_TEMPLATE, encoding="utf-8")
-    budgets = [None] + [int(b) for b in args.budgets.split(",") if b and b != "none"]
+    budgets = [None if b == "none" else int(b) for b in args.budgets.split(",") if b]
     rows = []
     for budget in budgets:
         print(f"budget {budget or 'none'}: running (log in {results})", flush=True)

@@ -30,7 +30,7 @@ def requests_to_retry(answered: dict[str, Answer], retry_errors: bool) -> set[st
     return {rid for rid, row in answered.items() if retried_failure(row)} if retry_errors else set()
 
 
-def reads_logprobs_after_trace(cell: JudgedCell, request: Request) -> ReasoningSettings | None:
+def _reads_logprobs_after_trace(cell: JudgedCell, request: Request) -> ReasoningSettings | None:
     """The reasoning block of the cell's own model where its verdict is read from log-probs after its trace
     (`verdict: logprob` on a thinking judge, jobs.flow.judged_cell) and `request` is its own; else None."""
     thinks = cell.model.reasoning is not None and cell.verdict == "logprob"
@@ -70,7 +70,7 @@ def _rounds(cell: JudgedCell, shard: int, items: list[Item], answers: ShardAnswe
         closing = closing_requests(requests, answered, lambda r: cell.answerer.reasoning(route_of(r)))
         _ask_round(cell, shard, answers, f"round {round_}, traces cut at their budget closed", closing, answered,
                    done, told)
-        verdicts = verdict_requests(requests, answered, lambda r: reads_logprobs_after_trace(cell, r))
+        verdicts = verdict_requests(requests, answered, lambda r: _reads_logprobs_after_trace(cell, r))
         _ask_round(cell, shard, answers, f"round {round_}, log-prob verdicts after the trace", verdicts, answered,
                    done, told)
         # The round's requests freed before the next round's are made (each holds its item's texts), which lowers

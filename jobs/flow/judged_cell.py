@@ -31,6 +31,12 @@ SHARD_ITEMS = 5_000
 T = TypeVar("T")
 
 
+def reads_logprobs_after_trace(model: ModelConfig) -> bool:
+    """A thinking judge whose verdict is read from log-probs after its trace, in a round of their own
+    (`verdict: logprob` on an engine that prefills: jobs.flow.thinking_rounds)."""
+    return model.reasoning is not None and model.verdict == "logprob" and engine_of(model).prefills
+
+
 class NoReadableRows(ValueError):
     """A judged cell's data has no row its benchmark can read: the cell fails (`failed_data`), naming the first
     reasons, before any engine starts."""
@@ -73,7 +79,7 @@ class JudgedCell:
         # An engine that cannot prefill (an HTTP API) has its verdict read from the text, and so has a judge that
         # thinks unless it asks for log-probs (`verdict: logprob`), which are then read after its trace in a
         # round of their own (jobs.flow.thinking_rounds).
-        thinks_in_text = job.model.reasoning is not None and job.model.verdict != "logprob"
+        thinks_in_text = job.model.reasoning is not None and not reads_logprobs_after_trace(job.model)
         reads_text = thinks_in_text or not engine_of(job.model).prefills
         verdict = ("text" if reads_text else job.model.verdict) if KINDS[kind].generates else None
         return cls(spec, job, options, kind, verdict, encoder_settings(spec, options, job.bench.name), SHARD_ITEMS)

@@ -15,7 +15,7 @@ from benchmarks.row_types import Answer, Item, Request
 from jobs.config.reasoning import ReasoningSettings
 from jobs.engines.preflight import PreflightError
 from jobs.flow.error_budget import retried_failure
-from jobs.flow.judged_cell import JudgedCell
+from jobs.flow.judged_cell import JudgedCell, reads_logprobs_after_trace
 from jobs.flow.recorder import ShardAnswers
 from jobs.flow.thinking_rounds import closing_requests, merged_answers, verdict_requests
 from jobs.flow.walk import by_route, first_requests, followup_requests, newest_answers, route_of, routed
@@ -33,8 +33,7 @@ def requests_to_retry(answered: dict[str, Answer], retry_errors: bool) -> set[st
 def _reads_logprobs_after_trace(cell: JudgedCell, request: Request) -> ReasoningSettings | None:
     """The reasoning block of the cell's own model where its verdict is read from log-probs after its trace
     (`verdict: logprob` on a thinking judge, jobs.flow.judged_cell) and `request` is its own; else None."""
-    thinks = cell.model.reasoning is not None and cell.verdict == "logprob"
-    return cell.model.reasoning if thinks and route_of(request) is None else None
+    return cell.model.reasoning if reads_logprobs_after_trace(cell.model) and route_of(request) is None else None
 
 
 def answer_rounds(cell: JudgedCell, shard: int, items: list[Item], streamed: bool) -> list[Answer]:

@@ -23,7 +23,7 @@ from jobs.config import ModelConfig
 from jobs.engines.errors import retryable
 from jobs.flow.answer_cache import CellAnswerStore
 from jobs.flow.error_budget import RequestErrors
-from jobs.flow.judged_cell import JudgedCell
+from jobs.flow.judged_cell import JudgedCell, reads_logprobs_after_trace
 from jobs.flow.recorder import RowRecorder
 from jobs.flow.reducers import reducer_of
 from jobs.flow.rounds import requests_to_retry
@@ -76,7 +76,7 @@ def place_shards(cell: JudgedCell, shards: int, streamed: bool) -> ShardPlacemen
 def _thinking_rounds(cell: JudgedCell) -> bool:
     """Whether the cell's own judge adds rounds to its answers (jobs.flow.thinking_rounds)."""
     reasoning = cell.model.reasoning
-    return reasoning is not None and (reasoning.budget_tokens is not None or cell.verdict == "logprob")
+    return reasoning is not None and (reasoning.budget_tokens is not None or reads_logprobs_after_trace(cell.model))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 engine and engine-only settings, as the engines declare them (jobs.engines)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -148,11 +148,11 @@ def check_models(models: Mapping[str, ModelConfig], source: Path) -> None:
                               f"only kind {' or '.join(sorted(engine.kinds))}")
         for section in (*SECTIONS, "retriever"):
             if section not in engine.sections and (key := _first_set(model, defaults, section)):
-                readers = " or ".join(sorted(e.name for e in engines().values() if section in e.sections))
+                readers = _engines_that(lambda e, wanted=section: wanted in e.sections)
                 raise ConfigError(f"{where}.{section}.{key}': only engine {readers} reads the {section} section, "
                                   f"not kind {model.kind} on engine {model.engine}")
         if model.tokenizer is not None and not engine.separate_tokenizer:
-            loaders = " or ".join(sorted(e.name for e in engines().values() if e.separate_tokenizer))
+            loaders = _engines_that(lambda e: e.separate_tokenizer)
             raise ConfigError(f"{where}.tokenizer': only engine {loaders} loads a separate tokenizer, not kind "
                               f"{model.kind} on engine {model.engine}")
         for key, why in engine.own_setting_problems(model):
@@ -169,7 +169,7 @@ def _check_reasoning(model: ModelConfig, where: str) -> None:
                           "judge (kind generative or api) has a reasoning block")
     engine = engines()[model.engine]
     if model.verdict == "logprob" and not (engine.prefills and engine.continues_turns):
-        able = " or ".join(sorted(e.name for e in engines().values() if e.prefills and e.continues_turns))
+        able = _engines_that(lambda e: e.prefills and e.continues_turns)
         raise ConfigError(f"{where}.verdict': a thinking judge's log-prob verdict is read after its trace, in a "
                           f"request that continues the turn, which engine {model.engine} cannot do (engine {able} "
                           "can); drop verdict, or set it to text")
@@ -178,7 +178,7 @@ def _check_reasoning(model: ModelConfig, where: str) -> None:
     if model.reasoning.parser is not None:
         _check_parser(model, where, engine)
     if model.reasoning.budget_tokens is not None and not engine.continues_turns:
-        able = " or ".join(sorted(e.name for e in engines().values() if e.continues_turns))
+        able = _engines_that(lambda e: e.continues_turns)
         raise ConfigError(f"{where}.reasoning.budget_tokens': a trace cut at its budget is closed and the answer "
                           f"generated after it, which engine {model.engine} cannot do (engine {able} can)")
 
@@ -188,7 +188,7 @@ def _check_parser(model: ModelConfig, where: str, engine: Engine) -> None:
     log-prob verdict after the trace, whose requests the driver writes with the trace's delimiters."""
     parser = model.reasoning.parser
     if not engine.runs_reasoning_parsers:
-        runs = " or ".join(sorted(e.name for e in engines().values() if e.runs_reasoning_parsers))
+        runs = _engines_that(lambda e: e.runs_reasoning_parsers)
         raise ConfigError(f"{where}.reasoning.parser': vLLM's reasoning parsers run in engine {runs}, not "
                           f"{model.engine}; name the trace's delimiters (reasoning.start and end) instead")
     from vllm.reasoning import (
@@ -203,6 +203,11 @@ def _check_parser(model: ModelConfig, where: str, engine: Engine) -> None:
         raise ConfigError(f"{where}.{key}': a budget and a log-prob verdict after the trace are asked with the "
                           "trace's delimiters, which reasoning.parser leaves to vLLM; name them (reasoning.start and "
                           "end) instead of a parser")
+
+
+def _engines_that(which: Callable[[Engine], bool]) -> str:
+    """The registered engines `which` holds for, by name, as the checks' messages list them."""
+    return " or ".join(sorted(e.name for e in engines().values() if which(e)))
 
 
 def _vllm_version() -> str:

@@ -29,6 +29,7 @@ from jobs.config import KINDS, BenchmarkConfig, ModelConfig, SweepConfig, protoc
 from jobs.engines.base import engine_of, engines
 from jobs.engines.host import engine_name
 from jobs.flow import JudgedFlow, first_requests, flow_of, read_items
+from jobs.flow.judged_cell import reads_logprobs_after_trace
 from jobs.plan.placement import EngineJob, Schedule, schedule
 from jobs.plan.prices import PriceTable, api_cost_lines, load_prices
 from jobs.sweep.pipeline import applies
@@ -207,7 +208,7 @@ def _output_tokens(request: dict, model: ModelConfig, kind: str) -> int:
     (jobs.flow.thinking_rounds)."""
     if KINDS[kind].generates:
         own = int(request.get("max_tokens") or model.max_new_tokens) + (request.get("prefill") is not None)
-        return own + _budget(model) + 2 * _reads_logprobs_after_trace(model)
+        return own + _budget(model) + 2 * reads_logprobs_after_trace(model)
     return 1 if KINDS[kind].reads_logprobs else 0
 
 
@@ -221,12 +222,8 @@ def _asks_per_request(model: ModelConfig, kind: str) -> int:
     trace closed at a budget, its log-prob verdict read after the trace: jobs.flow.thinking_rounds)."""
     if model.reasoning is None or not KINDS[kind].generates:
         return 1
-    return 1 + (model.reasoning.budget_tokens is not None) + _reads_logprobs_after_trace(model)
+    return 1 + (model.reasoning.budget_tokens is not None) + reads_logprobs_after_trace(model)
 
-
-def _reads_logprobs_after_trace(model: ModelConfig) -> bool:
-    """A thinking judge whose verdict is read from log-probs after its trace (jobs.flow.judged_cell)."""
-    return model.reasoning is not None and model.verdict == "logprob" and engine_of(model).prefills
 
 
 # A retrieval cell's plan: nothing wrong with it, and nothing to count in tokens.

@@ -102,7 +102,7 @@ class VllmServer:
             for i, out in zip(group, answers):
                 outputs[i] = out
         # In a thread, as the rows were prepared: the count decodes each trace a few times over.
-        thinking = await asyncio.to_thread(self._thinking_tokens, outputs, rows, task, model, path)
+        thinking = await asyncio.to_thread(self._trace_columns, outputs, rows, task, model, path)
         busy, self.busy_s = self.busy_s, 0.0
         counts = {"busy_s": busy, "requests": len(rows),
                   "prompt_tokens": sum(len(out.prompt_token_ids or []) for out in outputs),
@@ -115,7 +115,7 @@ class VllmServer:
                             task, columns, prefix) for row, out, counted in zip(rows, outputs, thinking)]
 
     @staticmethod
-    def _thinking_tokens(outputs: list[Any], rows: list[EngineRow], task: str, model: WorkerModel, path: str
+    def _trace_columns(outputs: list[Any], rows: list[EngineRow], task: str, model: WorkerModel, path: str
                          ) -> list[EngineRow]:
         """Per output, {"thinking_tokens": n} for a thinking judge's generated text, counted on the tokens vLLM
         generated (actors.templating.trace_token_count), and where vLLM's reasoning parser splits its trace, the

